@@ -1,0 +1,30 @@
+/** Jest runs TypeScript (and Nest 12's ESM) through SWC; type-checking is `npm run typecheck`. */
+const transform = {
+  '^.+\\.(t|j)s$': [
+    '@swc/jest',
+    {
+      jsc: {
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+        keepClassNames: true,
+        target: 'es2022',
+      },
+      module: { type: 'commonjs' },
+    },
+  ],
+};
+
+const project = (displayName, testMatch) => ({
+  displayName,
+  testMatch,
+  transform,
+  transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
+  testEnvironment: 'node',
+});
+
+module.exports = {
+  projects: [project('engine', ['<rootDir>/test/engine/**/*.spec.ts'])],
+  globalSetup: '<rootDir>/test/setup/global-setup.js',
+  globalTeardown: '<rootDir>/test/setup/global-teardown.js',
+  testTimeout: 30_000,
+};

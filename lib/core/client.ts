@@ -1,0 +1,311 @@
+import { randomBytes } from 'node:crypto';
+import { Cluster } from 'ioredis';
+import { closeConnection, openConnection, type ConnectionOptions } from './connection';
+import { dueAt } from './duration';
+import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from './errors';
+import { RedflowKeys } from './keys';
+import { RedisScripts, type RedisConnection } from './redis-scripts';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
+import { TERMINAL_STATUSES, type RunState, type RunStatus, type StepState, type WorkflowMeta } from './types';
+import { validateInput } from './validation';
+import { getDefaultRegistry, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
+
+/** Options of `createClient`. */
+export interface ClientOptions extends ConnectionOptions {
+  /** Namespace of every key; all keys of a prefix share one Redis Cluster slot. @default process.env.REDFLOW_PREFIX ?? "redflow" */
+  prefix?: string;
+  /** Workflows known to this process: their schemas validate input on enqueue. @default the default registry */
+  registry?: WorkflowRegistry;
+  /** Largest input or step output in bytes. @default 1048576 (1 MiB) */
+  maxPayloadBytes?: number;
+}
+
+/** Options of starting a run. */
+export interface RunOptions {
+  /** Returns the existing run for the same key (and input) instead of starting another one. */
+  idempotencyKey?: string;
+  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+  /** Start no earlier than this (a Date or epoch ms); the run waits as `scheduled` until then. */
+  runAt?: Date | number;
+  /** Run on this queue instead of the workflow's own. */
+  queueOverride?: string;
+}
+
+/** Filters of `listRuns`; results are newest first. */
+export interface ListRunsOptions {
+  workflow?: string;
+  status?: RunStatus;
+  /** @default 50 */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** A started run. */
+export interface RunHandle<TOutput = unknown> {
+  readonly id: string;
+  /** The run as stored now, or null if it no longer exists. */
+  getState(): Promise<RunState<TOutput> | null>;
+  /**
+   * Waits for the run to end. Resolves with its output; rejects with its error when it failed,
+   * `CanceledError` when canceled, `TimeoutError` after `timeoutMs`.
+   */
+  result(options?: { timeoutMs?: number }): Promise<TOutput>;
+}
+
+const DEFAULT_IDEMPOTENCY_TTL_SEC = 7 * 24 * 60 * 60;
+const RUN_FIELDS = [
+  'workflow',
+  'queue',
+  'status',
+  'input',
+  'output',
+  'error',
+  'attempt',
+  'maxAttempts',
+  'createdAt',
+  'availableAt',
+  'startedAt',
+  'finishedAt',
+  'cancelReason',
+  'idempotencyKey',
+] as const;
+const STEP_FIELD = 's:';
+
+/** A new run id: time-ordered, unique across processes. */
+export function newRunId(): string {
+  return `${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+function num(value: string | null | undefined): number | undefined {
+  return value == null || value === '' ? undefined : Number(value);
+}
+
+/** Reads a stored run. Throws `CorruptRunDataError` when required fields are missing or undecodable. */
+export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIELDS)[number], string | null>>): RunState<TOutput> {
+  if (!f.workflow || !f.queue || !f.status) throw new CorruptRunDataError(id, 'the run hash has no workflow, queue or status field');
+  const run: RunState<TOutput> = {
+    id,
+    workflow: f.workflow,
+    queue: f.queue,
+    status: f.status as RunStatus,
+    input: decodeJson(f.input ?? '', id, 'input'),
+    attempt: num(f.attempt) ?? 0,
+    maxAttempts: num(f.maxAttempts) ?? 1,
+    createdAt: num(f.createdAt) ?? 0,
+    availableAt: num(f.availableAt) ?? 0,
+  };
+  if (f.output) run.output = decodeJson(f.output, id, 'output') as TOutput;
+  if (f.error) run.error = decodeJson(f.error, id, 'error') as RunState['error'];
+  if (f.startedAt) run.startedAt = Number(f.startedAt);
+  if (f.finishedAt) run.finishedAt = Number(f.finishedAt);
+  if (f.cancelReason) run.cancelReason = f.cancelReason;
+  if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
+  return run;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Starts, inspects and cancels runs. Create one with `createClient`. */
+export class RedflowClient {
+  readonly keys: RedflowKeys;
+  /** @internal */
+  readonly scripts: RedisScripts;
+  readonly registry: WorkflowRegistry;
+  readonly maxPayloadBytes: number;
+  private closed = false;
+
+  constructor(
+    readonly redis: RedisConnection,
+    private readonly ownsConnection: boolean,
+    options: ClientOptions,
+  ) {
+    this.keys = new RedflowKeys(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow');
+    this.scripts = new RedisScripts(redis, this.keys);
+    this.registry = options.registry ?? getDefaultRegistry();
+    this.maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  }
+
+  /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
+  async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
+    await validateInput(definition.name, definition.options.schema, input);
+    return this.enqueue<TOutput>(definition.name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options);
+  }
+
+  /**
+   * Starts a run by workflow name. A workflow in this client's registry is validated locally; any
+   * other must have been registered in Redis by a worker, else `UnknownWorkflowError`.
+   */
+  async runByName<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
+    const definition = this.registry.get(name);
+    if (definition) return this.start(definition, input, options) as Promise<RunHandle<TOutput>>;
+    return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options);
+  }
+
+  /** Same as `runByName`. */
+  emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
+    return this.runByName<TOutput>(name, input, options);
+  }
+
+  private async enqueue<TOutput>(workflow: string, input: unknown, queue: string, maxAttempts: string, options: RunOptions = {}): Promise<RunHandle<TOutput>> {
+    const encoded = encodeJson(input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
+    const now = Date.now();
+    const runAt = options.runAt === undefined ? 0 : dueAt(options.runAt instanceof Date ? options.runAt : new Date(options.runAt), now, 'runAt');
+    const ttl = options.idempotencyTtl ?? DEFAULT_IDEMPOTENCY_TTL_SEC;
+    if (!Number.isInteger(ttl) || ttl < 1) throw new ConfigurationError(`idempotencyTtl must be a whole number of seconds >= 1, got ${ttl}.`);
+    const result = await this.scripts.enqueue({
+      runId: newRunId(),
+      workflow,
+      queue,
+      maxAttempts,
+      input: encoded,
+      now,
+      runAt,
+      idempotencyKey: options.idempotencyKey ?? '',
+      idempotencyTtlSec: ttl,
+    });
+    if (result.kind === 'unknown') throw new UnknownWorkflowError(workflow);
+    if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
+    return this.handle<TOutput>(result.runId);
+  }
+
+  /** A handle for an existing run id. */
+  handle<TOutput = unknown>(id: string): RunHandle<TOutput> {
+    return {
+      id,
+      getState: () => this.getRun<TOutput>(id),
+      result: (options) => this.waitForResult<TOutput>(id, options?.timeoutMs),
+    };
+  }
+
+  private async waitForResult<TOutput>(id: string, timeoutMs?: number): Promise<TOutput> {
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    let pause = 5;
+    for (;;) {
+      const [status, output, error, reason] = await this.redis.hmget(this.keys.run(id), 'status', 'output', 'error', 'cancelReason');
+      if (status === null) throw new CorruptRunDataError(id, 'the run does not exist (deleted, or a wrong id)');
+      if (status === 'succeeded') return decodeJson(output ?? '', id, 'output') as TOutput;
+      if (status === 'failed') throw deserializeError(error ?? '');
+      if (status === 'canceled') throw new CanceledError(id, reason ?? undefined);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new TimeoutError(`Waiting for the result of run "${id}"`, timeoutMs!);
+      await sleep(Math.min(pause, left));
+      pause = Math.min(pause * 2, 200);
+    }
+  }
+
+  /** A run, or null when it does not exist. */
+  async getRun<TOutput = unknown>(id: string): Promise<RunState<TOutput> | null> {
+    const values = await this.redis.hmget(this.keys.run(id), ...RUN_FIELDS);
+    if (values.every((v) => v === null)) return null;
+    return parseRun<TOutput>(id, Object.fromEntries(RUN_FIELDS.map((f, i) => [f, values[i]])));
+  }
+
+  /** A run's stored steps, in the order they finished. */
+  async getRunSteps(id: string): Promise<StepState[]> {
+    const hash = await this.redis.hgetall(this.keys.run(id));
+    const steps: StepState[] = [];
+    for (const [field, value] of Object.entries(hash)) {
+      if (!field.startsWith(STEP_FIELD)) continue;
+      const record = decodeJson(value, id, field) as Omit<StepState, 'name'>;
+      steps.push({ name: field.slice(STEP_FIELD.length), ...record });
+    }
+    return steps.sort((a, b) => a.finishedAt - b.finishedAt);
+  }
+
+  /** Runs, newest first, filtered by workflow and/or status. */
+  async listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
+    const limit = options.limit ?? 50;
+    const offset = options.offset ?? 0;
+    const k = this.keys;
+    const index = options.workflow ? k.workflowRuns(options.workflow) : options.status ? k.status(options.status) : k.runs();
+    const needsFilter = Boolean(options.workflow && options.status);
+    const out: RunState[] = [];
+    let skipped = 0;
+    const page = needsFilter ? 200 : limit;
+    for (let start = needsFilter ? 0 : offset; out.length < limit; start += page) {
+      const ids = await this.redis.zrevrange(index, start, start + page - 1);
+      if (!ids.length) break;
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hmget(k.run(id), ...RUN_FIELDS);
+      const replies = (await pipeline.exec()) ?? [];
+      for (let i = 0; i < ids.length && out.length < limit; i++) {
+        const values = replies[i][1] as (string | null)[];
+        if (!values || values[2] === null) continue;
+        if (needsFilter && values[2] !== options.status) continue;
+        if (needsFilter && skipped < offset) {
+          skipped++;
+          continue;
+        }
+        out.push(parseRun(ids[i], Object.fromEntries(RUN_FIELDS.map((f, j) => [f, values[j]]))));
+      }
+      if (ids.length < page) break;
+    }
+    return out;
+  }
+
+  /** Workflows registered in Redis by workers (or `syncRegistry`). */
+  async listWorkflows(): Promise<WorkflowMeta[]> {
+    const names = (await this.redis.smembers(this.keys.workflows())).sort();
+    const metas = await Promise.all(names.map((n) => this.getWorkflowMeta(n)));
+    return metas.filter((m): m is WorkflowMeta => m !== null);
+  }
+
+  async getWorkflowMeta(name: string): Promise<WorkflowMeta | null> {
+    const h = await this.redis.hgetall(this.keys.workflow(name));
+    if (!h.queue) return null;
+    return { name, queue: h.queue, maxAttempts: Number(h.maxAttempts), owner: h.owner, updatedAt: Number(h.updatedAt) };
+  }
+
+  /**
+   * Cancels a run that has not ended. Queued and scheduled runs end at once; a running run's signal
+   * aborts and no later step starts. Returns false when the run already ended or does not exist.
+   */
+  async cancelRun(id: string, options: { reason?: string } = {}): Promise<boolean> {
+    const error = serializeError(new CanceledError(id, options.reason));
+    const result = await this.scripts.cancel(id, Date.now(), error, options.reason ?? '');
+    return result === 'canceled';
+  }
+
+  /**
+   * Records the registry's workflows in Redis under `owner`, and removes workflows this owner
+   * registered before but no longer defines. Returns the removed names.
+   */
+  async syncRegistry(registry: WorkflowRegistry, options: { owner: string }): Promise<string[]> {
+    if (!options.owner) throw new ConfigurationError('syncRegistry needs an owner: a stable id of the app that defines these workflows.');
+    const entries = registry.list().flatMap((d) => [d.name, d.queue, String(d.maxAttempts)]);
+    return this.scripts.syncRegistry(options.owner, Date.now(), entries);
+  }
+
+  /** Deletes every key of this prefix: all runs, queues and registry entries. For tests and resets. */
+  async resetState(): Promise<void> {
+    const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${this.keys.base.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await node.unlink(...keys);
+      } while (cursor !== '0');
+    }
+  }
+
+  /** Closes the connection if this client opened it. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsConnection) await closeConnection(this.redis);
+  }
+
+  /** True when a run status is final. */
+  static isTerminal(status: RunStatus): boolean {
+    return TERMINAL_STATUSES.has(status);
+  }
+}
+
+/** Creates a client: `createClient({ url })`, `createClient({ redis })`, plus `prefix`, `registry`. */
+export function createClient(options: ClientOptions = {}): RedflowClient {
+  const { redis, owned } = openConnection(options);
+  return new RedflowClient(redis, owned, options);
+}

@@ -1,0 +1,35 @@
+import { Cluster, Redis } from 'ioredis';
+import type { RedisConnection } from './redis-scripts';
+import { ConfigurationError } from './errors';
+
+/** How to reach Redis: an existing connection (kept open on close) or a URL (owned and closed). */
+export interface ConnectionOptions {
+  /** An ioredis `Redis` or `Cluster` instance. The caller keeps ownership: `close()` leaves it open. */
+  redis?: RedisConnection;
+  /** A redis:// URL; a connection is created and closed by `close()`. @default process.env.REDIS_URL */
+  url?: string;
+}
+
+/** Opens (or adopts) a connection; `owned` says whether we must close it. */
+export function openConnection(options: ConnectionOptions): { redis: RedisConnection; owned: boolean } {
+  if (options.redis) return { redis: options.redis, owned: false };
+  const url = options.url ?? process.env.REDIS_URL;
+  if (!url) {
+    throw new ConfigurationError('No Redis connection given. Pass { redis } (an ioredis instance) or { url }, or set REDIS_URL.');
+  }
+  return { redis: new Redis(url, { maxRetriesPerRequest: null }), owned: true };
+}
+
+/** Closes a connection without waiting on a dead server. */
+export async function closeConnection(redis: RedisConnection): Promise<void> {
+  try {
+    await redis.quit();
+  } catch {
+    redis.disconnect();
+  }
+}
+
+/** A second connection to the same server(s), for blocking commands or subscriptions. */
+export function duplicateConnection(redis: RedisConnection): RedisConnection {
+  return redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+}

@@ -1,0 +1,23 @@
+export * from './errors';
+export { toMs, type Duration } from './duration';
+export { createClient, RedflowClient, type ClientOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client';
+export type { ConnectionOptions } from './connection';
+export type { RedisConnection } from './redis-scripts';
+export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions } from './worker';
+export {
+  defineWorkflow,
+  getDefaultRegistry,
+  setDefaultClient,
+  WorkflowRegistry,
+  type RetryPolicy,
+  type RunInfo,
+  type StepApi,
+  type StepOptions,
+  type WorkflowContext,
+  type WorkflowDefinition,
+  type WorkflowHandler,
+  type WorkflowOptions,
+} from './workflow';
+export type { DtoClass, InferInput, InputSchema, StandardSchemaV1 } from './validation';
+export { DEFAULT_MAX_PAYLOAD_BYTES } from './serialization';
+export type { RedflowLogger, RunState, RunStatus, StepState, WorkflowMeta } from './types';

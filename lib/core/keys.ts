@@ -1,0 +1,46 @@
+/**
+ * Every Redis key of a prefix is built here. All keys share the hash tag `{prefix}`, so each script
+ * touches one Redis Cluster slot. Scripts build dynamic keys with the same shapes in `keys.lua`.
+ */
+export class RedflowKeys {
+  /** `{prefix}:` — the start of every key; scripts receive it to build dynamic keys inside the tag. */
+  readonly base: string;
+
+  constructor(readonly prefix: string) {
+    this.base = `{${prefix}}:`;
+  }
+
+  run(id: string): string {
+    return `${this.base}run:${id}`;
+  }
+  ready(queue: string): string {
+    return `${this.base}q:${queue}:ready`;
+  }
+  scheduled(queue: string): string {
+    return `${this.base}q:${queue}:scheduled`;
+  }
+  leases(): string {
+    return `${this.base}leases`;
+  }
+  runs(): string {
+    return `${this.base}runs`;
+  }
+  status(status: string): string {
+    return `${this.base}status:${status}`;
+  }
+  workflowRuns(workflow: string): string {
+    return `${this.base}wf:${workflow}:runs`;
+  }
+  idempotency(workflow: string, key: string): string {
+    return `${this.base}idem:${workflow}:${key}`;
+  }
+  workflows(): string {
+    return `${this.base}workflows`;
+  }
+  workflow(name: string): string {
+    return `${this.base}workflow:${name}`;
+  }
+  cancelChannel(): string {
+    return `${this.base}cancel`;
+  }
+}

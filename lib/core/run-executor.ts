@@ -1,0 +1,148 @@
+import { CanceledError, CorruptRunDataError, UnknownWorkflowError } from './errors';
+import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from './redis-scripts';
+import { nextAttemptAt } from './retry';
+import { decodeJson, encodeJson, serializeError } from './serialization';
+import { SiblingStepFailedError, STEP_FIELD_PREFIX, StepRuntime } from './step-runtime';
+import type { RedflowLogger } from './types';
+import { validateInput } from './validation';
+import type { RunInfo, WorkflowRegistry } from './workflow';
+
+/** What an executor needs from its worker. */
+export interface ExecutorHost {
+  readonly workerId: string;
+  readonly app: string;
+  readonly scripts: RedisScripts;
+  readonly registry: WorkflowRegistry;
+  readonly leaseMs: number;
+  readonly maxPayloadBytes: number;
+  readonly logger: RedflowLogger;
+  /** False while the worker is stopping: finishing then claims no next run. */
+  readonly claiming: boolean;
+  /** Called after a retry is scheduled, so the worker can promote it on time. */
+  retryScheduled(queue: string, dueAt: number): void;
+}
+
+/**
+ * Executes one claimed attempt of a run: validates, runs the handler with the step runtime, and
+ * ends the attempt with one finish call (which also claims the worker's next run).
+ */
+export class RunExecutor {
+  readonly runId: string;
+  readonly token: string;
+  readonly queue: string;
+  private readonly controller = new AbortController();
+  /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
+  private abandoned = false;
+
+  constructor(
+    private readonly host: ExecutorHost,
+    private readonly claimed: ClaimedRun,
+  ) {
+    this.runId = claimed.runId;
+    this.token = claimed.token;
+    this.queue = claimed.hash.queue ?? '';
+  }
+
+  /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
+  abort(reason: string): void {
+    if (!this.controller.signal.aborted) this.controller.abort(new CanceledError(this.runId, reason));
+  }
+
+  /** Stops the handler's work and leaves the run to be recovered by another worker's reaper. */
+  abandon(): void {
+    this.abandoned = true;
+    this.abort('the worker stopped before the run finished; it will be resumed by another worker');
+  }
+
+  /** Runs the attempt; resolves with the next claimed run, if the finish call claimed one. */
+  async execute(): Promise<ClaimedRun | null> {
+    const { hash } = this.claimed;
+    const info: RunInfo = {
+      id: this.runId,
+      workflow: hash.workflow,
+      queue: this.queue,
+      attempt: Number(hash.attempt),
+      maxAttempts: Number(hash.maxAttempts),
+    };
+    let steps: StepRuntime | undefined;
+    let input: unknown;
+    try {
+      if (!hash.workflow || !hash.queue || !(info.attempt >= 1) || !(info.maxAttempts >= 1)) {
+        throw new CorruptRunDataError(this.runId, 'the run hash lacks a workflow, queue, attempt or maxAttempts field');
+      }
+      const definition = this.host.registry.get(info.workflow);
+      if (!definition) throw new UnknownWorkflowError(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
+      input = decodeJson(hash.input, this.runId, 'input');
+      const validInput = await validateInput(info.workflow, definition.options.schema, input);
+
+      const stored = new Map<string, string>();
+      for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX)) stored.set(field, hash[field]);
+      steps = new StepRuntime(
+        {
+          runId: this.runId,
+          token: this.token,
+          attempt: info.attempt,
+          leaseMs: this.host.leaseMs,
+          maxPayloadBytes: this.host.maxPayloadBytes,
+          scripts: this.host.scripts,
+          runSignal: this.controller.signal,
+          onLost: (code) => this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run'),
+        },
+        stored,
+      );
+      const output = await definition.handler({ input: validInput, run: info, signal: this.controller.signal, step: steps.api });
+      const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
+      return (await this.finish('succeeded', encoded, 0, steps)).next;
+    } catch (thrown) {
+      const error = thrown instanceof SiblingStepFailedError && steps?.failure !== undefined ? steps.failure : thrown;
+      return this.fail(error, info, input, steps);
+    }
+  }
+
+  private async fail(error: unknown, info: RunInfo, input: unknown, steps: StepRuntime | undefined): Promise<ClaimedRun | null> {
+    if (this.abandoned) return null;
+    let due: number | null;
+    try {
+      due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, Date.now());
+    } catch (policyError) {
+      due = null;
+      error = policyError;
+    }
+    const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, steps);
+    if (result.code !== 'ok') return result.next;
+    if (due !== null) {
+      this.host.retryScheduled(info.queue, due);
+    } else {
+      await this.runOnFailure(error, info, input);
+    }
+    return result.next;
+  }
+
+  private async runOnFailure(error: unknown, info: RunInfo, input: unknown): Promise<void> {
+    const onFailure = this.host.registry.get(info.workflow)?.options.onFailure;
+    if (!onFailure) return;
+    try {
+      await onFailure({ error, run: info, input });
+    } catch (hookError) {
+      this.host.logger.error(`onFailure of workflow "${info.workflow}" threw for run "${this.runId}": ${(hookError as Error)?.message}`, (hookError as Error)?.stack);
+    }
+  }
+
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, steps: StepRuntime | undefined): Promise<FinishResult> {
+    if (this.abandoned) return { code: 'lost', next: null };
+    const claimNext = this.host.claiming;
+    return this.host.scripts.finish({
+      runId: this.runId,
+      queue: this.queue,
+      token: this.token,
+      now: Date.now(),
+      outcome,
+      payload,
+      dueAt,
+      claimNext,
+      workerId: this.host.workerId,
+      leaseMs: this.host.leaseMs,
+      records: steps ? steps.takePending() : [],
+    });
+  }
+}

@@ -1,0 +1,21 @@
+-- promote: moves due scheduled runs of a queue (delayed runs, retries) to its ready list.
+-- KEYS[1] queue scheduled zset  KEYS[2] queue ready list
+-- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
+-- Returns { moved count, next due time in ms or -1 }
+--!include common.lua
+
+local base = ARGV[1]
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+local moved = 0
+for _, runId in ipairs(due) do
+  redis.call('ZREM', KEYS[1], runId)
+  local runKey = k_run(base, runId)
+  if redis.call('HGET', runKey, 'status') == 'scheduled' then
+    set_status(base, runKey, runId, 'scheduled', 'queued')
+    redis.call('RPUSH', KEYS[2], runId)
+    moved = moved + 1
+  end
+end
+local nextDue = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if nextDue[2] then return { moved, tonumber(nextDue[2]) } end
+return { moved, -1 }

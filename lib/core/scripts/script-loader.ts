@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Bumped whenever a script's KEYS/ARGV contract changes, so old and new workers never mix shapes. */
+export const SCRIPT_VERSION = 1;
+
+/** Every state-transition script and its number of KEYS. */
+export const SCRIPTS = {
+  enqueue: 3,
+  claim: 2,
+  checkpoint: 2,
+  finish: 4,
+  cancel: 2,
+  heartbeat: 1,
+  promote: 2,
+  reap: 1,
+  'sync-registry': 1,
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+const INCLUDE = /^--!include ([\w.-]+)\s*$/gm;
+
+/** Reads a script file and inlines its `--!include fragment.lua` lines. */
+export function loadScript(name: string): string {
+  const source = readFileSync(join(__dirname, `${name}.lua`), 'utf8');
+  return source.replace(INCLUDE, (_line, fragment: string) => readFileSync(join(__dirname, fragment), 'utf8'));
+}
+
+/** The versioned command name a script is registered under with ioredis `defineCommand`. */
+export function commandName(name: ScriptName): string {
+  return `redflow_v${SCRIPT_VERSION}_${name.replace(/-/g, '_')}`;
+}

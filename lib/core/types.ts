@@ -1,0 +1,66 @@
+/** Where a run is in its life. */
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+
+/** Statuses a run never leaves. */
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled']);
+
+/** A run as stored. */
+export interface RunState<TOutput = unknown> {
+  id: string;
+  workflow: string;
+  queue: string;
+  status: RunStatus;
+  input: unknown;
+  output?: TOutput;
+  /** The error of the last failed attempt, or of the run when it failed or was canceled. */
+  error?: { name: string; message: string; stack?: string; issues?: unknown };
+  attempt: number;
+  maxAttempts: number;
+  createdAt: number;
+  /** When the run is or was due to start (after a delay or retry backoff). */
+  availableAt: number;
+  /** When the current or last attempt started. */
+  startedAt?: number;
+  finishedAt?: number;
+  cancelReason?: string;
+  idempotencyKey?: string;
+}
+
+/** A stored step record. */
+export interface StepState {
+  name: string;
+  status: 'succeeded' | 'failed';
+  output?: unknown;
+  error?: { name: string; message: string; stack?: string };
+  /** The attempt that ran it. */
+  attempt: number;
+  startedAt: number;
+  finishedAt: number;
+}
+
+/** Registry entry of a workflow, as synced by workers. */
+export interface WorkflowMeta {
+  name: string;
+  queue: string;
+  maxAttempts: number;
+  owner: string;
+  updatedAt: number;
+}
+
+/** The logger the engine writes through; the Nest layer passes Nest's Logger. */
+export interface RedflowLogger {
+  log(message: string): void;
+  warn(message: string): void;
+  error(message: string, stack?: string): void;
+}
+
+/** Writes warnings and errors to stderr, nothing else. */
+export const stderrLogger: RedflowLogger = {
+  log() {},
+  warn(message) {
+    process.stderr.write(`[redflow] ${message}\n`);
+  },
+  error(message, stack) {
+    process.stderr.write(`[redflow] ${message}${stack ? `\n${stack}` : ''}\n`);
+  },
+};

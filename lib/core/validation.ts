@@ -1,0 +1,61 @@
+import { plainToInstance } from 'class-transformer';
+import { validate, type ValidationError as ClassValidatorError } from 'class-validator';
+import { InputValidationError, type ValidationIssue } from './errors';
+
+/** The Standard Schema interface (https://standardschema.dev) implemented by zod, valibot, arktype, ... */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': {
+    readonly version: 1;
+    readonly vendor: string;
+    readonly validate: (
+      value: unknown,
+    ) =>
+      | { readonly value: Output; readonly issues?: undefined }
+      | { readonly issues: ReadonlyArray<ValidationIssue> }
+      | Promise<{ readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<ValidationIssue> }>;
+    readonly types?: { readonly input: Input; readonly output: Output };
+  };
+}
+
+/** A class-validator DTO class. */
+export type DtoClass<T extends object = object> = new (...args: never[]) => T;
+
+/** A workflow's input schema: a Standard Schema validator or a class-validator DTO class. */
+export type InputSchema = StandardSchemaV1 | DtoClass;
+
+/** The handler's input type for a schema. */
+export type InferInput<S> = S extends StandardSchemaV1<unknown, infer O> ? O : S extends DtoClass<infer T> ? T : unknown;
+
+function isStandardSchema(schema: InputSchema): schema is StandardSchemaV1 {
+  return typeof (schema as StandardSchemaV1)['~standard'] === 'object';
+}
+
+function flattenClassValidatorErrors(errors: ClassValidatorError[], path: string[] = []): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const e of errors) {
+    const here = [...path, e.property];
+    for (const message of Object.values(e.constraints ?? {})) issues.push({ message, path: here });
+    if (e.children?.length) issues.push(...flattenClassValidatorErrors(e.children, here));
+  }
+  return issues;
+}
+
+/**
+ * Validates a workflow input. Returns the value the handler receives: the schema's output for a
+ * Standard Schema, an instance of the class for a DTO. Throws `InputValidationError`.
+ */
+export async function validateInput(workflow: string, schema: InputSchema | undefined, value: unknown): Promise<unknown> {
+  if (!schema) return value;
+  if (isStandardSchema(schema)) {
+    const result = await schema['~standard'].validate(value);
+    if (result.issues) throw new InputValidationError(workflow, result.issues);
+    return result.value;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InputValidationError(workflow, [{ message: `expected an object for ${schema.name}, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` }]);
+  }
+  const instance = plainToInstance(schema as unknown as new () => object, value) as object;
+  const errors = await validate(instance);
+  if (errors.length) throw new InputValidationError(workflow, flattenClassValidatorErrors(errors));
+  return instance;
+}

@@ -1,0 +1,292 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { RedflowClient, createClient, type ClientOptions } from './client';
+import { duplicateConnection, type ConnectionOptions } from './connection';
+import { ConfigurationError } from './errors';
+import type { ClaimedRun, RedisConnection, RedisScripts } from './redis-scripts';
+import { RunExecutor, type ExecutorHost } from './run-executor';
+import { stderrLogger, type RedflowLogger } from './types';
+import { getDefaultRegistry, type WorkflowRegistry } from './workflow';
+
+/** Timing of a worker. */
+export interface WorkerRuntimeOptions {
+  /** How long a run stays claimed without a heartbeat before another worker may take it. @default 10000 */
+  leaseMs?: number;
+  /** How often leases are renewed. @default leaseMs / 3 */
+  heartbeatMs?: number;
+  /** How often expired leases are looked for. @default 1000 */
+  reaperIntervalMs?: number;
+  /** Longest blocking wait for new runs before due scheduled runs are checked again. @default 1000 */
+  blockTimeoutMs?: number;
+}
+
+/** Options of `startWorker`. */
+export interface WorkerOptions extends ConnectionOptions {
+  /** A stable id of the app: owner of the workflows this worker registers. */
+  app: string;
+  /** The client to use (its connection, prefix and registry). Otherwise one is created from url/redis/prefix. */
+  client?: RedflowClient;
+  /** @default process.env.REDFLOW_PREFIX ?? "redflow" */
+  prefix?: string;
+  /** Queues to serve. @default the queues of the registry's workflows */
+  queues?: string[];
+  /** Runs executed at the same time. @default 1 */
+  concurrency?: number;
+  /** Workflows this worker executes. @default the client's registry */
+  registry?: WorkflowRegistry;
+  runtime?: WorkerRuntimeOptions;
+  /** @default warnings and errors to stderr */
+  logger?: RedflowLogger;
+  /** Largest step output in bytes. @default the client's (1 MiB) */
+  maxPayloadBytes?: ClientOptions['maxPayloadBytes'];
+}
+
+const PROMOTE_BATCH = 100;
+const REAP_BATCH = 100;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Executes runs. Each served queue has a loop that claims while the worker has a free slot and
+ * otherwise blocks on the queue's ready list (BLMOVE of the list onto itself: it wakes on a new run
+ * without taking it, so a crash here strands nothing). Finishing a run claims the next one in the
+ * same script, so a busy worker does not go back to the loop at all.
+ */
+export class Worker implements ExecutorHost {
+  readonly workerId: string;
+  readonly app: string;
+  readonly scripts: RedisScripts;
+  readonly registry: WorkflowRegistry;
+  readonly queues: string[];
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly maxPayloadBytes: number;
+  readonly logger: RedflowLogger;
+  private readonly heartbeatMs: number;
+  private readonly reaperIntervalMs: number;
+  private readonly blockTimeoutMs: number;
+  private readonly active = new Map<string, RunExecutor>();
+  private reserved = 0;
+  private stopping = false;
+  private timersStopped = false;
+  private stopped: Promise<void> | undefined;
+  private slotWaiters: Array<() => void> = [];
+  private idleWaiters: Array<() => void> = [];
+  private readonly blocking: RedisConnection[] = [];
+  private subscriber: RedisConnection | undefined;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly loops: Promise<void>[] = [];
+
+  constructor(
+    readonly client: RedflowClient,
+    private readonly ownsClient: boolean,
+    options: WorkerOptions,
+  ) {
+    if (!options.app) throw new ConfigurationError('startWorker needs an app: a stable id of the app, used as the owner of its workflows in Redis.');
+    this.app = options.app;
+    this.workerId = `${options.app}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.scripts = client.scripts;
+    this.registry = options.registry ?? client.registry;
+    this.queues = options.queues ?? this.registry.queues();
+    if (!this.queues.length) this.queues = ['default'];
+    this.concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
+      throw new ConfigurationError(`Worker concurrency must be an integer >= 1, got ${options.concurrency}.`);
+    }
+    const runtime = options.runtime ?? {};
+    this.leaseMs = runtime.leaseMs ?? 10_000;
+    this.heartbeatMs = runtime.heartbeatMs ?? Math.max(50, Math.floor(this.leaseMs / 3));
+    this.reaperIntervalMs = runtime.reaperIntervalMs ?? 1_000;
+    this.blockTimeoutMs = runtime.blockTimeoutMs ?? 1_000;
+    this.maxPayloadBytes = options.maxPayloadBytes ?? client.maxPayloadBytes;
+    this.logger = options.logger ?? stderrLogger;
+  }
+
+  /** True while new runs may be claimed. */
+  get claiming(): boolean {
+    return !this.stopping;
+  }
+
+  /** Ids of the runs executing now. */
+  get activeRunIds(): string[] {
+    return [...this.active.keys()];
+  }
+
+  /** Registers the workflows, subscribes to cancellations and starts the queue loops and timers. */
+  async start(): Promise<void> {
+    await this.client.syncRegistry(this.registry, { owner: this.app });
+    const subscriber = duplicateConnection(this.client.redis);
+    this.subscriber = subscriber;
+    subscriber.on('message', (_channel: string, runId: string) => this.active.get(runId)?.abort('canceled'));
+    await subscriber.subscribe(this.client.keys.cancelChannel());
+    for (const queue of this.queues) {
+      const connection = duplicateConnection(this.client.redis);
+      this.blocking.push(connection);
+      this.loops.push(this.queueLoop(queue, connection));
+    }
+    this.every(this.heartbeatMs, () => this.heartbeat());
+    this.every(this.reaperIntervalMs, () => this.reap());
+    this.every(this.blockTimeoutMs, () => this.promoteAll());
+  }
+
+  /**
+   * Stops claiming, waits up to `timeoutMs` for running runs to finish, and leaves the rest to be
+   * resumed by another worker once their leases expire. Safe to call more than once.
+   */
+  stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    this.stopped ??= this.shutdown(options.timeoutMs ?? 10_000);
+    return this.stopped;
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    this.wake(this.slotWaiters);
+    for (const connection of this.blocking) connection.disconnect();
+    await Promise.allSettled(this.loops);
+    if (this.active.size) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.idleWaiters.push(resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+      ]);
+      clearTimeout(timer);
+      for (const executor of this.active.values()) executor.abandon();
+    }
+    // Leases were renewed while draining; from here on, unfinished runs are left to the reaper.
+    this.timersStopped = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    const cleanups = [
+      async () => this.subscriber && (await this.subscriber.quit().catch(() => this.subscriber?.disconnect())),
+      async () => this.ownsClient && (await this.client.close()),
+    ];
+    for (const cleanup of cleanups) {
+      try {
+        await cleanup();
+      } catch (error) {
+        this.logger.error(`Worker "${this.workerId}" cleanup failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  private async queueLoop(queue: string, blocking: RedisConnection): Promise<void> {
+    const ready = this.client.keys.ready(queue);
+    let failures = 0;
+    while (!this.stopping) {
+      if (this.active.size + this.reserved >= this.concurrency) {
+        await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+        continue;
+      }
+      try {
+        this.reserved++;
+        let claimed: ClaimedRun | null;
+        try {
+          claimed = await this.scripts.claim(queue, this.workerId, Date.now(), this.leaseMs);
+        } finally {
+          this.reserved--;
+        }
+        failures = 0;
+        if (claimed) {
+          this.launch(claimed);
+          continue;
+        }
+        const now = Date.now();
+        const { moved, nextDue } = await this.scripts.promote(queue, now, PROMOTE_BATCH);
+        if (moved || this.stopping) continue;
+        const waitMs = nextDue < 0 ? this.blockTimeoutMs : Math.min(this.blockTimeoutMs, nextDue - now);
+        if (waitMs >= 1) await blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000);
+      } catch (error) {
+        if (this.stopping) break;
+        failures++;
+        this.logger.warn(`Worker "${this.workerId}" could not poll queue "${queue}": ${(error as Error).message}`);
+        await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
+      }
+    }
+  }
+
+  private launch(claimed: ClaimedRun): void {
+    const executor = new RunExecutor(this, claimed);
+    this.active.set(claimed.runId, executor);
+    executor.execute().then(
+      (next) => this.settle(claimed.runId, next),
+      (error: Error) => {
+        // Redis failed while ending the attempt: the run keeps its lease and is reaped later.
+        this.logger.error(`Worker "${this.workerId}" could not finish run "${claimed.runId}": ${error?.message}`, error?.stack);
+        this.settle(claimed.runId, null);
+      },
+    );
+  }
+
+  private settle(runId: string, next: ClaimedRun | null): void {
+    this.active.delete(runId);
+    if (next) {
+      this.launch(next);
+      return;
+    }
+    this.wake(this.slotWaiters);
+    if (this.active.size === 0) this.wake(this.idleWaiters);
+  }
+
+  private wake(waiters: Array<() => void>): void {
+    const list = waiters.splice(0);
+    for (const resolve of list) resolve();
+  }
+
+  /** Called by executors after a retry is scheduled: promote it when due, not on the next poll. */
+  retryScheduled(queue: string, dueAt: number): void {
+    const delay = dueAt - Date.now();
+    if (this.stopping || delay > this.blockTimeoutMs) return;
+    this.once(Math.max(0, delay), () => this.scripts.promote(queue, Date.now(), PROMOTE_BATCH));
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (!this.active.size) return;
+    const pairs: string[] = [];
+    for (const executor of this.active.values()) pairs.push(executor.runId, executor.token);
+    const lost = await this.scripts.heartbeat(Date.now() + this.leaseMs, pairs);
+    for (const runId of lost) this.active.get(runId)?.abort('this worker no longer holds the run (canceled or taken over)');
+  }
+
+  private async reap(): Promise<void> {
+    const recovered = await this.scripts.reap(Date.now(), REAP_BATCH);
+    if (recovered.length) this.logger.log(`Recovered ${recovered.length} run(s) whose worker stopped renewing its lease.`);
+  }
+
+  private async promoteAll(): Promise<void> {
+    for (const queue of this.queues) await this.scripts.promote(queue, Date.now(), PROMOTE_BATCH);
+  }
+
+  private once(delayMs: number, task: () => Promise<unknown>): void {
+    if (this.timersStopped) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      task().catch((error: Error) => this.logger.warn(`Worker "${this.workerId}" background task failed: ${error.message}`));
+    }, delayMs);
+    this.timers.add(timer);
+  }
+
+  private every(intervalMs: number, task: () => Promise<unknown>): void {
+    const tick = () =>
+      this.once(intervalMs, async () => {
+        try {
+          await task();
+        } finally {
+          if (!this.timersStopped) tick();
+        }
+      });
+    tick();
+  }
+}
+
+/** Creates a worker, registers its workflows in Redis and starts executing runs. */
+export async function startWorker(options: WorkerOptions): Promise<Worker> {
+  const ownsClient = !options.client;
+  const client = options.client ?? createClient({ ...options, registry: options.registry ?? getDefaultRegistry() });
+  const worker = new Worker(client, ownsClient, options);
+  try {
+    await worker.start();
+  } catch (error) {
+    await worker.stop({ timeoutMs: 0 });
+    throw error;
+  }
+  return worker;
+}

@@ -1,0 +1,5 @@
+const { stopServers } = require('./redis-servers');
+
+module.exports = async function globalTeardown() {
+  if (globalThis.__redflowServers) await stopServers(globalThis.__redflowServers);
+};

@@ -1,0 +1,96 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Cluster, Redis } from 'ioredis';
+import { createClient, startWorker, WorkflowRegistry, type RedflowClient, type RedisConnection, type Worker, type WorkerOptions } from '../../lib';
+import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/scripts/script-loader';
+
+/** True when the suite runs against the 3-master Redis Cluster. */
+export const clusterMode = Boolean(process.env.REDFLOW_TEST_CLUSTER_NODES);
+
+/** A new connection to the test Redis (standalone or cluster) started by the global setup. */
+export function connect(): RedisConnection {
+  const nodes = process.env.REDFLOW_TEST_CLUSTER_NODES;
+  if (nodes) {
+    return new Cluster(
+      nodes.split(',').map((n) => ({ host: n.split(':')[0], port: Number(n.split(':')[1]) })),
+      { redisOptions: { maxRetriesPerRequest: null } },
+    );
+  }
+  const url = process.env.REDFLOW_TEST_REDIS_URL;
+  if (!url) throw new Error('The jest global setup did not start Redis: run the tests with `npm test`.');
+  return new Redis(url, { maxRetriesPerRequest: null });
+}
+
+/** Short timings so recovery and scheduling happen within a test's patience. */
+export const FAST_RUNTIME = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
+
+/**
+ * One test's engine: its own prefix, registry, client and workers on the shared test Redis.
+ * `close()` stops the workers, deletes the prefix's keys and closes the connections.
+ */
+export class TestEngine {
+  readonly registry = new WorkflowRegistry();
+  readonly prefix = `test:${randomBytes(5).toString('hex')}`;
+  readonly redis = connect();
+  readonly client: RedflowClient;
+  private readonly workers: Worker[] = [];
+
+  constructor() {
+    this.client = createClient({ redis: this.redis, prefix: this.prefix, registry: this.registry });
+  }
+
+  async worker(options: Partial<WorkerOptions> = {}): Promise<Worker> {
+    const worker = await startWorker({
+      app: 'test-app',
+      client: this.client,
+      registry: this.registry,
+      concurrency: 4,
+      ...options,
+      runtime: { ...FAST_RUNTIME, ...options.runtime },
+    });
+    this.workers.push(worker);
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 })));
+    await this.client.resetState();
+    await this.client.close();
+    await this.redis.quit();
+  }
+}
+
+/** A promise with its resolve function, to await an event instead of sleeping. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Polls `check` every 10 ms until it returns a truthy value (or throws after `timeoutMs`). */
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms: ${check.toString()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * Counts the script calls a connection sends, by script name: the Redis round trips the engine
+ * spends. Works by wrapping the connection's `sendCommand`.
+ */
+export function countScriptCalls(redis: RedisConnection): Record<string, number> {
+  const byHash = new Map<string, ScriptName>();
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) byHash.set(createHash('sha1').update(loadScript(name)).digest('hex'), name);
+  const counts: Record<string, number> = {};
+  const target = redis as unknown as { sendCommand: (command: { name: string; args: unknown[] }, ...rest: unknown[]) => unknown };
+  const original = target.sendCommand.bind(redis);
+  target.sendCommand = (command, ...rest) => {
+    const name = command.name === 'evalsha' ? (byHash.get(String(command.args[0])) ?? 'evalsha') : command.name;
+    counts[name] = (counts[name] ?? 0) + 1;
+    return original(command, ...rest);
+  };
+  return counts;
+}
