@@ -2,7 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { closeConnection, openConnection, type ConnectionOptions } from './connection';
 import { dueAt } from './duration';
-import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from './errors';
+import {
+  CanceledError,
+  ConfigurationError,
+  CorruptRunDataError,
+  IdempotencyConflictError,
+  InputValidationError,
+  OutputSerializationError,
+  TimeoutError,
+  UnknownWorkflowError,
+} from './errors';
 import { RedflowKeys } from './keys';
 import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
@@ -149,7 +158,13 @@ export class RedflowClient {
   }
 
   private async enqueue<TOutput>(workflow: string, input: unknown, queue: string, maxAttempts: string, options: RunOptions = {}): Promise<RunHandle<TOutput>> {
-    const encoded = encodeJson(input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
+    let encoded: string;
+    try {
+      encoded = encodeJson(input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
+    } catch (error) {
+      if (error instanceof OutputSerializationError) throw new InputValidationError(workflow, [{ message: error.message }]);
+      throw error;
+    }
     const now = Date.now();
     const runAt = options.runAt === undefined ? 0 : dueAt(options.runAt instanceof Date ? options.runAt : new Date(options.runAt), now, 'runAt');
     const ttl = options.idempotencyTtl ?? DEFAULT_IDEMPOTENCY_TTL_SEC;
@@ -202,7 +217,7 @@ export class RedflowClient {
     return parseRun<TOutput>(id, Object.fromEntries(RUN_FIELDS.map((f, i) => [f, values[i]])));
   }
 
-  /** A run's stored steps, in the order they finished. */
+  /** A run's stored steps, in the order they were stored. */
   async getRunSteps(id: string): Promise<StepState[]> {
     const hash = await this.redis.hgetall(this.keys.run(id));
     const steps: StepState[] = [];
@@ -211,7 +226,7 @@ export class RedflowClient {
       const record = decodeJson(value, id, field) as Omit<StepState, 'name'>;
       steps.push({ name: field.slice(STEP_FIELD.length), ...record });
     }
-    return steps.sort((a, b) => a.finishedAt - b.finishedAt);
+    return steps.sort((a, b) => a.seq - b.seq);
   }
 
   /** Runs, newest first, filtered by workflow and/or status. */
@@ -265,7 +280,7 @@ export class RedflowClient {
   async cancelRun(id: string, options: { reason?: string } = {}): Promise<boolean> {
     const error = serializeError(new CanceledError(id, options.reason));
     const result = await this.scripts.cancel(id, Date.now(), error, options.reason ?? '');
-    return result === 'canceled';
+    return result === 'ok';
   }
 
   /**

@@ -43,7 +43,7 @@ export class UnknownWorkflowError extends RedflowError {
 /** A workflow or step returned a value that cannot be stored as JSON. */
 export class OutputSerializationError extends RedflowError {
   constructor(readonly what: string, reason: string) {
-    super(`The output of ${what} cannot be stored as JSON (${reason}). Return plain JSON data: objects, arrays, strings, numbers, booleans or null.`);
+    super(`${what} cannot be stored as JSON (${reason}). Use plain JSON data: objects, arrays, strings, numbers, booleans or null.`);
   }
 }
 

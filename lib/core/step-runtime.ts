@@ -42,6 +42,7 @@ export class StepRuntime {
   private flushing: Promise<void> = Promise.resolve();
   private flushError: unknown;
   private flushQueued = false;
+  private seq: number;
   private closed = false;
 
   constructor(
@@ -49,6 +50,7 @@ export class StepRuntime {
     private readonly stored: Map<string, string>,
   ) {
     this.api = { run: (options, fn) => this.run(options, fn) };
+    this.seq = stored.size;
   }
 
   /** Ends the attempt's step API and returns the records the finish script must write. */
@@ -97,12 +99,12 @@ export class StepRuntime {
       const result = await Promise.race([Promise.resolve().then(() => fn({ signal: controller.signal })), aborted]);
       const encoded = encodeJson(result, `The output of step "${name}"`, this.ctx.maxPayloadBytes);
       const output = encoded === '' ? '' : `,"output":${encoded}`;
-      this.record(field, `{"status":"succeeded","attempt":${this.ctx.attempt},"startedAt":${startedAt},"finishedAt":${Date.now()}${output}}`);
+      this.record(field, `{"status":"succeeded","seq":${++this.seq},"attempt":${this.ctx.attempt},"startedAt":${startedAt},"finishedAt":${Date.now()}${output}}`);
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
       if (!(error instanceof SiblingStepFailedError) && !(error instanceof CanceledError) && this.failure === undefined) {
         this.failure = error;
-        this.record(field, `{"status":"failed","attempt":${this.ctx.attempt},"startedAt":${startedAt},"finishedAt":${Date.now()},"error":${serializeError(error)}}`);
+        this.record(field, `{"status":"failed","seq":${++this.seq},"attempt":${this.ctx.attempt},"startedAt":${startedAt},"finishedAt":${Date.now()},"error":${serializeError(error)}}`);
         this.failFast.abort();
       }
       throw error;

@@ -32,6 +32,8 @@ export interface StepState {
   status: 'succeeded' | 'failed';
   output?: unknown;
   error?: { name: string; message: string; stack?: string };
+  /** Order in which the run's step records were stored. */
+  seq: number;
   /** The attempt that ran it. */
   attempt: number;
   startedAt: number;

@@ -4,7 +4,7 @@
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] now (ms)
 -- ARGV[4] error JSON          ARGV[5] reason      ARGV[6] cancel channel
--- Returns 'canceled', or the unchanged terminal status, or 'missing'
+-- Returns 'ok' when canceled now, else the unchanged terminal status, or 'missing'
 --!include common.lua
 
 local base, runId = ARGV[1], ARGV[2]
@@ -22,4 +22,4 @@ elseif status == 'running' then
 end
 redis.call('HSET', runKey, 'error', ARGV[4], 'cancelReason', ARGV[5], 'finishedAt', ARGV[3])
 set_status(base, runKey, runId, status, 'canceled')
-return 'canceled'
+return 'ok'
