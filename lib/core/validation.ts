@@ -2,18 +2,24 @@ import { plainToInstance } from 'class-transformer';
 import { validate, type ValidationError as ClassValidatorError } from 'class-validator';
 import { InputValidationError, type ValidationIssue } from './errors';
 
-/** The Standard Schema interface (https://standardschema.dev) implemented by zod, valibot, arktype, ... */
+/** A Standard Schema issue (https://standardschema.dev). */
+export interface StandardSchemaIssue {
+  readonly message: string;
+  readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+}
+
+/** The result of a Standard Schema validation. */
+export type StandardSchemaResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<StandardSchemaIssue> };
+
+/** The Standard Schema interface implemented by zod, valibot, arktype, ... */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
-    readonly validate: (
-      value: unknown,
-    ) =>
-      | { readonly value: Output; readonly issues?: undefined }
-      | { readonly issues: ReadonlyArray<ValidationIssue> }
-      | Promise<{ readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<ValidationIssue> }>;
-    readonly types?: { readonly input: Input; readonly output: Output };
+    readonly validate: (value: unknown) => StandardSchemaResult<Output> | Promise<StandardSchemaResult<Output>>;
+    readonly types?: { readonly input: Input; readonly output: Output } | undefined;
   };
 }
 
@@ -48,7 +54,12 @@ export async function validateInput(workflow: string, schema: InputSchema | unde
   if (!schema) return value;
   if (isStandardSchema(schema)) {
     const result = await schema['~standard'].validate(value);
-    if (result.issues) throw new InputValidationError(workflow, result.issues);
+    if (result.issues) {
+      throw new InputValidationError(
+        workflow,
+        result.issues.map((i) => ({ message: i.message, path: i.path?.map((p) => (typeof p === 'object' ? p.key : p)) })),
+      );
+    }
     return result.value;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
