@@ -1,0 +1,139 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { defineCrashWorkflows, effectKey } from '../fixtures/crash-worker';
+import { eventually, TestEngine } from '../support/engine';
+
+const ROOT = join(__dirname, '..', '..');
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'crash-worker.ts');
+/** The child compiles the engine with SWC on start-up, so its first claim may take a few seconds. */
+const CHILD_PATIENCE_MS = 15_000;
+
+/**
+ * A worker in another process (test/fixtures/crash-worker.ts) that runs a workflow up to a step
+ * that hangs, is SIGKILLed there, and a worker in this process resumes the run after its lease
+ * expires. Both processes are coordinated through Redis state only.
+ */
+describe('crash recovery', () => {
+  let engine: TestEngine;
+  let child: ChildProcess | undefined;
+  let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  let stderr = '';
+
+  beforeEach(() => {
+    engine = new TestEngine();
+    child = undefined;
+    stderr = '';
+  });
+
+  afterEach(async () => {
+    try {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (child) await exited;
+    } finally {
+      await engine.close();
+    }
+  });
+
+  function spawnCrashWorker(): ChildProcess {
+    const env: NodeJS.ProcessEnv = { ...process.env, REDFLOW_CRASH_PREFIX: engine.prefix };
+    delete env.REDFLOW_TEST_REDIS_URL;
+    delete env.REDFLOW_TEST_CLUSTER_NODES;
+    if (process.env.REDFLOW_TEST_CLUSTER_NODES) env.REDFLOW_TEST_CLUSTER_NODES = process.env.REDFLOW_TEST_CLUSTER_NODES;
+    else env.REDFLOW_TEST_REDIS_URL = process.env.REDFLOW_TEST_REDIS_URL;
+    const proc = spawn(process.execPath, ['-r', '@swc-node/register', FIXTURE], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    proc.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    exited = new Promise((resolve) => {
+      proc.once('exit', (code, signal) => resolve({ code, signal }));
+      proc.once('error', (error) => {
+        stderr += `spawn failed: ${error.message}\n`;
+        resolve({ code: null, signal: null });
+      });
+    });
+    child = proc;
+    return proc;
+  }
+
+  /** Waits for `check` while the child is alive; fails at once, with its stderr, if it exited. */
+  function whileChildRuns(check: () => Promise<boolean>): Promise<boolean> {
+    return eventually(async () => {
+      if (child?.exitCode !== null || child?.signalCode !== null) {
+        throw new Error(`The crash worker exited early (code ${child?.exitCode}, signal ${child?.signalCode}):\n${stderr}`);
+      }
+      return check();
+    }, CHILD_PATIENCE_MS);
+  }
+
+  async function killChild(proc: ChildProcess): Promise<void> {
+    expect(proc.kill('SIGKILL')).toBe(true);
+    await expect(exited).resolves.toEqual({ code: null, signal: 'SIGKILL' });
+  }
+
+  const effects = async (...steps: string[]) => (await engine.redis.mget(...steps.map((s) => effectKey(engine.prefix, s)))).map(Number);
+  const stepNames = async (runId: string) => (await engine.client.getRunSteps(runId)).map((s) => s.name).sort();
+
+  it('resumes a run after its worker is killed mid-step, without running completed steps again', async () => {
+    const { sequential } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+    const proc = spawnCrashWorker();
+    const handle = await engine.client.start(sequential, {});
+
+    // The child has started step three, which hangs; one and two are stored before three starts.
+    await whileChildRuns(async () => (await effects('three'))[0] === 1 && (await stepNames(handle.id)).join() === 'one,two');
+    expect(await effects('one', 'two', 'three')).toEqual([1, 1, 1]);
+    expect(await handle.getState()).toMatchObject({ status: 'running', attempt: 1 });
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.pid}:`);
+
+    await killChild(proc);
+    await engine.worker();
+
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({
+      one: { by: 'child', n: 1 },
+      two: { by: 'child', n: 1 },
+      three: { by: 'parent', n: 2 },
+    });
+    // one and two ran once (in the child); three started in the child and ran again here.
+    expect(await effects('one', 'two', 'three')).toEqual([1, 1, 2]);
+    // reap.lua gives the interrupted attempt back (attempt - 1), so the resumed attempt is 1 again.
+    expect(await handle.getState()).toMatchObject({ status: 'succeeded', attempt: 1 });
+    const steps = await engine.client.getRunSteps(handle.id);
+    expect(steps.map((s) => [s.name, s.status, s.seq, s.attempt, s.output])).toEqual([
+      ['one', 'succeeded', 1, 1, { by: 'child', n: 1 }],
+      ['two', 'succeeded', 2, 1, { by: 'child', n: 1 }],
+      ['three', 'succeeded', 3, 1, { by: 'parent', n: 2 }],
+    ]);
+    // Claimed twice (child, then this process); the lease is released.
+    const runKey = engine.client.keys.run(handle.id);
+    expect(await engine.redis.hmget(runKey, 'claims', 'lease')).toEqual(['2', null]);
+    expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
+  });
+
+  it('runs again only the parallel branch that was interrupted', async () => {
+    const { parallel } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+    const proc = spawnCrashWorker();
+    const handle = await engine.client.start(parallel, {});
+
+    // Branches a and b finished and are stored; c started and hangs.
+    await whileChildRuns(async () => (await effects('c'))[0] === 1 && (await stepNames(handle.id)).join() === 'a,b');
+    expect(await effects('a', 'b', 'c')).toEqual([1, 1, 1]);
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.pid}:`);
+
+    await killChild(proc);
+    await engine.worker();
+
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({
+      a: { by: 'child', n: 1 },
+      b: { by: 'child', n: 1 },
+      c: { by: 'parent', n: 2 },
+    });
+    expect(await effects('a', 'b', 'c')).toEqual([1, 1, 2]);
+    expect(await handle.getState()).toMatchObject({ status: 'succeeded', attempt: 1 });
+    const steps = await engine.client.getRunSteps(handle.id);
+    // a and b finished concurrently in the child (seq 1 and 2 in either order); c is stored last.
+    expect(steps.slice(0, 2).map((s) => [s.name, s.status, s.attempt, s.output]).sort()).toEqual([
+      ['a', 'succeeded', 1, { by: 'child', n: 1 }],
+      ['b', 'succeeded', 1, { by: 'child', n: 1 }],
+    ]);
+    expect(steps.map((s) => s.seq)).toEqual([1, 2, 3]);
+    expect(steps[2]).toMatchObject({ name: 'c', status: 'succeeded', attempt: 1, output: { by: 'parent', n: 2 } });
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'claims')).toBe('2');
+  });
+});
