@@ -357,23 +357,29 @@ describe('worker', () => {
   });
 
   describe('round trips', () => {
-    it('spends one checkpoint per step but the last, and one finish that also claims the next run', async () => {
-      const wf = engine.registry.define('budget', {}, async ({ step }) => {
-        const a = await step.run('a', () => 1);
-        const b = await step.run('b', () => 2);
-        const c = await step.run('c', () => 3);
-        return a + b + c;
+    // Runs are queued before the worker starts, so each finish claims the next run: per run, the
+    // budget is one checkpoint per step but the last, plus one finish carrying the last step.
+    it.each([
+      [1, 0],
+      [3, 2],
+    ])('a %i-step run costs %i checkpoint(s) and one finish, with no separate claim while busy', async (stepCount, checkpointsPerRun) => {
+      const wf = engine.registry.define(`budget-${stepCount}`, {}, async ({ step }) => {
+        let sum = 0;
+        for (let i = 0; i < stepCount; i++) sum += await step.run(`s${i}`, () => i + 1);
+        return sum;
       });
-      const handles = await Promise.all(Array.from({ length: 5 }, () => engine.client.start(wf, {})));
+      const runs = 5;
+      const handles = await Promise.all(Array.from({ length: runs }, () => engine.client.start(wf, {})));
       const counts = countScriptCalls(engine.redis);
       await engine.worker({ concurrency: 1, runtime: { heartbeatMs: 60_000, reaperIntervalMs: 60_000, blockTimeoutMs: 60_000 } });
-      for (const h of handles) await expect(h.result({ timeoutMs: 5000 })).resolves.toBe(6);
-      // The first run is claimed by the queue loop; each finish claims the next one.
-      expect(counts.checkpoint).toBe(5 * 2);
-      expect(counts.finish).toBe(5);
-      await eventually(() => counts.claim === 2); // the loop's claim after the queue drained
-      const cached = (await engine.client.getRunSteps(handles[0].id)).map((s) => s.name);
-      expect(cached).toEqual(['a', 'b', 'c']);
+      for (const h of handles) await h.result({ timeoutMs: 5000 });
+      expect(counts.checkpoint ?? 0).toBe(runs * checkpointsPerRun);
+      expect(counts.finish).toBe(runs);
+      // One claim by the queue loop for the first run, one more after the queue drained.
+      await eventually(() => counts.claim === 2);
+      expect(counts.claim).toBe(2);
+      const steps = await engine.client.getRunSteps(handles[0].id);
+      expect(steps.map((s) => [s.name, s.output])).toEqual(Array.from({ length: stepCount }, (_, i) => [`s${i}`, i + 1]));
     });
   });
 });
