@@ -1,6 +1,6 @@
 // Jest global setup: one isolated Redis for the whole run (a 3-master cluster when
 // REDFLOW_TEST_CLUSTER=1). Test files read the addresses from the environment.
-const { startCluster, startStandalone } = require('./redis-servers');
+const { startCluster, startStandalone } = require('../../scripts/redis-servers');
 
 module.exports = async function globalSetup() {
   if (process.env.REDFLOW_TEST_CLUSTER === '1') {

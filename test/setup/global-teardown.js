@@ -1,4 +1,4 @@
-const { stopServers } = require('./redis-servers');
+const { stopServers } = require('../../scripts/redis-servers');
 
 module.exports = async function globalTeardown() {
   if (globalThis.__redflowServers) await stopServers(globalThis.__redflowServers);

@@ -1,0 +1,482 @@
+/**
+ * Benchmark: nestjs-redflow against BullMQ on the same, isolated Redis, alternating the two.
+ *
+ *   npm run bench                      # defaults: 2 rounds, 10,000 runs, 300 pickup samples
+ *   BENCH_ROUNDS=3 BENCH_RUNS=20000 BENCH_PICKUP=500 npm run bench
+ *
+ * Per round and system (ours first, then BullMQ, on a fresh prefix / queue after FLUSHALL):
+ *   - processing: enqueue all N first, then start the worker (concurrency 50); time until all succeeded.
+ *   - end to end: worker started and idle; time from the first enqueue (chunks of 1000, concurrent)
+ *     until all succeeded. Redis used_memory is read before (after FLUSHALL and worker start) and
+ *     after (all done); the difference over N is the memory per finished run / completed job.
+ *   - idle pickup: one run at a time on an idle worker (concurrency 1), from just before the enqueue
+ *     call to the handler's first line.
+ * Completion is counted in the handler (no per-run polling), then confirmed from Redis: ZCARD of the
+ * status index (ours) or the completed count (BullMQ) must equal N.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Queue, Worker as BullWorker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { createClient, startWorker, WorkflowRegistry, type RedflowClient, type WorkflowContext } from '../lib';
+
+interface Servers {
+  url: string;
+  pids: number[];
+  dir: string;
+}
+const redisServers = require('../scripts/redis-servers.js') as {
+  startStandalone(): Promise<Servers>;
+  stopServers(servers: Servers): Promise<void>;
+  hasRedisServer(): boolean;
+  NO_REDIS: string;
+};
+
+function envInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number >= 1, got "${raw}".`);
+  return value;
+}
+
+const ROUNDS = envInt('BENCH_ROUNDS', 2);
+const RUNS = envInt('BENCH_RUNS', 10_000);
+const PICKUP = envInt('BENCH_PICKUP', 300);
+const CONCURRENCY = 50;
+const CHUNK = 1000;
+const WARMUP = 10;
+const WAIT_TIMEOUT_MS = 120_000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `hit()` was called `target` times. */
+class Counter {
+  count = 0;
+  readonly done: Promise<void>;
+  private resolve!: () => void;
+  constructor(readonly target: number) {
+    this.done = new Promise<void>((resolve) => (this.resolve = resolve));
+  }
+  hit(): void {
+    if (++this.count === this.target) this.resolve();
+  }
+}
+
+/** Polls `check` every millisecond (used once per phase, after the handler counter reached N). */
+async function waitUntil(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + WAIT_TIMEOUT_MS;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}.`);
+    await sleep(1);
+  }
+}
+
+/** Rejects after WAIT_TIMEOUT_MS so a stuck phase fails instead of hanging. */
+function withTimeout<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Timed out waiting for ${what}.`)), WAIT_TIMEOUT_MS)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function chunks(n: number, size: number): number[][] {
+  const out: number[][] = [];
+  for (let start = 0; start < n; start += size) out.push(Array.from({ length: Math.min(size, n - start) }, (_, j) => start + j));
+  return out;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Nearest-rank percentile. */
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+interface Figures {
+  processing: number;
+  endToEnd: number;
+  pickupP50: number;
+  pickupP99: number;
+  bytesPerRun: number;
+}
+
+type System = 'ours' | 'bullmq';
+
+// ---------------------------------------------------------------------------------------------
+// Shared Redis helpers (an admin connection of our own, not used by either system)
+
+class Admin {
+  readonly redis: Redis;
+  constructor(url: string) {
+    this.redis = new Redis(url, { maxRetriesPerRequest: null });
+  }
+  async flushAll(): Promise<void> {
+    await this.redis.flushall();
+  }
+  async usedMemory(): Promise<number> {
+    const info = await this.redis.info('memory');
+    const match = /^used_memory:(\d+)/m.exec(info);
+    if (!match) throw new Error('INFO memory has no used_memory field.');
+    return Number(match[1]);
+  }
+  async serverVersion(): Promise<string> {
+    const info = await this.redis.info('server');
+    return /^redis_version:(\S+)/m.exec(info)?.[1] ?? 'unknown';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// nestjs-redflow
+
+/** What the bench workflow's handler reports; swapped per phase. */
+const hooks: { started: () => void; done: () => void } = { started: () => undefined, done: () => undefined };
+
+const registry = new WorkflowRegistry();
+const benchWorkflow = registry.define('bench', {}, async ({ input, step }: WorkflowContext<{ i: number }>) => {
+  hooks.started();
+  const out = await step.run('work', () => ({ ok: true, i: input.i }));
+  hooks.done();
+  return out;
+});
+
+interface OursSetup {
+  producer: RedflowClient;
+  consumer: RedflowClient;
+  stop(): Promise<void>;
+}
+
+/** A producer client and a worker, each on its own connection, on a fresh prefix. */
+function oursClients(url: string, prefix: string): { producer: RedflowClient; consumer: RedflowClient } {
+  return { producer: createClient({ url, prefix, registry }), consumer: createClient({ url, prefix, registry }) };
+}
+
+async function oursWorker(url: string, prefix: string, concurrency: number, clients = oursClients(url, prefix)): Promise<OursSetup> {
+  const { producer, consumer } = clients;
+  let worker: Awaited<ReturnType<typeof startWorker>> | undefined;
+  try {
+    worker = await startWorker({ app: 'bench', client: consumer, registry, concurrency });
+  } catch (error) {
+    await Promise.allSettled([producer.close(), consumer.close()]);
+    throw error;
+  }
+  const started = worker;
+  return {
+    producer,
+    consumer,
+    async stop() {
+      await started.stop();
+      await Promise.allSettled([producer.close(), consumer.close()]);
+    },
+  };
+}
+
+async function oursEnqueueAll(producer: RedflowClient, n: number): Promise<void> {
+  for (const chunk of chunks(n, CHUNK)) await Promise.all(chunk.map((i) => producer.start(benchWorkflow, { i })));
+}
+
+async function oursConfirm(producer: RedflowClient, n: number): Promise<void> {
+  const key = producer.keys.status('succeeded');
+  await waitUntil(`${n} succeeded runs`, async () => (await producer.redis.zcard(key)) >= n);
+  const [succeeded, failed, running, queued] = await Promise.all(
+    (['succeeded', 'failed', 'running', 'queued'] as const).map((s) => producer.redis.zcard(producer.keys.status(s))),
+  );
+  if (succeeded !== n || failed || running || queued) {
+    throw new Error(`ours: expected ${n} succeeded runs, got succeeded=${succeeded} failed=${failed} running=${running} queued=${queued}.`);
+  }
+  const [sample] = await producer.listRuns({ status: 'succeeded', limit: 1 });
+  const output = sample?.output as { ok?: boolean } | undefined;
+  if (!output?.ok) throw new Error(`ours: a succeeded run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
+}
+
+async function oursProcessing(url: string, admin: Admin, prefix: string): Promise<number> {
+  await admin.flushAll();
+  const clients = oursClients(url, prefix);
+  let setup: OursSetup | undefined;
+  try {
+    await oursEnqueueAll(clients.producer, RUNS);
+    const counter = new Counter(RUNS);
+    hooks.done = () => counter.hit();
+    const t0 = performance.now();
+    setup = await oursWorker(url, prefix, CONCURRENCY, clients);
+    await withTimeout('ours processing', counter.done);
+    await oursConfirm(clients.producer, RUNS);
+    return RUNS / ((performance.now() - t0) / 1000);
+  } finally {
+    hooks.done = () => undefined;
+    if (setup) await setup.stop();
+    else await Promise.allSettled([clients.producer.close(), clients.consumer.close()]);
+  }
+}
+
+async function oursEndToEnd(url: string, admin: Admin, prefix: string): Promise<{ rate: number; bytesPerRun: number }> {
+  await admin.flushAll();
+  const setup = await oursWorker(url, prefix, CONCURRENCY);
+  try {
+    await sleep(100); // let the worker go idle (blocked on its ready list)
+    const before = await admin.usedMemory();
+    const counter = new Counter(RUNS);
+    hooks.done = () => counter.hit();
+    const t0 = performance.now();
+    await oursEnqueueAll(setup.producer, RUNS);
+    await withTimeout('ours end to end', counter.done);
+    await oursConfirm(setup.producer, RUNS);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    const after = await admin.usedMemory();
+    return { rate, bytesPerRun: (after - before) / RUNS };
+  } finally {
+    hooks.done = () => undefined;
+    await setup.stop();
+  }
+}
+
+async function oursPickup(url: string, admin: Admin, prefix: string): Promise<number[]> {
+  await admin.flushAll();
+  const setup = await oursWorker(url, prefix, 1);
+  const samples: number[] = [];
+  try {
+    await sleep(100);
+    for (let k = 0; k < WARMUP + PICKUP; k++) {
+      const started = new Promise<number>((resolve) => (hooks.started = () => resolve(performance.now())));
+      const t0 = performance.now();
+      const handle = await setup.producer.start(benchWorkflow, { i: k });
+      const t1 = await withTimeout('ours pickup', started);
+      hooks.started = () => undefined;
+      const runKey = setup.producer.keys.run(handle.id);
+      await waitUntil(`run ${handle.id} to succeed`, async () => (await setup.producer.redis.hget(runKey, 'status')) === 'succeeded');
+      if (k >= WARMUP) samples.push(t1 - t0);
+      await sleep(3); // the worker goes back to its blocking wait
+    }
+    return samples;
+  } finally {
+    hooks.started = () => undefined;
+    await setup.stop();
+  }
+}
+
+async function runOurs(url: string, admin: Admin, round: number): Promise<Figures> {
+  const processing = await oursProcessing(url, admin, `bench-ours-r${round}-proc`);
+  const e2e = await oursEndToEnd(url, admin, `bench-ours-r${round}-e2e`);
+  const pickup = await oursPickup(url, admin, `bench-ours-r${round}-pick`);
+  return { processing, endToEnd: e2e.rate, bytesPerRun: e2e.bytesPerRun, pickupP50: percentile(pickup, 50), pickupP99: percentile(pickup, 99) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// BullMQ
+
+interface BullConnection {
+  host: string;
+  port: number;
+  maxRetriesPerRequest: null;
+}
+
+function bullConnection(url: string): BullConnection {
+  const parsed = new URL(url);
+  return { host: parsed.hostname, port: Number(parsed.port), maxRetriesPerRequest: null };
+}
+
+const JOB_OPTS = { removeOnComplete: false, removeOnFail: false };
+
+async function bullAddAll(queue: Queue, n: number): Promise<void> {
+  for (const chunk of chunks(n, CHUNK)) await queue.addBulk(chunk.map((i) => ({ name: 'noop', data: { i }, opts: JOB_OPTS })));
+}
+
+async function bullConfirm(queue: Queue, n: number): Promise<void> {
+  await waitUntil(`${n} completed jobs`, async () => (await queue.getCompletedCount()) >= n);
+  const counts = await queue.getJobCounts('completed', 'failed', 'active', 'wait');
+  if (counts.completed !== n || counts.failed || counts.active || counts.wait) {
+    throw new Error(`bullmq: expected ${n} completed jobs, got ${JSON.stringify(counts)}.`);
+  }
+}
+
+async function bullProcessing(url: string, admin: Admin, name: string): Promise<number> {
+  await admin.flushAll();
+  const connection = bullConnection(url);
+  const queue = new Queue(name, { connection });
+  let worker: BullWorker | undefined;
+  try {
+    await queue.waitUntilReady();
+    await bullAddAll(queue, RUNS);
+    const counter = new Counter(RUNS);
+    const t0 = performance.now();
+    worker = new BullWorker(name, async () => counter.hit(), { connection, concurrency: CONCURRENCY });
+    await withTimeout('bullmq processing', counter.done);
+    await bullConfirm(queue, RUNS);
+    return RUNS / ((performance.now() - t0) / 1000);
+  } finally {
+    await worker?.close();
+    await queue.close();
+  }
+}
+
+async function bullEndToEnd(url: string, admin: Admin, name: string): Promise<{ rate: number; bytesPerRun: number }> {
+  await admin.flushAll();
+  const connection = bullConnection(url);
+  const queue = new Queue(name, { connection });
+  let counter: Counter | undefined;
+  const worker = new BullWorker(name, async () => counter?.hit(), { connection, concurrency: CONCURRENCY });
+  try {
+    await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
+    await sleep(100);
+    const before = await admin.usedMemory();
+    const current = (counter = new Counter(RUNS));
+    const t0 = performance.now();
+    await bullAddAll(queue, RUNS);
+    await withTimeout('bullmq end to end', current.done);
+    await bullConfirm(queue, RUNS);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    const after = await admin.usedMemory();
+    return { rate, bytesPerRun: (after - before) / RUNS };
+  } finally {
+    await worker.close();
+    await queue.close();
+  }
+}
+
+async function bullPickup(url: string, admin: Admin, name: string): Promise<number[]> {
+  await admin.flushAll();
+  const connection = bullConnection(url);
+  const queue = new Queue(name, { connection });
+  let started: (() => void) | undefined;
+  let completed: (() => void) | undefined;
+  const worker = new BullWorker(name, async () => started?.(), { connection, concurrency: 1 });
+  worker.on('completed', () => completed?.());
+  const samples: number[] = [];
+  try {
+    await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
+    await sleep(100);
+    for (let k = 0; k < WARMUP + PICKUP; k++) {
+      const startedAt = new Promise<number>((resolve) => (started = () => resolve(performance.now())));
+      const done = new Promise<void>((resolve) => (completed = resolve));
+      const t0 = performance.now();
+      await queue.add('noop', { i: k }, JOB_OPTS);
+      const t1 = await withTimeout('bullmq pickup', startedAt);
+      await withTimeout('bullmq pickup completion', done);
+      if (k >= WARMUP) samples.push(t1 - t0);
+      await sleep(3);
+    }
+    return samples;
+  } finally {
+    await worker.close();
+    await queue.close();
+  }
+}
+
+async function runBull(url: string, admin: Admin, round: number): Promise<Figures> {
+  const processing = await bullProcessing(url, admin, `bench-bull-r${round}-proc`);
+  const e2e = await bullEndToEnd(url, admin, `bench-bull-r${round}-e2e`);
+  const pickup = await bullPickup(url, admin, `bench-bull-r${round}-pick`);
+  return { processing, endToEnd: e2e.rate, bytesPerRun: e2e.bytesPerRun, pickupP50: percentile(pickup, 50), pickupP99: percentile(pickup, 99) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const ROWS: { key: keyof Figures; label: string; unit: string; digits: number; throughput: boolean }[] = [
+  { key: 'processing', label: `processing (${RUNS} queued, then worker, C=${CONCURRENCY})`, unit: 'runs/s', digits: 0, throughput: true },
+  { key: 'endToEnd', label: `end to end (worker idle, enqueue ${RUNS}, C=${CONCURRENCY})`, unit: 'runs/s', digits: 0, throughput: true },
+  { key: 'pickupP50', label: 'idle pickup p50 (enqueue → handler start)', unit: 'ms', digits: 2, throughput: false },
+  { key: 'pickupP99', label: 'idle pickup p99 (enqueue → handler start)', unit: 'ms', digits: 2, throughput: false },
+  { key: 'bytesPerRun', label: 'Redis memory per finished run / completed job', unit: 'B', digits: 0, throughput: false },
+];
+
+function loadLine(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
+}
+
+function fmt(value: number, digits: number): string {
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function report(results: Record<System, Figures[]>, env: string[]): void {
+  console.log('');
+  for (const line of env) console.log(line);
+  console.log('');
+  console.log(`Median of ${ROUNDS} round(s); ratio = nestjs-redflow / BullMQ (throughput: higher is better; latency and memory: lower is better).`);
+  console.log('');
+  console.log('| figure | nestjs-redflow | BullMQ | ratio |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const row of ROWS) {
+    const ours = median(results.ours.map((f) => f[row.key]));
+    const bull = median(results.bullmq.map((f) => f[row.key]));
+    const ratio = bull === 0 ? 'n/a' : `${(ours / bull).toFixed(2)}×`;
+    console.log(`| ${row.label} | ${fmt(ours, row.digits)} ${row.unit} | ${fmt(bull, row.digits)} ${row.unit} | ${ratio} |`);
+  }
+  console.log('');
+  console.log('Raw figures per round:');
+  console.log('');
+  console.log(`| round | system | ${ROWS.map((r) => `${r.key} (${r.unit})`).join(' | ')} |`);
+  console.log(`| --- | --- | ${ROWS.map(() => '---:').join(' | ')} |`);
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const system of ['ours', 'bullmq'] as const) {
+      const f = results[system][r];
+      const name = system === 'ours' ? 'nestjs-redflow' : 'BullMQ';
+      console.log(`| ${r + 1} | ${name} | ${ROWS.map((row) => fmt(f[row.key], row.digits)).join(' | ')} |`);
+    }
+  }
+  console.log('');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  if (!redisServers.hasRedisServer()) {
+    console.error(redisServers.NO_REDIS);
+    return 1;
+  }
+  const wallStart = performance.now();
+  const servers = await redisServers.startStandalone();
+  let admin: Admin | undefined;
+  try {
+    admin = new Admin(servers.url);
+    const cpu = cpus();
+    const env = [
+      `node ${process.version} (${process.platform}/${process.arch}), ${cpu.length} CPU(s): ${cpu[0]?.model.trim() ?? 'unknown'}`,
+      `redis-server ${await admin.serverVersion()} (${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).trim()})`,
+      `bullmq ${(require('bullmq/package.json') as { version: string }).version}, ioredis ${(require('ioredis/package.json') as { version: string }).version}`,
+      `runs per figure ${RUNS}, rounds ${ROUNDS}, pickup samples ${PICKUP} (+${WARMUP} warm-up), chunk ${CHUNK}`,
+      `load average at start ${loadLine()}`,
+    ];
+    for (const line of env) console.log(line);
+    const results: Record<System, Figures[]> = { ours: [], bullmq: [] };
+    for (let round = 1; round <= ROUNDS; round++) {
+      const t = performance.now();
+      const ours = await runOurs(servers.url, admin, round);
+      results.ours.push(ours);
+      console.log(
+        `round ${round} nestjs-redflow: processing ${fmt(ours.processing, 0)}/s, e2e ${fmt(ours.endToEnd, 0)}/s, pickup p50 ${fmt(ours.pickupP50, 2)} ms p99 ${fmt(ours.pickupP99, 2)} ms, ${fmt(ours.bytesPerRun, 0)} B/run (${((performance.now() - t) / 1000).toFixed(1)} s)`,
+      );
+      const tb = performance.now();
+      const bull = await runBull(servers.url, admin, round);
+      results.bullmq.push(bull);
+      console.log(
+        `round ${round} BullMQ:         processing ${fmt(bull.processing, 0)}/s, e2e ${fmt(bull.endToEnd, 0)}/s, pickup p50 ${fmt(bull.pickupP50, 2)} ms p99 ${fmt(bull.pickupP99, 2)} ms, ${fmt(bull.bytesPerRun, 0)} B/job (${((performance.now() - tb) / 1000).toFixed(1)} s)`,
+      );
+    }
+    env.push(`load average at end ${loadLine()} (other processes on this machine skew the figures)`);
+    report(results, env);
+    console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
+    return 0;
+  } catch (error) {
+    console.error('Benchmark failed:', error);
+    return 1;
+  } finally {
+    if (admin) admin.redis.disconnect();
+    await redisServers.stopServers(servers);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
