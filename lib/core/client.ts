@@ -15,6 +15,7 @@ import {
 import { RedflowKeys } from './keys';
 import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
+import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
 import { TERMINAL_STATUSES, type RunState, type RunStatus, type StepState, type WorkflowMeta } from './types';
 import { validateInput } from './validation';
 import { getDefaultRegistry, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
@@ -80,7 +81,6 @@ const RUN_FIELDS = [
   'cancelReason',
   'idempotencyKey',
 ] as const;
-const STEP_FIELD = 's:';
 
 /** A new run id: time-ordered, unique across processes. */
 export function newRunId(): string {
@@ -222,9 +222,7 @@ export class RedflowClient {
     const hash = await this.redis.hgetall(this.keys.run(id));
     const steps: StepState[] = [];
     for (const [field, value] of Object.entries(hash)) {
-      if (!field.startsWith(STEP_FIELD)) continue;
-      const record = decodeJson(value, id, field) as Omit<StepState, 'name'>;
-      steps.push({ name: field.slice(STEP_FIELD.length), ...record });
+      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value));
     }
     return steps.sort((a, b) => a.seq - b.seq);
   }

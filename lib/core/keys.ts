@@ -31,8 +31,9 @@ export class RedflowKeys {
   workflowRuns(workflow: string): string {
     return `${this.base}wf:${workflow}:runs`;
   }
+  /** `|` cannot occur in workflow names, so workflow "a:b" + key "c" and "a" + "b:c" stay apart. */
   idempotency(workflow: string, key: string): string {
-    return `${this.base}idem:${workflow}:${key}`;
+    return `${this.base}idem:${workflow}|${key}`;
   }
   workflows(): string {
     return `${this.base}workflows`;

@@ -7,7 +7,7 @@ export type RedisConnection = Redis | Cluster;
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
 
-/** A claimed run as the claim script returns it: id, lease token and the whole run hash. */
+/** A claimed run: its id, the lease token it was claimed with, and its whole hash. */
 export interface ClaimedRun {
   runId: string;
   token: string;
@@ -38,9 +38,9 @@ function toHash(flat: string[]): Record<string, string> {
   return hash;
 }
 
-function toClaimed(reply: unknown[] | null | undefined, offset = 0): ClaimedRun | null {
+function toClaimed(reply: unknown[] | null | undefined, offset: number, token: string): ClaimedRun | null {
   if (!reply || reply[offset] == null) return null;
-  return { runId: String(reply[offset]), token: String(reply[offset + 1]), hash: toHash(reply[offset + 2] as string[]) };
+  return { runId: String(reply[offset]), token, hash: toHash(reply[offset + 1] as string[]) };
 }
 
 /**
@@ -94,10 +94,10 @@ export class RedisScripts {
     return { kind: reply[0] as 'created', runId: reply[1] };
   }
 
-  async claim(queue: string, workerId: string, now: number, leaseMs: number): Promise<ClaimedRun | null> {
+  async claim(queue: string, token: string, now: number, leaseMs: number): Promise<ClaimedRun | null> {
     const k = this.keys;
-    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, workerId, now, leaseMs)) as unknown[] | null;
-    return toClaimed(reply);
+    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, leaseMs)) as unknown[] | null;
+    return toClaimed(reply, 0, token);
   }
 
   async checkpoint(runId: string, token: string, leaseUntil: number, records: string[]): Promise<'ok' | 'canceled' | 'lost'> {
@@ -112,8 +112,8 @@ export class RedisScripts {
     outcome: FinishOutcome;
     payload: string;
     dueAt: number;
-    claimNext: boolean;
-    workerId: string;
+    /** Lease token for claiming the next run of the queue, or '' to claim none. */
+    nextToken: string;
     leaseMs: number;
     records: string[];
   }): Promise<FinishResult> {
@@ -130,12 +130,11 @@ export class RedisScripts {
       a.outcome,
       a.payload,
       a.dueAt,
-      a.claimNext ? '1' : '0',
-      a.workerId,
+      a.nextToken,
       a.leaseMs,
       ...a.records,
     )) as unknown[];
-    return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1) };
+    return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken) };
   }
 
   async cancel(runId: string, now: number, errorJson: string, reason: string): Promise<string> {

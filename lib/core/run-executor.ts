@@ -9,7 +9,6 @@ import type { RunInfo, WorkflowRegistry } from './workflow';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
-  readonly workerId: string;
   readonly app: string;
   readonly scripts: RedisScripts;
   readonly registry: WorkflowRegistry;
@@ -18,6 +17,8 @@ export interface ExecutorHost {
   readonly logger: RedflowLogger;
   /** False while the worker is stopping: finishing then claims no next run. */
   readonly claiming: boolean;
+  /** A lease token no other claim has used: the worker's id and a counter. */
+  nextLeaseToken(): string;
   /** Called after a retry is scheduled, so the worker can promote it on time. */
   retryScheduled(queue: string, dueAt: number): void;
 }
@@ -30,7 +31,10 @@ export class RunExecutor {
   readonly runId: string;
   readonly token: string;
   readonly queue: string;
-  private readonly controller = new AbortController();
+  /** Created only if the handler reads `signal`. */
+  private controller: AbortController | undefined;
+  private stopReason: CanceledError | undefined;
+  private steps: StepRuntime | undefined;
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
 
@@ -45,7 +49,18 @@ export class RunExecutor {
 
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
   abort(reason: string): void {
-    if (!this.controller.signal.aborted) this.controller.abort(new CanceledError(this.runId, reason));
+    if (this.stopReason) return;
+    this.stopReason = new CanceledError(this.runId, reason);
+    this.controller?.abort(this.stopReason);
+    this.steps?.interrupt(this.stopReason);
+  }
+
+  private get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stopReason) this.controller.abort(this.stopReason);
+    }
+    return this.controller.signal;
   }
 
   /** Stops the handler's work and leaves the run to be recovered by another worker's reaper. */
@@ -64,7 +79,6 @@ export class RunExecutor {
       attempt: Number(hash.attempt),
       maxAttempts: Number(hash.maxAttempts),
     };
-    let steps: StepRuntime | undefined;
     let input: unknown;
     try {
       if (!hash.workflow || !hash.queue || !(info.attempt >= 1) || !(info.maxAttempts >= 1)) {
@@ -77,7 +91,7 @@ export class RunExecutor {
 
       const stored = new Map<string, string>();
       for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX)) stored.set(field, hash[field]);
-      steps = new StepRuntime(
+      const steps = (this.steps = new StepRuntime(
         {
           runId: this.runId,
           token: this.token,
@@ -85,21 +99,31 @@ export class RunExecutor {
           leaseMs: this.host.leaseMs,
           maxPayloadBytes: this.host.maxPayloadBytes,
           scripts: this.host.scripts,
-          runSignal: this.controller.signal,
+          stopReason: () => this.stopReason,
           onLost: (code) => this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run'),
         },
         stored,
-      );
-      const output = await definition.handler({ input: validInput, run: info, signal: this.controller.signal, step: steps.api });
+      ));
+      // eslint-disable-next-line @typescript-eslint/no-this-alias
+      const executor = this;
+      const output = await definition.handler({
+        input: validInput,
+        run: info,
+        step: steps.api,
+        get signal() {
+          return executor.signal;
+        },
+      });
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
-      return (await this.finish('succeeded', encoded, 0, steps)).next;
+      return (await this.finish('succeeded', encoded, 0)).next;
     } catch (thrown) {
-      const error = thrown instanceof SiblingStepFailedError && steps?.failure !== undefined ? steps.failure : thrown;
-      return this.fail(error, info, input, steps);
+      const failure = this.steps?.failure;
+      const error = thrown instanceof SiblingStepFailedError && failure !== undefined ? failure : thrown;
+      return this.fail(error, info, input);
     }
   }
 
-  private async fail(error: unknown, info: RunInfo, input: unknown, steps: StepRuntime | undefined): Promise<ClaimedRun | null> {
+  private async fail(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
     if (this.abandoned) return null;
     let due: number | null;
     try {
@@ -108,7 +132,7 @@ export class RunExecutor {
       due = null;
       error = policyError;
     }
-    const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, steps);
+    const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0);
     if (result.code !== 'ok') return result.next;
     if (due !== null) {
       this.host.retryScheduled(info.queue, due);
@@ -128,9 +152,8 @@ export class RunExecutor {
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, steps: StepRuntime | undefined): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
-    const claimNext = this.host.claiming;
     return this.host.scripts.finish({
       runId: this.runId,
       queue: this.queue,
@@ -139,10 +162,9 @@ export class RunExecutor {
       outcome,
       payload,
       dueAt,
-      claimNext,
-      workerId: this.host.workerId,
+      nextToken: this.host.claiming ? this.host.nextLeaseToken() : '',
       leaseMs: this.host.leaseMs,
-      records: steps ? steps.takePending() : [],
+      records: this.steps ? this.steps.takePending() : [],
     });
   }
 }

@@ -1,10 +1,17 @@
-import { CanceledError, ConfigurationError, TimeoutError } from './errors';
+import { CanceledError, ConfigurationError, CorruptRunDataError, TimeoutError } from './errors';
 import type { RedisScripts } from './redis-scripts';
 import { decodeJson, encodeJson, serializeError } from './serialization';
 import type { StepApi, StepOptions } from './workflow';
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
+
+/**
+ * A stored step record is a JSON array, short enough that small runs keep Redis's compact hash
+ * encoding: `[1, seq, attempt, finishedAt, durationMs, output?]` for a step that succeeded,
+ * `[0, seq, attempt, finishedAt, durationMs, error]` for one that threw.
+ */
+export type StepRecord = [ok: 0 | 1, seq: number, attempt: number, finishedAt: number, durationMs: number, value?: unknown];
 
 /** Rejects a sibling step after another branch of the same attempt failed. */
 export class SiblingStepFailedError extends Error {
@@ -19,11 +26,19 @@ export interface AttemptContext {
   leaseMs: number;
   maxPayloadBytes: number;
   scripts: RedisScripts;
-  /** Aborted when the run is canceled or the worker loses it. */
-  runSignal: AbortSignal;
+  /** Why the attempt must stop (canceled, or the worker lost the run), once it must. */
+  stopReason(): Error | undefined;
   /** Called when a checkpoint finds the run canceled or taken over. */
   onLost(code: 'canceled' | 'lost'): void;
 }
+
+/** A step whose function is running; it can be stopped from outside. */
+interface InflightStep {
+  controller?: AbortController;
+  reject: (reason: unknown) => void;
+}
+
+const noop = () => undefined;
 
 /**
  * The durable step API of one attempt. Completed steps come from the run hash loaded by the claim
@@ -36,14 +51,14 @@ export class StepRuntime {
   readonly api: StepApi;
   /** The first step error of this attempt: what the attempt reports when siblings were aborted. */
   failure: unknown;
-  private readonly failFast = new AbortController();
   private readonly calls = new Map<string, number>();
+  private readonly inflight = new Set<InflightStep>();
   private pending: string[] = [];
   private flushing: Promise<void> = Promise.resolve();
   private flushError: unknown;
   private flushQueued = false;
-  private seq: number;
   private closed = false;
+  private seq: number;
 
   constructor(
     private readonly ctx: AttemptContext,
@@ -51,6 +66,11 @@ export class StepRuntime {
   ) {
     this.api = { run: (options, fn) => this.run(options, fn) };
     this.seq = stored.size;
+  }
+
+  /** Stops every running step at once (their signals abort and their promises reject). */
+  interrupt(reason: Error): void {
+    for (const step of this.inflight) this.stop(step, reason);
   }
 
   /** Ends the attempt's step API and returns the records the finish script must write. */
@@ -74,8 +94,8 @@ export class StepRuntime {
 
     const stored = this.stored.get(field);
     if (stored !== undefined) {
-      const record = decodeJson(stored, this.ctx.runId, `step "${name}"`) as { status: string; output?: T };
-      if (record.status === 'succeeded') return record.output as T;
+      const record = decodeJson(stored, this.ctx.runId, `step "${name}"`) as StepRecord;
+      if (record[0] === 1) return record[5] as T;
     }
 
     this.throwIfStopped();
@@ -86,37 +106,54 @@ export class StepRuntime {
 
   private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
     const startedAt = Date.now();
-    const controller = new AbortController();
-    const abortFrom = (signal: AbortSignal) => controller.abort(signal.reason);
-    const onRunAbort = () => abortFrom(this.ctx.runSignal);
-    const onSiblingFailed = () => controller.abort(new SiblingStepFailedError(`Step "${name}" was stopped because a parallel step failed.`));
-    this.ctx.runSignal.addEventListener('abort', onRunAbort);
-    this.failFast.signal.addEventListener('abort', onSiblingFailed);
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(new TimeoutError(`Step "${name}"`, timeoutMs)), timeoutMs);
+    const step: InflightStep = { reject: noop };
+    // The signal is created only if the step function reads it: most steps never do.
+    const stepContext = {
+      get signal(): AbortSignal {
+        return (step.controller ??= new AbortController()).signal;
+      },
+    };
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason)));
-      aborted.catch(() => undefined);
-      const result = await Promise.race([Promise.resolve().then(() => fn({ signal: controller.signal })), aborted]);
+      const result = await new Promise<T>((resolve, reject) => {
+        step.reject = reject;
+        this.inflight.add(step);
+        if (timeoutMs !== undefined) timer = setTimeout(() => this.stop(step, new TimeoutError(`Step "${name}"`, timeoutMs)), timeoutMs);
+        try {
+          Promise.resolve(fn(stepContext)).then(resolve, reject);
+        } catch (error) {
+          reject(error);
+        }
+      });
+      this.inflight.delete(step);
       const encoded = encodeJson(result, `The output of step "${name}"`, this.ctx.maxPayloadBytes);
-      const output = encoded === '' ? '' : `,"output":${encoded}`;
-      this.record(field, `{"status":"succeeded","seq":${++this.seq},"attempt":${this.ctx.attempt},"startedAt":${startedAt},"finishedAt":${Date.now()}${output}}`);
+      const finishedAt = Date.now();
+      const head = `[1,${++this.seq},${this.ctx.attempt},${finishedAt},${finishedAt - startedAt}`;
+      this.record(field, encoded === '' ? `${head}]` : `${head},${encoded}]`);
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
+      this.inflight.delete(step);
       if (!(error instanceof SiblingStepFailedError) && !(error instanceof CanceledError) && this.failure === undefined) {
         this.failure = error;
-        this.record(field, `{"status":"failed","seq":${++this.seq},"attempt":${this.ctx.attempt},"startedAt":${startedAt},"finishedAt":${Date.now()},"error":${serializeError(error)}}`);
-        this.failFast.abort();
+        const finishedAt = Date.now();
+        this.record(field, `[0,${++this.seq},${this.ctx.attempt},${finishedAt},${finishedAt - startedAt},${serializeError(error)}]`);
+        const sibling = new SiblingStepFailedError(`A parallel step of step "${name}" failed.`);
+        for (const other of this.inflight) this.stop(other, sibling);
       }
       throw error;
     } finally {
       clearTimeout(timer);
-      this.ctx.runSignal.removeEventListener('abort', onRunAbort);
-      this.failFast.signal.removeEventListener('abort', onSiblingFailed);
     }
   }
 
+  private stop(step: InflightStep, reason: unknown): void {
+    step.controller?.abort(reason);
+    step.reject(reason);
+  }
+
   private throwIfStopped(): void {
-    if (this.ctx.runSignal.aborted) throw this.ctx.runSignal.reason;
+    const reason = this.ctx.stopReason();
+    if (reason) throw reason;
     if (this.closed) throw new ConfigurationError(`Run "${this.ctx.runId}" already ended: a step was started after the handler returned. Await every step.`);
   }
 
@@ -129,7 +166,7 @@ export class StepRuntime {
       // one that goes on with other work gets it written on the next turn of the event loop.
       setImmediate(() => {
         this.flushQueued = false;
-        if (!this.closed && this.pending.length) void this.durable().catch(() => undefined);
+        if (!this.closed && this.pending.length) void this.durable().catch(noop);
       });
     }
   }
@@ -152,4 +189,20 @@ export class StepRuntime {
     await this.flushing;
     if (this.flushError) throw this.flushError;
   }
+}
+
+/** Reads a stored step record into its public form. */
+export function parseStepRecord(runId: string, field: string, text: string) {
+  const r = decodeJson(text, runId, field) as StepRecord;
+  if (!Array.isArray(r) || r.length < 5) throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
+  const ok = r[0] === 1;
+  return {
+    name: field.slice(STEP_FIELD_PREFIX.length),
+    status: ok ? ('succeeded' as const) : ('failed' as const),
+    seq: r[1],
+    attempt: r[2],
+    finishedAt: r[3],
+    startedAt: r[3] - r[4],
+    ...(ok ? (r.length > 5 ? { output: r[5] } : {}) : { error: r[5] as { name: string; message: string; stack?: string } }),
+  };
 }

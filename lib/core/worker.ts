@@ -67,6 +67,7 @@ export class Worker implements ExecutorHost {
   private readonly active = new Map<string, RunExecutor>();
   private reserved = 0;
   private stopping = false;
+  private claims = 0;
   private timersStopped = false;
   private stopped: Promise<void> | undefined;
   private slotWaiters: Array<() => void> = [];
@@ -104,6 +105,10 @@ export class Worker implements ExecutorHost {
   /** True while new runs may be claimed. */
   get claiming(): boolean {
     return !this.stopping;
+  }
+
+  nextLeaseToken(): string {
+    return `${this.workerId}:${++this.claims}`;
   }
 
   /** Ids of the runs executing now. */
@@ -180,7 +185,7 @@ export class Worker implements ExecutorHost {
         this.reserved++;
         let claimed: ClaimedRun | null;
         try {
-          claimed = await this.scripts.claim(queue, this.workerId, Date.now(), this.leaseMs);
+          claimed = await this.scripts.claim(queue, this.nextLeaseToken(), Date.now(), this.leaseMs);
         } finally {
           this.reserved--;
         }

@@ -20,6 +20,6 @@ elseif status == 'running' then
   redis.call('HDEL', runKey, 'lease')
   redis.call('PUBLISH', ARGV[6], runId)
 end
-redis.call('HSET', runKey, 'error', ARGV[4], 'cancelReason', ARGV[5], 'finishedAt', ARGV[3])
-set_status(base, runKey, runId, status, 'canceled')
+redis.call('HSET', runKey, 'status', 'canceled', 'error', ARGV[4], 'cancelReason', ARGV[5], 'finishedAt', ARGV[3])
+move_index(base, runId, status, 'canceled', ARGV[3])
 return 'ok'

@@ -1,8 +1,8 @@
 -- claim: starts the next queued run of a queue under a new lease and returns it with its step
 -- records, so the worker needs no second read.
 -- KEYS[1] queue ready list    KEYS[2] leases zset
--- ARGV[1] base "{prefix}:"    ARGV[2] worker id   ARGV[3] now (ms)   ARGV[4] lease (ms)
--- Returns { runId, leaseToken, flat run hash } or nil when the queue is empty.
+-- ARGV[1] base "{prefix}:"    ARGV[2] lease token (unique per claim)   ARGV[3] now (ms)   ARGV[4] lease (ms)
+-- Returns { runId, flat run hash } or nil when the queue is empty.
 --!include common.lua
 
 return claim_next(ARGV[1], KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[4])

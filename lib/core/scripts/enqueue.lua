@@ -36,19 +36,20 @@ end
 local runKey = KEYS[1]
 local availableAt = now
 if runAt > now then availableAt = runAt end
-redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'input', input, 'attempt', 0,
-  'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
+local status = 'queued'
+if availableAt > now then status = 'scheduled' end
+redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
+  'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
 if idemKey ~= '' then
   redis.call('HSET', runKey, 'idempotencyKey', idemKey)
   redis.call('SET', KEYS[2], runId .. '|' .. inputHash, 'EX', ARGV[10])
 end
 redis.call('ZADD', base .. 'runs', now, runId)
 redis.call('ZADD', base .. 'wf:' .. workflow .. ':runs', now, runId)
-if availableAt > now then
-  set_status(base, runKey, runId, nil, 'scheduled')
+move_index(base, runId, nil, status, now)
+if status == 'scheduled' then
   redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)
 else
-  set_status(base, runKey, runId, nil, 'queued')
   redis.call('RPUSH', k_ready(base, queue), runId)
 end
 return { 'created', runId }

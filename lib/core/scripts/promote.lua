@@ -10,8 +10,10 @@ local moved = 0
 for _, runId in ipairs(due) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  if redis.call('HGET', runKey, 'status') == 'scheduled' then
-    set_status(base, runKey, runId, 'scheduled', 'queued')
+  local run = redis.call('HMGET', runKey, 'status', 'createdAt')
+  if run[1] == 'scheduled' then
+    redis.call('HSET', runKey, 'status', 'queued')
+    move_index(base, runId, 'scheduled', 'queued', run[2])
     redis.call('RPUSH', KEYS[2], runId)
     moved = moved + 1
   end

@@ -11,11 +11,12 @@ local recovered = {}
 for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'queue')
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt')
   if run[1] == 'running' then
     redis.call('HINCRBY', runKey, 'attempt', -1)
     redis.call('HDEL', runKey, 'lease')
-    set_status(base, runKey, runId, 'running', 'queued')
+    redis.call('HSET', runKey, 'status', 'queued')
+    move_index(base, runId, 'running', 'queued', run[3])
     redis.call('LPUSH', k_ready(base, run[2]), runId)
     recovered[#recovered + 1] = runId
   end
