@@ -16,7 +16,7 @@ import { RedflowKeys } from './keys';
 import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
 import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
-import { TERMINAL_STATUSES, type RunState, type RunStatus, type StepState, type WorkflowMeta } from './types';
+import { RUN_STATUSES, TERMINAL_STATUSES, type RunState, type RunStatus, type StepState, type WorkflowMeta } from './types';
 import { validateInput } from './validation';
 import { getDefaultRegistry, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
 
@@ -227,35 +227,63 @@ export class RedflowClient {
     return steps.sort((a, b) => a.seq - b.seq);
   }
 
-  /** Runs, newest first, filtered by workflow and/or status. */
+  /**
+   * Runs, newest first, filtered by workflow and/or status. Running runs come first, queued and
+   * scheduled runs sort by creation time, ended runs by finish time.
+   */
   async listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
     const limit = options.limit ?? 50;
     const offset = options.offset ?? 0;
-    const k = this.keys;
-    const index = options.workflow ? k.workflowRuns(options.workflow) : options.status ? k.status(options.status) : k.runs();
-    const needsFilter = Boolean(options.workflow && options.status);
+    if (options.workflow) return this.listWorkflowRuns(options.workflow, options.status, limit, offset);
+    const statuses = options.status ? [options.status] : RUN_STATUSES;
+    // No index holds every run: merge the newest of each status index.
+    const pipeline = this.redis.pipeline();
+    for (const status of statuses) pipeline.zrevrange(this.statusIndex(status), 0, offset + limit - 1, 'WITHSCORES');
+    const merged: Array<[string, number]> = [];
+    for (const [, reply] of (await pipeline.exec()) ?? []) {
+      const flat = reply as string[];
+      for (let i = 0; i < flat.length; i += 2) merged.push([flat[i], Number(flat[i + 1])]);
+    }
+    merged.sort((a, b) => b[1] - a[1]);
+    return this.loadRuns(merged.slice(offset, offset + limit).map(([id]) => id));
+  }
+
+  /** Running runs are listed by the leases zset (newest lease first); other statuses have an index. */
+  private statusIndex(status: RunStatus): string {
+    return status === 'running' ? this.keys.leases() : this.keys.status(status);
+  }
+
+  private async listWorkflowRuns(workflow: string, status: RunStatus | undefined, limit: number, offset: number): Promise<RunState[]> {
+    const index = this.keys.workflowRuns(workflow);
+    if (!status) return this.loadRuns(await this.redis.zrevrange(index, offset, offset + limit - 1));
     const out: RunState[] = [];
     let skipped = 0;
-    const page = needsFilter ? 200 : limit;
-    for (let start = needsFilter ? 0 : offset; out.length < limit; start += page) {
+    const page = 200;
+    for (let start = 0; out.length < limit; start += page) {
       const ids = await this.redis.zrevrange(index, start, start + page - 1);
-      if (!ids.length) break;
-      const pipeline = this.redis.pipeline();
-      for (const id of ids) pipeline.hmget(k.run(id), ...RUN_FIELDS);
-      const replies = (await pipeline.exec()) ?? [];
-      for (let i = 0; i < ids.length && out.length < limit; i++) {
-        const values = replies[i][1] as (string | null)[];
-        if (!values || values[2] === null) continue;
-        if (needsFilter && values[2] !== options.status) continue;
-        if (needsFilter && skipped < offset) {
-          skipped++;
-          continue;
-        }
-        out.push(parseRun(ids[i], Object.fromEntries(RUN_FIELDS.map((f, j) => [f, values[j]]))));
+      for (const run of await this.loadRuns(ids)) {
+        if (run.status !== status) continue;
+        if (skipped++ < offset) continue;
+        out.push(run);
+        if (out.length === limit) break;
       }
       if (ids.length < page) break;
     }
     return out;
+  }
+
+  /** Reads runs by id in one round trip, skipping ids whose run no longer exists. */
+  private async loadRuns(ids: string[]): Promise<RunState[]> {
+    if (!ids.length) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.run(id), ...RUN_FIELDS);
+    const replies = (await pipeline.exec()) ?? [];
+    const runs: RunState[] = [];
+    ids.forEach((id, i) => {
+      const values = replies[i][1] as (string | null)[];
+      if (values && values[2] !== null) runs.push(parseRun(id, Object.fromEntries(RUN_FIELDS.map((f, j) => [f, values[j]]))));
+    });
+    return runs;
   }
 
   /** Workflows registered in Redis by workers (or `syncRegistry`). */

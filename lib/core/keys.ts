@@ -22,9 +22,6 @@ export class RedflowKeys {
   leases(): string {
     return `${this.base}leases`;
   }
-  runs(): string {
-    return `${this.base}runs`;
-  }
   status(status: string): string {
     return `${this.base}status:${status}`;
   }

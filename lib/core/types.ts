@@ -1,6 +1,9 @@
 /** Where a run is in its life. */
 export type RunStatus = 'scheduled' | 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
+/** Every status. */
+export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'];
+
 /** Statuses a run never leaves. */
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled']);
 

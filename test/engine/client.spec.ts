@@ -128,12 +128,14 @@ describe('client', () => {
       await new Promise((r) => setTimeout(r, 2)); // distinct creation times for a stable order
     }
     await engine.client.cancelRun(ids[2]);
-    expect((await engine.client.listRuns()).map((r) => r.id)).toEqual([...ids].reverse());
+    // Live runs sort by creation, ended ones by finish: the canceled run is the newest event.
+    expect((await engine.client.listRuns()).map((r) => r.id)).toEqual([ids[2], ids[3], ids[1], ids[0]]);
     expect((await engine.client.listRuns({ workflow: 'wa' })).map((r) => r.id)).toEqual([ids[2], ids[0]]);
     expect((await engine.client.listRuns({ status: 'queued' })).map((r) => r.id)).toEqual([ids[3], ids[1], ids[0]]);
     expect((await engine.client.listRuns({ workflow: 'wa', status: 'queued' })).map((r) => r.id)).toEqual([ids[0]]);
     expect((await engine.client.listRuns({ workflow: 'wa', status: 'canceled' })).map((r) => r.id)).toEqual([ids[2]]);
-    expect((await engine.client.listRuns({ limit: 2, offset: 1 })).map((r) => r.id)).toEqual([ids[2], ids[1]]);
+    expect((await engine.client.listRuns({ limit: 2, offset: 1 })).map((r) => r.id)).toEqual([ids[3], ids[1]]);
+    expect((await engine.client.listRuns({ workflow: 'wb', limit: 1, offset: 1 })).map((r) => r.id)).toEqual([ids[1]]);
     expect(await engine.client.getRun('no-such-run')).toBeNull();
   });
 

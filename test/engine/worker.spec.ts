@@ -199,6 +199,8 @@ describe('worker', () => {
       const worker = await engine.worker();
       const handle = await engine.client.start(wf, {});
       await started.promise;
+      expect((await engine.client.listRuns({ status: 'running' })).map((r) => r.id)).toEqual([handle.id]);
+      expect((await engine.client.listRuns())[0]).toMatchObject({ id: handle.id, status: 'running' });
       const t0 = Date.now();
       expect(await engine.client.cancelRun(handle.id, { reason: 'user asked' })).toBe(true);
       await expect(handle.result({ timeoutMs: 2000 })).rejects.toThrow(CanceledError);

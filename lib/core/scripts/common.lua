@@ -8,9 +8,10 @@ local function k_status(base, status) return base .. 'status:' .. status end
 
 -- Moves a run between status indexes. Score: creation time for live statuses; finish time for
 -- terminal ones, so they list most recently finished first and retention walks them oldest first.
+-- Running runs have no status index: the leases zset lists them.
 local function move_index(base, runId, from, to, score)
-  if from then redis.call('ZREM', k_status(base, from), runId) end
-  redis.call('ZADD', k_status(base, to), score, runId)
+  if from and from ~= 'running' then redis.call('ZREM', k_status(base, from), runId) end
+  if to ~= 'running' then redis.call('ZADD', k_status(base, to), score, runId) end
 end
 
 -- Pops run ids from a queue's ready list until one is still queued, starts it under the given lease

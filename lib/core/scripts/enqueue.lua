@@ -44,7 +44,6 @@ if idemKey ~= '' then
   redis.call('HSET', runKey, 'idempotencyKey', idemKey)
   redis.call('SET', KEYS[2], runId .. '|' .. inputHash, 'EX', ARGV[10])
 end
-redis.call('ZADD', base .. 'runs', now, runId)
 redis.call('ZADD', base .. 'wf:' .. workflow .. ':runs', now, runId)
 move_index(base, runId, nil, status, now)
 if status == 'scheduled' then
