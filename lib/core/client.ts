@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { closeConnection, openConnection, type ConnectionOptions } from './connection';
-import { dueAt } from './duration';
+import { idempotencyTtlSec, timeOption } from './duration';
 import {
   CanceledError,
   ConfigurationError,
@@ -17,8 +17,9 @@ import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
 import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
 import { RUN_STATUSES, TERMINAL_STATUSES, type RunState, type RunStatus, type StepState, type WorkflowMeta } from './types';
+import { flowControlFor, type RunFlowControl } from './flow-control';
 import { validateInput } from './validation';
-import { getDefaultRegistry, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
+import { cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
 
 /** Options of `createClient`. */
 export interface ClientOptions extends ConnectionOptions {
@@ -40,6 +41,16 @@ export interface RunOptions {
   runAt?: Date | number;
   /** Run on this queue instead of the workflow's own. */
   queueOverride?: string;
+}
+
+/** Options of `emitEvent`. */
+export interface EmitEventOptions {
+  /** A repeated emit with the same key (within the TTL) returns the same runs. */
+  idempotencyKey?: string;
+  /** Seconds the key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+  /** Fan out at this time instead of now. */
+  emitAt?: Date | number;
 }
 
 /** Filters of `listRuns`; results are newest first. */
@@ -64,7 +75,6 @@ export interface RunHandle<TOutput = unknown> {
   result(options?: { timeoutMs?: number }): Promise<TOutput>;
 }
 
-const DEFAULT_IDEMPOTENCY_TTL_SEC = 7 * 24 * 60 * 60;
 const RUN_FIELDS = [
   'workflow',
   'queue',
@@ -139,7 +149,8 @@ export class RedflowClient {
   /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
     await validateInput(definition.name, definition.options.schema, input);
-    return this.enqueue<TOutput>(definition.name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options);
+    const flow = flowControlFor(definition as WorkflowDefinition<unknown, unknown>, input);
+    return this.enqueue<TOutput>(definition.name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options, flow);
   }
 
   /**
@@ -149,7 +160,7 @@ export class RedflowClient {
   async runByName<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     const definition = this.registry.get(name);
     if (definition) return this.start(definition, input, options) as Promise<RunHandle<TOutput>>;
-    return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options);
+    return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input));
   }
 
   /** Same as `runByName`. */
@@ -157,7 +168,14 @@ export class RedflowClient {
     return this.runByName<TOutput>(name, input, options);
   }
 
-  private async enqueue<TOutput>(workflow: string, input: unknown, queue: string, maxAttempts: string, options: RunOptions = {}): Promise<RunHandle<TOutput>> {
+  private async enqueue<TOutput>(
+    workflow: string,
+    input: unknown,
+    queue: string,
+    maxAttempts: string,
+    options: RunOptions = {},
+    flow: RunFlowControl,
+  ): Promise<RunHandle<TOutput>> {
     let encoded: string;
     try {
       encoded = encodeJson(input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
@@ -166,9 +184,8 @@ export class RedflowClient {
       throw error;
     }
     const now = Date.now();
-    const runAt = options.runAt === undefined ? 0 : dueAt(options.runAt instanceof Date ? options.runAt : new Date(options.runAt), now, 'runAt');
-    const ttl = options.idempotencyTtl ?? DEFAULT_IDEMPOTENCY_TTL_SEC;
-    if (!Number.isInteger(ttl) || ttl < 1) throw new ConfigurationError(`idempotencyTtl must be a whole number of seconds >= 1, got ${ttl}.`);
+    const runAt = timeOption(options.runAt, 'runAt');
+    const ttl = idempotencyTtlSec(options.idempotencyTtl);
     const result = await this.scripts.enqueue({
       runId: newRunId(),
       workflow,
@@ -179,6 +196,8 @@ export class RedflowClient {
       runAt,
       idempotencyKey: options.idempotencyKey ?? '',
       idempotencyTtlSec: ttl,
+      debounce: flow.debounce,
+      extra: flow.extra,
     });
     if (result.kind === 'unknown') throw new UnknownWorkflowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
@@ -310,13 +329,53 @@ export class RedflowClient {
   }
 
   /**
-   * Records the registry's workflows in Redis under `owner`, and removes workflows this owner
-   * registered before but no longer defines. Returns the removed names.
+   * Emits an event: every workflow subscribed to it (option `event: [{ name }]`) gets a run with the
+   * payload as input. Returns their run ids, or `[]` when `emitAt` is in the future (the fan-out
+   * then happens when due). With `idempotencyKey`, a repeated emit returns the same runs.
    */
-  async syncRegistry(registry: WorkflowRegistry, options: { owner: string }): Promise<string[]> {
+  async emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
+    const { runIds } = await this.scripts.emitEvent({
+      eventId: `ev${newRunId()}`,
+      event,
+      payload: encodeJson(payload, `The payload of event "${event}"`, this.maxPayloadBytes),
+      now: Date.now(),
+      emitAt: timeOption(options.emitAt, 'emitAt'),
+      idempotencyKey: options.idempotencyKey ?? '',
+      idempotencyTtlSec: idempotencyTtlSec(options.idempotencyTtl),
+    });
+    return runIds;
+  }
+
+  /** Emits an event at a later time; same as `emitEvent(event, payload, { emitAt, ... })`. */
+  scheduleEvent(event: string, payload: unknown, options: EmitEventOptions & { emitAt: Date | number }): Promise<string[]> {
+    return this.emitEvent(event, payload, options);
+  }
+
+  /**
+   * Records the registry's workflows in Redis under `owner` (queue, limits, event subscriptions,
+   * cron schedules), and removes what this owner registered before but no longer defines. Returns
+   * the removed workflow names.
+   */
+  async syncRegistry(registry: WorkflowRegistry, options: { owner: string; defaultMaxConcurrency?: number }): Promise<string[]> {
     if (!options.owner) throw new ConfigurationError('syncRegistry needs an owner: a stable id of the app that defines these workflows.');
-    const entries = registry.list().flatMap((d) => [d.name, d.queue, String(d.maxAttempts)]);
-    return this.scripts.syncRegistry(options.owner, Date.now(), entries);
+    const now = Date.now();
+    const entries = registry.list().map((d) => {
+      const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? 1;
+      const ids = cronIds(d);
+      const crons = (d.options.cron ?? []).map((trigger, i) => {
+        const def = JSON.stringify({ workflow: d.name, expression: trigger.expression, timezone: trigger.timezone ?? null, input: trigger.input ?? null });
+        return { id: ids[i], def, next: nextCronTick(d.name, trigger, now) };
+      });
+      return JSON.stringify({
+        name: d.name,
+        queue: d.queue,
+        maxAttempts: d.maxAttempts,
+        maxConcurrency: limit === Infinity ? 0 : limit,
+        events: (d.options.event ?? []).map((e) => e.name),
+        crons,
+      });
+    });
+    return this.scripts.syncRegistry(options.owner, now, entries);
   }
 
   /** Deletes every key of this prefix: all runs, queues and registry entries. For tests and resets. */
@@ -349,4 +408,11 @@ export class RedflowClient {
 export function createClient(options: ClientOptions = {}): RedflowClient {
   const { redis, owned } = openConnection(options);
   return new RedflowClient(redis, owned, options);
+}
+
+/** The first tick of a cron schedule after `after` (ms). */
+export function nextCronTick(workflow: string, trigger: Pick<CronTrigger, 'expression' | 'timezone'>, after: number): number {
+  const next = parseCron(workflow, trigger).nextRun(new Date(after));
+  if (!next) throw new ConfigurationError(`Cron expression "${trigger.expression}" of workflow "${workflow}" has no future tick.`);
+  return next.getTime();
 }

@@ -27,3 +27,22 @@ export function dueAt(value: Duration | Date, now: number, what = 'delay'): numb
   }
   return now + toMs(value, what);
 }
+
+/** Default lifetime of an idempotency key: 7 days. */
+export const DEFAULT_IDEMPOTENCY_TTL_SEC = 7 * 24 * 60 * 60;
+
+/** The idempotency TTL in seconds, validated. */
+export function idempotencyTtlSec(ttl: number | undefined): number {
+  const value = ttl ?? DEFAULT_IDEMPOTENCY_TTL_SEC;
+  if (!Number.isInteger(value) || value < 1) throw new ConfigurationError(`idempotencyTtl must be a whole number of seconds >= 1, got ${value}.`);
+  return value;
+}
+
+/** Epoch ms of a Date or epoch-ms option; 0 when not given. */
+export function timeOption(value: Date | number | undefined, what: string): number {
+  if (value === undefined) return 0;
+  const t = value instanceof Date ? value.getTime() : value;
+  if (!Number.isFinite(t)) throw new ConfigurationError(`${what} must be a valid Date or epoch milliseconds, got ${String(value)}.`);
+  return t;
+}
+

@@ -108,6 +108,23 @@ export class CorruptRunDataError extends RedflowError {
 /** A worker or client option is invalid. */
 export class ConfigurationError extends RedflowError {}
 
+/** A cron expression or time zone cannot be parsed. */
+export class InvalidCronError extends ConfigurationError {
+  constructor(
+    readonly workflow: string,
+    readonly expression: string,
+    readonly timezone: string | undefined,
+    reason: string,
+  ) {
+    super(
+      `Cron expression "${expression}"${timezone ? ` with time zone "${timezone}"` : ''} of workflow "${workflow}" is invalid (${reason}). Use croner syntax, e.g. "*/10 * * * * *" (seconds first) or "0 9 * * 1-5", and an IANA time zone such as "Europe/Paris".`,
+    );
+  }
+}
+
+/** The run started more often than its workflow's `rateLimit` allows; it failed before its handler. */
+export class RateLimitExceededError extends RedflowError {}
+
 /** The error a run failed with, rebuilt from its stored form when its class is not one of ours. */
 export class WorkflowRunError extends RedflowError {
   constructor(message: string, readonly originalName: string) {

@@ -38,6 +38,25 @@ export class RedflowKeys {
   workflow(name: string): string {
     return `${this.base}workflow:${name}`;
   }
+  debounce(workflow: string, key: string): string {
+    return `${this.base}debounce:${workflow}|${key}`;
+  }
+  /** Workflows subscribed to an event. */
+  eventSubscribers(event: string): string {
+    return `${this.base}event:${event}:subs`;
+  }
+  /** Events emitted for a later time: event id → emitAt. */
+  eventsDue(): string {
+    return `${this.base}events:due`;
+  }
+  /** Cron id → definition JSON. */
+  cronDefs(): string {
+    return `${this.base}cron:defs`;
+  }
+  /** Cron id → its next tick (ms). */
+  cronNext(): string {
+    return `${this.base}cron:next`;
+  }
   cancelChannel(): string {
     return `${this.base}cancel`;
   }

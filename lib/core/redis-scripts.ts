@@ -20,7 +20,16 @@ export interface FinishResult {
   next: ClaimedRun | null;
 }
 
-export type FinishOutcome = 'succeeded' | 'failed' | 'retry';
+export type FinishOutcome = 'succeeded' | 'failed' | 'retry' | 'wait';
+
+/** Where a step's record goes when a script writes it together with its effect. */
+export interface StepTarget {
+  runId: string;
+  token: string;
+  field: string;
+  seq: number;
+  attempt: number;
+}
 
 const loadedSources = new Map<ScriptName, string>();
 function source(name: ScriptName): string {
@@ -74,12 +83,16 @@ export class RedisScripts {
     runAt: number;
     idempotencyKey: string;
     idempotencyTtlSec: number;
+    debounce?: { key: string; periodMs: number; timeoutMs: number };
+    /** mutex, throttle, rateLimit fields (pairs). */
+    extra: string[];
   }): Promise<{ kind: 'created' | 'existing' | 'conflict' | 'unknown'; runId: string }> {
     const k = this.keys;
+    const runKey = k.run(a.runId);
     const reply = (await this.commands.enqueue(
-      k.run(a.runId),
-      a.idempotencyKey ? k.idempotency(a.workflow, a.idempotencyKey) : k.run(a.runId),
-      k.workflow(a.workflow),
+      runKey,
+      a.idempotencyKey ? k.idempotency(a.workflow, a.idempotencyKey) : runKey,
+      a.debounce ? k.debounce(a.workflow, a.debounce.key) : runKey,
       k.base,
       a.runId,
       a.workflow,
@@ -90,6 +103,10 @@ export class RedisScripts {
       a.runAt,
       a.idempotencyKey,
       a.idempotencyTtlSec,
+      a.debounce?.key ?? '',
+      a.debounce?.periodMs ?? 0,
+      a.debounce?.timeoutMs ?? 0,
+      ...a.extra,
     )) as [string, string];
     return { kind: reply[0] as 'created', runId: reply[1] };
   }
@@ -115,6 +132,8 @@ export class RedisScripts {
     /** Lease token for claiming the next run of the queue, or '' to claim none. */
     nextToken: string;
     leaseMs: number;
+    /** For 'wait' on a child: the awaited step field. */
+    waitField?: string;
     records: string[];
   }): Promise<FinishResult> {
     const k = this.keys;
@@ -132,6 +151,7 @@ export class RedisScripts {
       a.dueAt,
       a.nextToken,
       a.leaseMs,
+      a.waitField ?? '',
       ...a.records,
     )) as unknown[];
     return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken) };
@@ -157,6 +177,92 @@ export class RedisScripts {
   }
 
   async syncRegistry(owner: string, now: number, entries: string[]): Promise<string[]> {
-    return (await this.commands['sync-registry'](this.keys.workflows(), this.keys.base, owner, now, ...entries)) as string[];
+    const k = this.keys;
+    return (await this.commands['sync-registry'](k.workflows(), k.cronDefs(), k.cronNext(), k.base, owner, now, ...entries)) as string[];
+  }
+
+  async startChild(a: {
+    step: StepTarget;
+    now: number;
+    mode: 'wait' | 'emit';
+    childId: string;
+    workflow: string;
+    queue: string;
+    maxAttempts: string;
+    input: string;
+    runAt: number;
+    idempotencyKey: string;
+    idempotencyTtlSec: number;
+    deadline: number;
+    extra: string[];
+  }): Promise<{ code: 'ok' | 'lost' | 'unknown' | 'conflict'; childId: string; record: string }> {
+    const k = this.keys;
+    const s = a.step;
+    const reply = (await this.commands['start-child'](
+      k.run(s.runId),
+      k.base,
+      s.runId,
+      s.token,
+      s.field,
+      s.seq,
+      s.attempt,
+      a.now,
+      a.mode,
+      a.childId,
+      a.workflow,
+      a.queue,
+      a.maxAttempts,
+      a.input,
+      a.runAt,
+      a.idempotencyKey,
+      a.idempotencyTtlSec,
+      a.deadline,
+      ...a.extra,
+    )) as string[];
+    return { code: reply[0] as 'ok', childId: reply[1] ?? '', record: reply[2] ?? '' };
+  }
+
+  async emitEvent(a: {
+    eventId: string;
+    event: string;
+    payload: string;
+    now: number;
+    emitAt: number;
+    idempotencyKey: string;
+    idempotencyTtlSec: number;
+    step?: StepTarget;
+  }): Promise<{ code: 'ok' | 'lost'; runIds: string[] }> {
+    const k = this.keys;
+    const s = a.step;
+    const reply = (await this.commands['emit-event'](
+      k.eventSubscribers(a.event),
+      k.base,
+      a.eventId,
+      a.event,
+      a.payload,
+      a.now,
+      a.emitAt,
+      a.idempotencyKey,
+      a.idempotencyTtlSec,
+      s?.runId ?? '',
+      s?.token ?? '',
+      s?.field ?? '',
+      s?.seq ?? 0,
+      s?.attempt ?? 0,
+    )) as string[];
+    return { code: reply[0] as 'ok', runIds: reply.slice(1) };
+  }
+
+  async fireEvents(now: number, batch: number): Promise<number> {
+    return Number(await this.commands['fire-events'](this.keys.eventsDue(), this.keys.base, now, batch));
+  }
+
+  async cronFire(cronId: string, tick: number, next: number, workflow: string, input: string, now: number): Promise<'fired' | 'skipped' | 'taken' | 'unknown'> {
+    return (await this.commands['cron-fire'](this.keys.cronNext(), this.keys.base, cronId, tick, next, workflow, input, now)) as 'fired';
+  }
+
+  async cleanup(cutoff: number, batch: number): Promise<number> {
+    const k = this.keys;
+    return Number(await this.commands.cleanup(k.status('succeeded'), k.status('failed'), k.status('canceled'), k.base, cutoff, batch));
   }
 }

@@ -19,8 +19,8 @@ export interface ExecutorHost {
   readonly claiming: boolean;
   /** A lease token no other claim has used: the worker's id and a counter. */
   nextLeaseToken(): string;
-  /** Called after a retry is scheduled, so the worker can promote it on time. */
-  retryScheduled(queue: string, dueAt: number): void;
+  /** Called after a run was scheduled (retry, wait), so the worker can promote it on time. */
+  runScheduled(queue: string, dueAt: number): void;
 }
 
 /**
@@ -99,6 +99,7 @@ export class RunExecutor {
           leaseMs: this.host.leaseMs,
           maxPayloadBytes: this.host.maxPayloadBytes,
           scripts: this.host.scripts,
+          registry: this.host.registry,
           stopReason: () => this.stopReason,
           onLost: (code) => this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run'),
         },
@@ -114,13 +115,23 @@ export class RunExecutor {
           return executor.signal;
         },
       });
+      if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       return (await this.finish('succeeded', encoded, 0)).next;
     } catch (thrown) {
+      const suspension = this.steps?.suspension;
+      if (suspension && !this.stopReason) return this.suspend(info.queue, suspension);
       const failure = this.steps?.failure;
       const error = thrown instanceof SiblingStepFailedError && failure !== undefined ? failure : thrown;
       return this.fail(error, info, input);
     }
+  }
+
+  /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
+  private async suspend(queue: string, suspension: { dueAt: number; waitField?: string }): Promise<ClaimedRun | null> {
+    const result = await this.finish('wait', '', suspension.dueAt, suspension.waitField);
+    if (result.code === 'ok' && suspension.dueAt > 0) this.host.runScheduled(queue, suspension.dueAt);
+    return result.next;
   }
 
   private async fail(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
@@ -135,7 +146,7 @@ export class RunExecutor {
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0);
     if (result.code !== 'ok') return result.next;
     if (due !== null) {
-      this.host.retryScheduled(info.queue, due);
+      this.host.runScheduled(info.queue, due);
     } else {
       await this.runOnFailure(error, info, input);
     }
@@ -152,7 +163,7 @@ export class RunExecutor {
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitField?: string): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
     return this.host.scripts.finish({
       runId: this.runId,
@@ -164,6 +175,7 @@ export class RunExecutor {
       dueAt,
       nextToken: this.host.claiming ? this.host.nextLeaseToken() : '',
       leaseMs: this.host.leaseMs,
+      waitField,
       records: this.steps ? this.steps.takePending() : [],
     });
   }

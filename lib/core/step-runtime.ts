@@ -1,17 +1,28 @@
-import { CanceledError, ConfigurationError, CorruptRunDataError, TimeoutError } from './errors';
-import type { RedisScripts } from './redis-scripts';
-import { decodeJson, encodeJson, serializeError } from './serialization';
-import type { StepApi, StepOptions } from './workflow';
+import { idempotencyTtlSec, timeOption, toMs, type Duration } from './duration';
+import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from './errors';
+import { flowControlFor } from './flow-control';
+import type { RedisScripts, StepTarget } from './redis-scripts';
+import { decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
+import { validateInput } from './validation';
+import type { ChildRunOptions, EmitEventStepOptions, StepApi, StepOptions, WorkflowRef, WorkflowRegistry } from './workflow';
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
 
 /**
  * A stored step record is a JSON array, short enough that small runs keep Redis's compact hash
- * encoding: `[1, seq, attempt, finishedAt, durationMs, output?]` for a step that succeeded,
- * `[0, seq, attempt, finishedAt, durationMs, error]` for one that threw.
+ * encoding. By its first element:
+ * - `[1, seq, attempt, finishedAt, durationMs, output?]`: succeeded (for child runs, the child's output)
+ * - `[0, seq, attempt, finishedAt, durationMs, error]`: threw; runs again on the next attempt
+ * - `[2, seq, attempt, wakeAt]`: a `waitFor`, done once `wakeAt` has passed
+ * - `[3, seq, attempt, childRunId, deadline]`: waiting for a child run (deadline 0 = none)
  */
-export type StepRecord = [ok: 0 | 1, seq: number, attempt: number, finishedAt: number, durationMs: number, value?: unknown];
+export type StepRecord = [kind: 0 | 1 | 2 | 3, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
+
+/** Thrown through the handler when the run must wait (a timer or a child): not an error. */
+export class SuspendSignal extends Error {
+  override name = 'SuspendSignal';
+}
 
 /** Rejects a sibling step after another branch of the same attempt failed. */
 export class SiblingStepFailedError extends Error {
@@ -26,6 +37,8 @@ export interface AttemptContext {
   leaseMs: number;
   maxPayloadBytes: number;
   scripts: RedisScripts;
+  /** Workflows known here: child runs of these are validated before they start. */
+  registry: WorkflowRegistry;
   /** Why the attempt must stop (canceled, or the worker lost the run), once it must. */
   stopReason(): Error | undefined;
   /** Called when a checkpoint finds the run canceled or taken over. */
@@ -51,6 +64,8 @@ export class StepRuntime {
   readonly api: StepApi;
   /** The first step error of this attempt: what the attempt reports when siblings were aborted. */
   failure: unknown;
+  /** Set when the run must wait: the attempt ends with the `wait` outcome instead of its result. */
+  suspension: { dueAt: number; waitField?: string } | undefined;
   private readonly calls = new Map<string, number>();
   private readonly inflight = new Set<InflightStep>();
   private pending: string[] = [];
@@ -64,7 +79,15 @@ export class StepRuntime {
     private readonly ctx: AttemptContext,
     private readonly stored: Map<string, string>,
   ) {
-    this.api = { run: (options, fn) => this.run(options, fn) };
+    this.api = {
+      run: (options, fn) => this.run(options, fn),
+      waitFor: (options, target) => this.waitFor(options, target),
+      runWorkflow: <I, O>(options: ChildRunOptions | string, workflow: WorkflowRef<I, O>, input: I) =>
+        this.startChild('wait', options, workflow as WorkflowRef, input) as Promise<O>,
+      emitWorkflow: <I>(options: ChildRunOptions | string, workflow: WorkflowRef<I>, input: I) =>
+        this.startChild('emit', options, workflow as WorkflowRef, input) as Promise<string>,
+      emitEvent: (options, event, payload) => this.emitEvent(options, event, payload),
+    };
     this.seq = stored.size;
   }
 
@@ -81,27 +104,144 @@ export class StepRuntime {
     return records;
   }
 
-  private async run<T>(options: StepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
-    const opts = typeof options === 'string' ? { name: options } : options;
+  /**
+   * Gives a step call its unique name (synchronously, in call order, so replays of loops and
+   * Promise.all match) and its stored record, if any.
+   */
+  private begin<O extends { name: string }>(api: string, options: O | string): { opts: O; name: string; field: string; record?: StepRecord } {
+    const opts = (typeof options === 'string' ? { name: options } : options) as O;
     if (!opts || typeof opts.name !== 'string' || opts.name === '') {
-      throw new ConfigurationError('step.run needs a non-empty name: step.run({ name: "charge" }, fn) or step.run("charge", fn).');
+      throw new ConfigurationError(`step.${api} needs a non-empty name: step.${api}({ name: "charge" }, ...) or step.${api}("charge", ...).`);
     }
-    // Names are assigned synchronously in call order, so replays of loops and Promise.all match.
     const count = (this.calls.get(opts.name) ?? 0) + 1;
     this.calls.set(opts.name, count);
     const name = count === 1 ? opts.name : `${opts.name}#${count}`;
     const field = STEP_FIELD_PREFIX + name;
-
     const stored = this.stored.get(field);
-    if (stored !== undefined) {
-      const record = decodeJson(stored, this.ctx.runId, `step "${name}"`) as StepRecord;
-      if (record[0] === 1) return record[5] as T;
-    }
+    const record = stored === undefined ? undefined : (decodeJson(stored, this.ctx.runId, `step "${name}"`) as StepRecord);
+    return { opts, name, field, record };
+  }
 
+  private async run<T>(options: StepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
+    const { opts, name, field, record } = this.begin('run', options);
+    if (record?.[0] === 1) return record[5] as T;
+    await this.ready();
+    return this.execute(name, field, opts.timeoutMs, fn);
+  }
+
+  private async waitFor(options: StepOptions | string, target: Duration | Date): Promise<void> {
+    const { field, name, record } = this.begin('waitFor', options);
+    let wakeAt: number;
+    if (record?.[0] === 2) {
+      wakeAt = record[3] as number;
+    } else if (record?.[0] === 1) {
+      return;
+    } else {
+      this.throwIfStopped();
+      wakeAt = target instanceof Date ? timeOption(target, `waitFor target of step "${name}"`) : Date.now() + toMs(target, `waitFor target of step "${name}"`);
+      this.record(field, `[2,${++this.seq},${this.ctx.attempt},${wakeAt}]`);
+    }
+    if (Date.now() >= wakeAt) return;
+    this.suspend(wakeAt);
+  }
+
+  private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {
+    const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
+    const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options);
+    if (record?.[0] === 1) return record[5];
+    if (record?.[0] === 3) {
+      const deadline = record[4] as number;
+      if (deadline && Date.now() >= deadline) this.failAt(field, Date.now(), new TimeoutError(`Waiting for child run "${String(record[3])}" of step "${name}"`, opts.timeoutMs ?? 0));
+      this.suspend(deadline, field);
+    }
+    await this.ready();
+    const definition = typeof workflow === 'string' ? this.ctx.registry.get(workflow) : workflow;
+    const workflowName = typeof workflow === 'string' ? workflow : workflow.name;
+    if (definition) await validateInput(workflowName, definition.options.schema, input);
+    const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], input);
+    const deadline = mode === 'wait' && opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : 0;
+    const result = await this.ctx.scripts.startChild({
+      step: this.target(field),
+      now: Date.now(),
+      mode,
+      childId: `${this.ctx.runId}.${name}`,
+      workflow: workflowName,
+      queue: definition?.queue ?? '',
+      maxAttempts: definition ? String(definition.maxAttempts) : '',
+      input: encodeJson(input, `The input of child workflow "${workflowName}" (step "${name}")`, this.ctx.maxPayloadBytes),
+      runAt: timeOption(opts.runAt, 'runAt'),
+      idempotencyKey: opts.idempotencyKey ?? '',
+      idempotencyTtlSec: idempotencyTtlSec(opts.idempotencyTtl),
+      deadline,
+      extra: flow.extra,
+    });
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'unknown') throw new UnknownWorkflowError(workflowName);
+    if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
+    if (mode === 'emit') return result.childId;
+    const stepRecord = JSON.parse(result.record) as StepRecord;
+    if (stepRecord[0] === 3) this.suspend(deadline, field);
+    if (stepRecord[0] === 1) return stepRecord[5];
+    throw deserializeError(JSON.stringify(stepRecord[5]));
+  }
+
+  private async emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]> {
+    const { opts, name, field, record } = this.begin<EmitEventStepOptions>('emitEvent', options);
+    if (record?.[0] === 1) return record[5] as string[];
+    await this.ready();
+    const result = await this.ctx.scripts.emitEvent({
+      eventId: `${this.ctx.runId}.${name}`,
+      event,
+      payload: encodeJson(payload, `The payload of event "${event}" (step "${name}")`, this.ctx.maxPayloadBytes),
+      now: Date.now(),
+      emitAt: timeOption(opts.emitAt, 'emitAt'),
+      idempotencyKey: '',
+      idempotencyTtlSec: 1,
+      step: this.target(field),
+    });
+    if (result.code === 'lost') this.lost();
+    return result.runIds;
+  }
+
+  /** Before a step's effect: the attempt must go on, and every earlier step must be stored. */
+  private async ready(): Promise<void> {
     this.throwIfStopped();
     await this.durable();
     this.throwIfStopped();
-    return this.execute(name, field, opts.timeoutMs, fn);
+  }
+
+  private target(field: string): StepTarget {
+    return { runId: this.ctx.runId, token: this.ctx.token, field, seq: ++this.seq, attempt: this.ctx.attempt };
+  }
+
+  private lost(): never {
+    this.ctx.onLost('lost');
+    throw this.ctx.stopReason() ?? new CanceledError(this.ctx.runId, 'this worker no longer holds the run');
+  }
+
+  /** Ends the attempt here: the run waits until `dueAt` (0 = until a child wakes it). */
+  private suspend(dueAt: number, waitField?: string): never {
+    const signal = new SuspendSignal(`Run "${this.ctx.runId}" is waiting.`);
+    if (!this.suspension) {
+      this.suspension = { dueAt, waitField };
+      this.interrupt(signal);
+    }
+    throw signal;
+  }
+
+  /** Records a step failure (the first one fails fast its running siblings) and throws it. */
+  private failAt(field: string, startedAt: number, error: unknown): never {
+    this.recordFailure(field, startedAt, error);
+    throw error;
+  }
+
+  private recordFailure(field: string, startedAt: number, error: unknown): void {
+    if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || this.failure !== undefined) return;
+    this.failure = error;
+    const finishedAt = Date.now();
+    this.record(field, `[0,${++this.seq},${this.ctx.attempt},${finishedAt},${finishedAt - startedAt},${serializeError(error)}]`);
+    const sibling = new SiblingStepFailedError(`A parallel step of step "${field.slice(STEP_FIELD_PREFIX.length)}" failed.`);
+    for (const other of this.inflight) this.stop(other, sibling);
   }
 
   private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
@@ -133,13 +273,7 @@ export class StepRuntime {
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
       this.inflight.delete(step);
-      if (!(error instanceof SiblingStepFailedError) && !(error instanceof CanceledError) && this.failure === undefined) {
-        this.failure = error;
-        const finishedAt = Date.now();
-        this.record(field, `[0,${++this.seq},${this.ctx.attempt},${finishedAt},${finishedAt - startedAt},${serializeError(error)}]`);
-        const sibling = new SiblingStepFailedError(`A parallel step of step "${name}" failed.`);
-        for (const other of this.inflight) this.stop(other, sibling);
-      }
+      this.recordFailure(field, startedAt, error);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -154,6 +288,7 @@ export class StepRuntime {
   private throwIfStopped(): void {
     const reason = this.ctx.stopReason();
     if (reason) throw reason;
+    if (this.suspension) throw new SuspendSignal(`Run "${this.ctx.runId}" is waiting.`);
     if (this.closed) throw new ConfigurationError(`Run "${this.ctx.runId}" already ended: a step was started after the handler returned. Await every step.`);
   }
 
@@ -194,15 +329,22 @@ export class StepRuntime {
 /** Reads a stored step record into its public form. */
 export function parseStepRecord(runId: string, field: string, text: string) {
   const r = decodeJson(text, runId, field) as StepRecord;
-  if (!Array.isArray(r) || r.length < 5) throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
-  const ok = r[0] === 1;
-  return {
-    name: field.slice(STEP_FIELD_PREFIX.length),
-    status: ok ? ('succeeded' as const) : ('failed' as const),
-    seq: r[1],
-    attempt: r[2],
-    finishedAt: r[3],
-    startedAt: r[3] - r[4],
-    ...(ok ? (r.length > 5 ? { output: r[5] } : {}) : { error: r[5] as { name: string; message: string; stack?: string } }),
-  };
+  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3].includes(r[0])) {
+    throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
+  }
+  const base = { name: field.slice(STEP_FIELD_PREFIX.length), seq: r[1], attempt: r[2] };
+  switch (r[0]) {
+    case 2: {
+      const wakeAt = r[3] as number;
+      return { ...base, status: wakeAt > Date.now() ? ('waiting' as const) : ('succeeded' as const), wakeAt };
+    }
+    case 3:
+      return { ...base, status: 'waiting' as const, childRunId: r[3] as string };
+    default: {
+      const finishedAt = r[3] as number;
+      const timing = { finishedAt, startedAt: finishedAt - (r[4] as number) };
+      if (r[0] === 1) return { ...base, status: 'succeeded' as const, ...timing, ...(r.length > 5 ? { output: r[5] } : {}) };
+      return { ...base, status: 'failed' as const, ...timing, error: r[5] as { name: string; message: string; stack?: string } };
+    }
+  }
 }

@@ -32,15 +32,20 @@ export interface RunState<TOutput = unknown> {
 /** A stored step record. */
 export interface StepState {
   name: string;
-  status: 'succeeded' | 'failed';
+  /** `waiting`: a `waitFor` not yet due, or a child run not yet ended. */
+  status: 'succeeded' | 'failed' | 'waiting';
   output?: unknown;
   error?: { name: string; message: string; stack?: string };
   /** Order in which the run's step records were stored. */
   seq: number;
   /** The attempt that ran it. */
   attempt: number;
-  startedAt: number;
-  finishedAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  /** For `waitFor` steps. */
+  wakeAt?: number;
+  /** For `runWorkflow` steps still waiting. */
+  childRunId?: string;
 }
 
 /** Registry entry of a workflow, as synced by workers. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { RedflowClient, createClient, type ClientOptions } from './client';
+import { RedflowClient, createClient, nextCronTick, type ClientOptions } from './client';
 import { duplicateConnection, type ConnectionOptions } from './connection';
 import { ConfigurationError } from './errors';
 import type { ClaimedRun, RedisConnection, RedisScripts } from './redis-scripts';
@@ -18,6 +18,8 @@ export interface WorkerRuntimeOptions {
   reaperIntervalMs?: number;
   /** Longest blocking wait for new runs before due scheduled runs are checked again. @default 1000 */
   blockTimeoutMs?: number;
+  /** How often ended runs past retention are deleted. @default 60000 */
+  cleanupIntervalMs?: number;
 }
 
 /** Options of `startWorker`. */
@@ -39,10 +41,20 @@ export interface WorkerOptions extends ConnectionOptions {
   logger?: RedflowLogger;
   /** Largest step output in bytes. @default the client's (1 MiB) */
   maxPayloadBytes?: ClientOptions['maxPayloadBytes'];
+  /** maxConcurrency of workflows that do not set one. `Infinity` for no limit. @default 1 */
+  defaultMaxConcurrency?: number;
+  /**
+   * Ended runs are deleted this many days after they finished (fractions allowed).
+   * @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30
+   */
+  retentionDays?: number;
 }
 
 const PROMOTE_BATCH = 100;
 const REAP_BATCH = 100;
+const CLEANUP_BATCH = 500;
+const CRON_BATCH = 20;
+const DAY_MS = 86_400_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -64,6 +76,9 @@ export class Worker implements ExecutorHost {
   private readonly heartbeatMs: number;
   private readonly reaperIntervalMs: number;
   private readonly blockTimeoutMs: number;
+  private readonly cleanupIntervalMs: number;
+  private readonly retentionMs: number;
+  private readonly defaultMaxConcurrency: number | undefined;
   private readonly active = new Map<string, RunExecutor>();
   private reserved = 0;
   private stopping = false;
@@ -98,6 +113,13 @@ export class Worker implements ExecutorHost {
     this.heartbeatMs = runtime.heartbeatMs ?? Math.max(50, Math.floor(this.leaseMs / 3));
     this.reaperIntervalMs = runtime.reaperIntervalMs ?? 1_000;
     this.blockTimeoutMs = runtime.blockTimeoutMs ?? 1_000;
+    this.cleanupIntervalMs = runtime.cleanupIntervalMs ?? 60_000;
+    const retentionDays = options.retentionDays ?? Number(process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30);
+    if (!(retentionDays > 0)) {
+      throw new ConfigurationError(`retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0, got ${retentionDays}.`);
+    }
+    this.retentionMs = retentionDays * DAY_MS;
+    this.defaultMaxConcurrency = options.defaultMaxConcurrency;
     this.maxPayloadBytes = options.maxPayloadBytes ?? client.maxPayloadBytes;
     this.logger = options.logger ?? stderrLogger;
   }
@@ -118,7 +140,7 @@ export class Worker implements ExecutorHost {
 
   /** Registers the workflows, subscribes to cancellations and starts the queue loops and timers. */
   async start(): Promise<void> {
-    await this.client.syncRegistry(this.registry, { owner: this.app });
+    await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.defaultMaxConcurrency });
     const subscriber = duplicateConnection(this.client.redis);
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, runId: string) => this.active.get(runId)?.abort('canceled'));
@@ -131,6 +153,8 @@ export class Worker implements ExecutorHost {
     this.every(this.heartbeatMs, () => this.heartbeat());
     this.every(this.reaperIntervalMs, () => this.reap());
     this.every(this.blockTimeoutMs, () => this.promoteAll());
+    this.every(this.cleanupIntervalMs, () => this.cleanup());
+    this.loop(() => this.fireCrons());
   }
 
   /**
@@ -236,8 +260,8 @@ export class Worker implements ExecutorHost {
     for (const resolve of list) resolve();
   }
 
-  /** Called by executors after a retry is scheduled: promote it when due, not on the next poll. */
-  retryScheduled(queue: string, dueAt: number): void {
+  /** Called by executors after a run was scheduled: promote it when due, not on the next poll. */
+  runScheduled(queue: string, dueAt: number): void {
     const delay = dueAt - Date.now();
     if (this.stopping || delay > this.blockTimeoutMs) return;
     this.once(Math.max(0, delay), () => this.scripts.promote(queue, Date.now(), PROMOTE_BATCH));
@@ -256,8 +280,47 @@ export class Worker implements ExecutorHost {
     if (recovered.length) this.logger.log(`Recovered ${recovered.length} run(s) whose worker stopped renewing its lease.`);
   }
 
+  /** Promotes due scheduled runs of the served queues and fans out due events. */
   private async promoteAll(): Promise<void> {
     for (const queue of this.queues) await this.scripts.promote(queue, Date.now(), PROMOTE_BATCH);
+    while ((await this.scripts.fireEvents(Date.now(), PROMOTE_BATCH)) === PROMOTE_BATCH && !this.timersStopped);
+  }
+
+  /** Deletes ended runs past retention, a bounded batch per call, until none is left. */
+  private async cleanup(): Promise<void> {
+    const cutoff = Date.now() - this.retentionMs;
+    while ((await this.scripts.cleanup(cutoff, CLEANUP_BATCH)) === CLEANUP_BATCH && !this.timersStopped);
+  }
+
+  /**
+   * Fires due cron ticks. Every worker does this; `cron-fire` lets exactly one of them fire each
+   * tick. Returns the delay until the next check: the next tick, at most a second away.
+   */
+  private async fireCrons(): Promise<number> {
+    const keys = this.client.keys;
+    const redis = this.client.redis;
+    const now = Date.now();
+    const due = await redis.zrangebyscore(keys.cronNext(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, CRON_BATCH);
+    if (due.length) {
+      const ids = due.filter((_, i) => i % 2 === 0);
+      const defs = await redis.hmget(keys.cronDefs(), ...ids);
+      for (let i = 0; i < ids.length; i++) {
+        const tick = Number(due[2 * i + 1]);
+        try {
+          const def = JSON.parse(defs[i] ?? 'null') as { workflow: string; expression: string; timezone: string | null; input: unknown } | null;
+          if (!def) continue;
+          const trigger = { expression: def.expression, timezone: def.timezone ?? undefined };
+          // A tick missed while no worker ran is fired once; the schedule resumes after now.
+          const next = nextCronTick(def.workflow, trigger, Math.max(tick, now));
+          await this.scripts.cronFire(ids[i], tick, next, def.workflow, JSON.stringify(def.input ?? null), now);
+        } catch (error) {
+          this.logger.error(`Cron "${ids[i]}" could not fire: ${(error as Error).message}`);
+        }
+      }
+    }
+    const [, nextTick] = await redis.zrange(keys.cronNext(), 0, 0, 'WITHSCORES');
+    const wait = nextTick === undefined ? 1_000 : Number(nextTick) - Date.now();
+    return Math.min(1_000, Math.max(5, wait));
   }
 
   private once(delayMs: number, task: () => Promise<unknown>): void {
@@ -267,6 +330,18 @@ export class Worker implements ExecutorHost {
       task().catch((error: Error) => this.logger.warn(`Worker "${this.workerId}" background task failed: ${error.message}`));
     }, delayMs);
     this.timers.add(timer);
+  }
+
+  /** Runs `task` again and again, each time after the delay it returned. */
+  private loop(task: () => Promise<number>, delayMs = 0): void {
+    this.once(delayMs, async () => {
+      let next = 1_000;
+      try {
+        next = await task();
+      } finally {
+        if (!this.timersStopped) this.loop(task, next);
+      }
+    });
   }
 
   private every(intervalMs: number, task: () => Promise<unknown>): void {

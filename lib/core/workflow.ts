@@ -1,5 +1,6 @@
-import type { Duration } from './duration';
-import { ConfigurationError } from './errors';
+import { Cron } from 'croner';
+import { toMs, type Duration } from './duration';
+import { ConfigurationError, InvalidCronError } from './errors';
 import type { InferInput, InputSchema } from './validation';
 import type { RedflowClient, RunHandle, RunOptions } from './client';
 
@@ -21,6 +22,26 @@ export interface StepOptions {
   timeoutMs?: number;
 }
 
+/** Options of `step.runWorkflow` and `step.emitWorkflow`. */
+export interface ChildRunOptions extends StepOptions {
+  /** Start the child no earlier than this. */
+  runAt?: Date | number;
+  /** Reuse the run started with this key (see RunOptions.idempotencyKey). */
+  idempotencyKey?: string;
+  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+}
+
+/** Options of `step.emitEvent`. */
+export interface EmitEventStepOptions {
+  name: string;
+  /** Fan out at this time instead of now; the step then returns `[]`. */
+  emitAt?: Date | number;
+}
+
+/** A workflow given by definition or by name. */
+export type WorkflowRef<TInput = unknown, TOutput = unknown> = WorkflowDefinition<TInput, TOutput> | string;
+
 /** The durable step API given to handlers. */
 export interface StepApi {
   /**
@@ -28,6 +49,20 @@ export interface StepApi {
    * attempt or after a crash, without calling `fn` again.
    */
   run<T>(options: StepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  /**
+   * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
+   * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
+   */
+  waitFor(options: StepOptions | string, target: Duration | Date): Promise<void>;
+  /**
+   * Starts a child run and waits for its output without holding a worker slot. A replayed or
+   * recovered parent never starts a second child. `timeoutMs` caps the wait (TimeoutError).
+   */
+  runWorkflow<TInput, TOutput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput, TOutput>, input: TInput): Promise<TOutput>;
+  /** Starts a child run and returns its id without waiting for it. */
+  emitWorkflow<TInput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput>, input: TInput): Promise<string>;
+  /** Emits an event to every subscribed workflow; returns their run ids (`[]` when emitAt is in the future). */
+  emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]>;
 }
 
 /** The argument of a workflow handler. */
@@ -52,8 +87,44 @@ export interface RetryPolicy {
   shouldRetry?: (ctx: { run: RunInfo; error: unknown }) => boolean;
 }
 
+/** A key derived from the input: a fixed string or a function of the input. */
+export type KeyFrom<TInput> = string | ((input: TInput) => string);
+
+/** Debounce: collapse repeated starts with the same key into one run, started after a quiet period. */
+export interface DebounceOptions<TInput = any> {
+  /** Quiet period: each new start within it restarts it and replaces the input. */
+  period: Duration;
+  /** Start no later than this after the first start, even if starts keep coming. */
+  timeout?: Duration;
+  key: KeyFrom<TInput>;
+}
+
+/** At most `limit` runs per `period` for one key. */
+export interface LimitOptions<TInput = any> {
+  limit: number;
+  period: Duration;
+  /** @default one window for the whole workflow */
+  key?: KeyFrom<TInput>;
+}
+
+/** A cron trigger (croner syntax; a leading seconds field is allowed). */
+export interface CronTrigger {
+  /** Stable id of the schedule. @default "<workflow>#<index>" */
+  id?: string;
+  expression: string;
+  /** IANA time zone. @default the worker's */
+  timezone?: string;
+  /** The input of every run it starts. @default null */
+  input?: unknown;
+}
+
+/** An event trigger: the workflow gets a run for every `emitEvent(name, payload)`. */
+export interface EventTrigger {
+  name: string;
+}
+
 /** Options of `defineWorkflow`. */
-export interface WorkflowOptions<TSchema extends InputSchema | undefined = undefined> {
+export interface WorkflowOptions<TSchema extends InputSchema | undefined = undefined, TInput = InferInput<TSchema>> {
   /** @default "default" */
   queue?: string;
   /** Total attempts, the first included. Same as `retries.maxAttempts`. @default 1 */
@@ -63,6 +134,24 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   schema?: TSchema;
   /** Called once when the run has failed for good (after its last attempt). */
   onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown }) => unknown;
+  /**
+   * Most runs of this workflow running at once, across all workers; more wait as `queued`
+   * without using an attempt. `Infinity` for no limit.
+   * @default 1, or the worker's `defaultMaxConcurrency`
+   */
+  maxConcurrency?: number;
+  /** Collapse starts with the same key into one run (trailing edge, latest input wins). */
+  debounce?: DebounceOptions<TInput>;
+  /** Over the limit, a run is rescheduled for when the window allows, attempt unchanged. */
+  throttle?: LimitOptions<TInput>;
+  /** Over the limit, a run fails before its handler with RateLimitExceededError. */
+  rateLimit?: LimitOptions<TInput>;
+  /** Runs with the same mutex key (across workflows and queues) never run at the same time. */
+  mutex?: KeyFrom<TInput>;
+  /** Start a run on these events. */
+  event?: EventTrigger[];
+  /** Start a run on these schedules: exactly one run per tick across all workers. */
+  cron?: CronTrigger[];
 }
 
 export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) => Promise<TOutput> | TOutput;
@@ -72,7 +161,9 @@ export interface WorkflowDefinition<TInput = unknown, TOutput = unknown> {
   readonly name: string;
   readonly queue: string;
   readonly maxAttempts: number;
-  readonly options: WorkflowOptions<InputSchema | undefined>;
+  /** `undefined`: the worker's default applies. `Infinity`: no limit. */
+  readonly maxConcurrency: number | undefined;
+  readonly options: WorkflowOptions<InputSchema | undefined, any>;
   readonly handler: WorkflowHandler<TInput, TOutput>;
   /** Starts a run with `options.client`, or the client given to `setDefaultClient`. */
   run(input: TInput, options?: RunOptions & { client?: RedflowClient }): Promise<RunHandle<TOutput>>;
@@ -92,7 +183,7 @@ export class WorkflowRegistry {
   /** Defines a workflow in this registry. Throws `ConfigurationError` if the name is taken. */
   define<TSchema extends InputSchema | undefined = undefined, TOutput = unknown, TInput = InferInput<TSchema>>(
     name: string,
-    options: WorkflowOptions<TSchema>,
+    options: WorkflowOptions<TSchema, TInput>,
     handler: WorkflowHandler<TInput, TOutput>,
   ): WorkflowDefinition<TInput, TOutput> {
     return this.add(createDefinition(name, options, handler));
@@ -133,7 +224,7 @@ const NAME = /^[A-Za-z0-9][\w.:\-/]{0,199}$/;
 
 function createDefinition<TInput, TOutput>(
   name: string,
-  options: WorkflowOptions<InputSchema | undefined>,
+  options: WorkflowOptions<InputSchema | undefined, any>,
   handler: WorkflowHandler<TInput, TOutput>,
 ): WorkflowDefinition<TInput, TOutput> {
   if (!NAME.test(name)) {
@@ -147,10 +238,16 @@ function createDefinition<TInput, TOutput>(
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
     throw new ConfigurationError(`maxAttempts of workflow "${name}" must be an integer >= 1, got ${maxAttempts}.`);
   }
+  const maxConcurrency = options.maxConcurrency;
+  if (maxConcurrency !== undefined && maxConcurrency !== Infinity && (!Number.isInteger(maxConcurrency) || maxConcurrency < 1)) {
+    throw new ConfigurationError(`maxConcurrency of workflow "${name}" must be an integer >= 1 or Infinity, got ${maxConcurrency}.`);
+  }
+  validateFlowControl(name, options);
   const definition: WorkflowDefinition<TInput, TOutput> = {
     name,
     queue,
     maxAttempts,
+    maxConcurrency,
     options,
     handler,
     run(input, runOptions) {
@@ -172,8 +269,48 @@ function createDefinition<TInput, TOutput>(
  */
 export function defineWorkflow<TSchema extends InputSchema | undefined = undefined, TOutput = unknown, TInput = InferInput<TSchema>>(
   name: string,
-  options: WorkflowOptions<TSchema>,
+  options: WorkflowOptions<TSchema, TInput>,
   handler: WorkflowHandler<TInput, TOutput>,
 ): WorkflowDefinition<TInput, TOutput> {
   return defaultRegistry.define(name, options, handler);
+}
+
+/** The id of each cron trigger of a workflow. */
+export function cronIds(definition: WorkflowDefinition<unknown, unknown>): string[] {
+  return (definition.options.cron ?? []).map((c, i) => c.id ?? `${definition.name}#${i}`);
+}
+
+/** A croner schedule, or `InvalidCronError` naming the workflow and the expression. */
+export function parseCron(workflow: string, trigger: Pick<CronTrigger, 'expression' | 'timezone'>): Cron {
+  try {
+    return new Cron(trigger.expression, { timezone: trigger.timezone, paused: true });
+  } catch (error) {
+    throw new InvalidCronError(workflow, trigger.expression, trigger.timezone, (error as Error).message);
+  }
+}
+
+function validateFlowControl(name: string, options: WorkflowOptions<InputSchema | undefined, any>): void {
+  if (options.debounce) {
+    toMs(options.debounce.period, `debounce.period of workflow "${name}"`);
+    if (options.debounce.timeout !== undefined) toMs(options.debounce.timeout, `debounce.timeout of workflow "${name}"`);
+    if (options.debounce.key === undefined) throw new ConfigurationError(`debounce of workflow "${name}" needs a key: a string or (input) => string.`);
+  }
+  for (const kind of ['throttle', 'rateLimit'] as const) {
+    const limit = options[kind];
+    if (!limit) continue;
+    if (!Number.isInteger(limit.limit) || limit.limit < 1) throw new ConfigurationError(`${kind}.limit of workflow "${name}" must be an integer >= 1, got ${limit.limit}.`);
+    toMs(limit.period, `${kind}.period of workflow "${name}"`);
+  }
+  for (const event of options.event ?? []) {
+    if (!event || typeof event.name !== 'string' || !NAME.test(event.name)) {
+      throw new ConfigurationError(`Event name ${JSON.stringify(event?.name)} of workflow "${name}" is invalid. Use the same characters as workflow names.`);
+    }
+  }
+  const ids = new Set<string>();
+  (options.cron ?? []).forEach((trigger, i) => {
+    parseCron(name, trigger);
+    const id = trigger.id ?? `${name}#${i}`;
+    if (ids.has(id)) throw new ConfigurationError(`Cron id "${id}" is used twice in workflow "${name}". Give each cron trigger its own id.`);
+    ids.add(id);
+  });
 }

@@ -234,7 +234,7 @@ describe('worker', () => {
     it('never runs more handlers at once than its concurrency', async () => {
       let running = 0;
       let peak = 0;
-      const wf = engine.registry.define('limited', {}, async () => {
+      const wf = engine.registry.define('limited', { maxConcurrency: Infinity }, async () => {
         peak = Math.max(peak, ++running);
         await new Promise((r) => setTimeout(r, 10));
         running--;

@@ -1,25 +1,45 @@
--- cancel: makes a queued, scheduled or running run canceled at once. A queued run's id stays in the
--- ready list and is dropped by the next claim; a running run loses its lease and its worker is told
--- on the cancel channel (and, as a safety net, by its next checkpoint or heartbeat).
+-- cancel: makes a queued, scheduled or running run canceled at once, and with it every unfinished
+-- child it waits on (step.runWorkflow), recursively. A queued run's id stays in the ready (or
+-- parked) list and is dropped by the next claim; a running run loses its lease, mutex and slot,
+-- and its worker is told on the cancel channel (and, as a safety net, by its next checkpoint or
+-- heartbeat). Parents waiting on a canceled run get a CanceledError step result.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] now (ms)
 -- ARGV[4] error JSON          ARGV[5] reason      ARGV[6] cancel channel
 -- Returns 'ok' when canceled now, else the unchanged terminal status, or 'missing'
 --!include common.lua
 
-local base, runId = ARGV[1], ARGV[2]
-local runKey = KEYS[1]
-local run = redis.call('HMGET', runKey, 'status', 'queue')
-local status = run[1]
-if not status then return 'missing' end
-if status ~= 'queued' and status ~= 'scheduled' and status ~= 'running' then return status end
-if status == 'scheduled' then
-  redis.call('ZREM', k_scheduled(base, run[2]), runId)
-elseif status == 'running' then
-  redis.call('ZREM', KEYS[2], runId)
-  redis.call('HDEL', runKey, 'lease')
-  redis.call('PUBLISH', ARGV[6], runId)
+local base, now = ARGV[1], ARGV[3]
+
+local function cancel_one(runId, errorJson, reason)
+  local runKey = k_run(base, runId)
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'workflow', 'mutex')
+  local status = run[1]
+  if not status then return 'missing' end
+  if TERMINAL[status] then return status end
+  if status == 'scheduled' then
+    redis.call('ZREM', k_scheduled(base, run[2]), runId)
+  elseif status == 'running' then
+    redis.call('ZREM', KEYS[2], runId)
+    redis.call('HDEL', runKey, 'lease')
+    release_slots(base, runId, run[3], run[4])
+    redis.call('PUBLISH', ARGV[6], runId)
+  end
+  redis.call('HSET', runKey, 'status', 'canceled', 'error', errorJson, 'cancelReason', reason, 'finishedAt', now)
+  move_index(base, runId, status, 'canceled', now)
+  notify_waiters(base, runId, false, errorJson, now)
+  return 'ok'
 end
-redis.call('HSET', runKey, 'status', 'canceled', 'error', ARGV[4], 'cancelReason', ARGV[5], 'finishedAt', ARGV[3])
-move_index(base, runId, status, 'canceled', ARGV[3])
+
+local result = cancel_one(ARGV[2], ARGV[4], ARGV[5])
+if result ~= 'ok' then return result end
+local stack = { ARGV[2] }
+while #stack > 0 do
+  local parentId = table.remove(stack)
+  for _, childId in ipairs(redis.call('SMEMBERS', k_run(base, parentId) .. ':children')) do
+    local message = 'Run "' .. childId .. '" was canceled because its parent run "' .. parentId .. '" was canceled.'
+    local errorJson = cjson.encode({ name = 'CanceledError', message = message })
+    if cancel_one(childId, errorJson, 'parent canceled') == 'ok' then stack[#stack + 1] = childId end
+  end
+end
 return 'ok'

@@ -5,6 +5,12 @@ local function k_run(base, id) return base .. 'run:' .. id end
 local function k_ready(base, queue) return base .. 'q:' .. queue .. ':ready' end
 local function k_scheduled(base, queue) return base .. 'q:' .. queue .. ':scheduled' end
 local function k_status(base, status) return base .. 'status:' .. status end
+local function k_meta(base, workflow) return base .. 'workflow:' .. workflow end
+local function k_active(base, workflow) return base .. 'wf:' .. workflow .. ':active' end
+local function k_parked(base, workflow) return base .. 'wf:' .. workflow .. ':parked' end
+local function k_mutex(base, key) return base .. 'mutex:' .. key end
+
+local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
 -- Moves a run between status indexes. Score: creation time for live statuses; finish time for
 -- terminal ones, so they list most recently finished first and retention walks them oldest first.
@@ -14,23 +20,194 @@ local function move_index(base, runId, from, to, score)
   if to ~= 'running' then redis.call('ZADD', k_status(base, to), score, runId) end
 end
 
--- Pops run ids from a queue's ready list until one is still queued, starts it under the given lease
+-- Queue and maxAttempts of a workflow from its registry entry; nil when it is not registered.
+local function workflow_defaults(base, workflow, queue, maxAttempts)
+  if queue ~= '' and maxAttempts ~= '' then return queue, maxAttempts end
+  local meta = redis.call('HMGET', k_meta(base, workflow), 'queue', 'maxAttempts')
+  if not meta[1] then return nil end
+  if queue == '' then queue = meta[1] end
+  if maxAttempts == '' then maxAttempts = meta[2] or '1' end
+  return queue, maxAttempts
+end
+
+-- Creates a run, queued or (availableAt in the future) scheduled, with its indexes. `extra` holds
+-- more hash fields (flow-control keys, parent). With `ifAbsent`, an existing run is left as it is
+-- and false is returned: deterministic ids make retried fan-outs and cron ticks idempotent.
+local function create_run(base, runId, workflow, queue, maxAttempts, input, now, availableAt, extra, ifAbsent)
+  local runKey = k_run(base, runId)
+  if ifAbsent and redis.call('EXISTS', runKey) == 1 then return false end
+  local status = 'queued'
+  if availableAt > now then status = 'scheduled' end
+  redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
+    'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
+  if extra and #extra > 0 then redis.call('HSET', runKey, unpack(extra)) end
+  redis.call('ZADD', base .. 'wf:' .. workflow .. ':runs', now, runId)
+  move_index(base, runId, nil, status, now)
+  if status == 'scheduled' then
+    redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)
+  else
+    redis.call('RPUSH', k_ready(base, queue), runId)
+  end
+  return true
+end
+
+-- Moves a scheduled run to the front of its queue (a child finished, a parked slot freed).
+local function wake(base, runId, run)
+  -- run = { status, queue, createdAt }
+  redis.call('ZREM', k_scheduled(base, run[2]), runId)
+  redis.call('HSET', k_run(base, runId), 'status', 'queued')
+  move_index(base, runId, run[1], 'queued', run[3])
+  redis.call('LPUSH', k_ready(base, run[2]), runId)
+end
+
+-- Puts the first still-queued run of a parked list back at the front of its queue.
+local function unpark_one(base, parkedKey)
+  for _ = 1, 1000 do
+    local runId = redis.call('LPOP', parkedKey)
+    if not runId then return end
+    local run = redis.call('HMGET', k_run(base, runId), 'status', 'queue')
+    if run[1] == 'queued' then
+      redis.call('LPUSH', k_ready(base, run[2]), runId)
+      return
+    end
+  end
+end
+
+-- Releases what a running run holds besides its lease: its mutex and its workflow concurrency
+-- slot, each handed to the next parked run. Called whenever a run stops running.
+local function release_slots(base, runId, workflow, mutex)
+  if mutex and mutex ~= '' then
+    local mutexKey = k_mutex(base, mutex)
+    if redis.call('GET', mutexKey) == runId then
+      redis.call('DEL', mutexKey)
+      unpark_one(base, mutexKey .. ':parked')
+    end
+  end
+  if workflow and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
+    unpark_one(base, k_parked(base, workflow))
+  end
+end
+
+-- "limit|periodMs|key" as stored for throttle and rateLimit.
+local function parse_limit(spec)
+  local limit, period, key = string.match(spec, '^(%d+)|(%d+)|(.*)$')
+  return tonumber(limit), tonumber(period), key
+end
+
+-- Sliding window of run starts: the time a start is allowed again, or nil when one is allowed now.
+local function window_full(windowKey, now, limit, period)
+  redis.call('ZREMRANGEBYSCORE', windowKey, '-inf', now - period)
+  if redis.call('ZCARD', windowKey) < limit then return nil end
+  local oldest = redis.call('ZRANGE', windowKey, 0, 0, 'WITHSCORES')
+  return tonumber(oldest[2]) + period
+end
+
+-- Admission of a queued run, in order: mutex, workflow concurrency, throttle, rate limit. Returns
+-- true when the run may start (its mutex and slot are then taken); otherwise the run is parked
+-- (mutex, concurrency), rescheduled (throttle, attempt unchanged) or failed (rate limit).
+-- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue }
+local function admit(base, runId, runKey, run, now)
+  local workflow, mutex, throttle, rateLimit = run[3], run[4], run[5], run[6]
+  -- A run without a workflow is corrupt: let the worker claim it and fail it with a clear error.
+  if not workflow then return true end
+  local mutexKey
+  if mutex then
+    mutexKey = k_mutex(base, mutex)
+    local holder = redis.call('GET', mutexKey)
+    if holder and holder ~= runId then
+      redis.call('RPUSH', mutexKey .. ':parked', runId)
+      return false
+    end
+  end
+  local limit = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxConcurrency') or '0')
+  if limit > 0 and redis.call('ZCARD', k_active(base, workflow)) >= limit then
+    redis.call('RPUSH', k_parked(base, workflow), runId)
+    return false
+  end
+  local throttleKey, throttlePeriod, rateKey, ratePeriod
+  if throttle then
+    local l, p, key = parse_limit(throttle)
+    throttleKey, throttlePeriod = base .. 'throttle:' .. key, p
+    local due = window_full(throttleKey, now, l, p)
+    if due then
+      redis.call('HSET', runKey, 'status', 'scheduled', 'availableAt', due)
+      move_index(base, runId, 'queued', 'scheduled', run[2])
+      redis.call('ZADD', k_scheduled(base, run[7]), due, runId)
+      return false
+    end
+  end
+  if rateLimit then
+    local l, p, key = parse_limit(rateLimit)
+    rateKey, ratePeriod = base .. 'ratelimit:' .. key, p
+    if window_full(rateKey, now, l, p) then
+      local message = 'Run "' .. runId .. '" of workflow "' .. workflow .. '" exceeded its rate limit of ' .. l ..
+        ' runs per ' .. p .. ' ms for key "' .. key .. '". Start it again later, or raise rateLimit.limit.'
+      redis.call('HSET', runKey, 'status', 'failed', 'finishedAt', now,
+        'error', cjson.encode({ name = 'RateLimitExceededError', message = message }))
+      move_index(base, runId, 'queued', 'failed', now)
+      return false
+    end
+  end
+  if mutexKey then redis.call('SET', mutexKey, runId) end
+  if limit > 0 then redis.call('ZADD', k_active(base, workflow), now, runId) end
+  if throttleKey then
+    redis.call('ZADD', throttleKey, now, runId)
+    redis.call('PEXPIRE', throttleKey, throttlePeriod)
+  end
+  if rateKey then
+    redis.call('ZADD', rateKey, now, runId)
+    redis.call('PEXPIRE', rateKey, ratePeriod)
+  end
+  return true
+end
+
+-- Pops run ids from a queue's ready list until one is admitted, starts it under the given lease
 -- token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
 -- empty. Ids of runs canceled while queued (or already deleted) are dropped here instead of being
 -- searched for in the list when they are canceled.
 local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
+  now = tonumber(now)
   for _ = 1, 1000 do
     local runId = redis.call('LPOP', readyKey)
     if not runId then return nil end
     local runKey = k_run(base, runId)
-    local run = redis.call('HMGET', runKey, 'status', 'createdAt')
-    if run[1] == 'queued' then
+    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue')
+    if run[1] == 'queued' and admit(base, runId, runKey, run, now) then
       redis.call('HINCRBY', runKey, 'attempt', 1)
       redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       move_index(base, runId, 'queued', 'running', run[2])
-      redis.call('ZADD', leasesKey, tonumber(now) + tonumber(leaseMs), runId)
+      redis.call('ZADD', leasesKey, now + tonumber(leaseMs), runId)
       return { runId, redis.call('HGETALL', runKey) }
     end
   end
   return nil
+end
+
+-- Step record of a resolved child wait: [1, seq, attempt, finishedAt, 0, output] or
+-- [0, seq, attempt, finishedAt, 0, error]; `payload` is JSON ('' = no output).
+local function resolved_record(waiting, ok, payload, now)
+  local rec = cjson.decode(waiting)
+  local head = '[' .. (ok and 1 or 0) .. ',' .. rec[2] .. ',' .. rec[3] .. ',' .. now .. ',0'
+  if payload == '' then return head .. ']' end
+  return head .. ',' .. payload .. ']'
+end
+
+-- A run ended: hand its result to every parent waiting on it (step.runWorkflow), and wake those
+-- parents that are suspended.
+local function notify_waiters(base, runId, ok, payload, now)
+  local waitersKey = k_run(base, runId) .. ':waiters'
+  for _, waiter in ipairs(redis.call('SMEMBERS', waitersKey)) do
+    local sep = string.find(waiter, '|', 1, true)
+    local parentId, field = string.sub(waiter, 1, sep - 1), string.sub(waiter, sep + 1)
+    local parentKey = k_run(base, parentId)
+    local parent = redis.call('HMGET', parentKey, 'status', 'queue', 'createdAt')
+    if parent[1] and not TERMINAL[parent[1]] then
+      local waiting = redis.call('HGET', parentKey, field)
+      if waiting and string.sub(waiting, 1, 2) == '[3' then
+        redis.call('HSET', parentKey, field, resolved_record(waiting, ok, payload, now))
+        if parent[1] == 'scheduled' then wake(base, parentId, parent) end
+      end
+    end
+  end
+  redis.call('DEL', waitersKey)
 end

@@ -1,18 +1,20 @@
 -- enqueue: creates a run, queued (ready list) or scheduled (runAt in the future), with its indexes
--- and idempotency key, in one step.
--- KEYS[1] run hash            KEYS[2] idempotency key (unused when ARGV[9] is '')
--- KEYS[3] workflow meta hash (read when queue or maxAttempts are not given)
+-- and idempotency key; or, with a debounce key, updates the pending run of that key instead.
+-- KEYS[1] run hash            KEYS[2] idempotency key (a placeholder when ARGV[9] is '')
+-- KEYS[3] debounce key (a placeholder when ARGV[11] is '')
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] workflow name
--- ARGV[4] queue or ''         ARGV[5] maxAttempts or ''
+-- ARGV[4] queue or '' (from the registry)          ARGV[5] maxAttempts or '' (from the registry)
 -- ARGV[6] input JSON          ARGV[7] now (ms)    ARGV[8] runAt (ms, 0 = now)
 -- ARGV[9] idempotency key or ''                   ARGV[10] idempotency TTL (s)
+-- ARGV[11] debounce key or '' ARGV[12] debounce period (ms)   ARGV[13] debounce timeout (ms, 0 = none)
+-- ARGV[14..] extra run fields (pairs): mutex, throttle, rateLimit
 -- Returns { 'created', runId } | { 'existing', runId } | { 'conflict', runId } | { 'unknown', '' }
 --!include common.lua
 
 local base, runId, workflow = ARGV[1], ARGV[2], ARGV[3]
-local queue, maxAttempts, input = ARGV[4], ARGV[5], ARGV[6]
+local input = ARGV[6]
 local now, runAt = tonumber(ARGV[7]), tonumber(ARGV[8])
-local idemKey = ARGV[9]
+local idemKey, debounceKey = ARGV[9], ARGV[11]
 
 local inputHash
 if idemKey ~= '' then
@@ -26,29 +28,39 @@ if idemKey ~= '' then
   end
 end
 
-if queue == '' or maxAttempts == '' then
-  local meta = redis.call('HMGET', KEYS[3], 'queue', 'maxAttempts')
-  if not meta[1] then return { 'unknown', '' } end
-  if queue == '' then queue = meta[1] end
-  if maxAttempts == '' then maxAttempts = meta[2] or '1' end
-end
+local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[4], ARGV[5])
+if not queue then return { 'unknown', '' } end
 
-local runKey = KEYS[1]
 local availableAt = now
 if runAt > now then availableAt = runAt end
-local status = 'queued'
-if availableAt > now then status = 'scheduled' end
-redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
-  'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
+
+if debounceKey ~= '' then
+  local period, timeout = tonumber(ARGV[12]), tonumber(ARGV[13])
+  local pendingId = redis.call('GET', KEYS[3])
+  if pendingId then
+    local pendingKey = k_run(base, pendingId)
+    local pending = redis.call('HMGET', pendingKey, 'status', 'createdAt', 'queue')
+    if pending[1] == 'scheduled' then
+      -- Trailing edge: the window restarts, the latest input wins, never past first enqueue + timeout.
+      local due = math.max(availableAt, now + period)
+      if timeout > 0 then due = math.min(due, tonumber(pending[2]) + timeout) end
+      redis.call('HSET', pendingKey, 'input', input, 'availableAt', due)
+      redis.call('ZADD', k_scheduled(base, pending[3]), due, pendingId)
+      redis.call('PEXPIRE', KEYS[3], period + timeout + 60000)
+      return { 'existing', pendingId }
+    end
+  end
+  availableAt = math.max(availableAt, now + period)
+  if timeout > 0 then availableAt = math.min(availableAt, now + timeout) end
+  redis.call('SET', KEYS[3], runId, 'PX', period + timeout + 60000)
+end
+
+local extra = {}
+for i = 14, #ARGV do extra[#extra + 1] = ARGV[i] end
 if idemKey ~= '' then
-  redis.call('HSET', runKey, 'idempotencyKey', idemKey)
+  extra[#extra + 1] = 'idempotencyKey'
+  extra[#extra + 1] = idemKey
   redis.call('SET', KEYS[2], runId .. '|' .. inputHash, 'EX', ARGV[10])
 end
-redis.call('ZADD', base .. 'wf:' .. workflow .. ':runs', now, runId)
-move_index(base, runId, nil, status, now)
-if status == 'scheduled' then
-  redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)
-else
-  redis.call('RPUSH', k_ready(base, queue), runId)
-end
+create_run(base, runId, workflow, queue, maxAttempts, input, now, availableAt, extra, false)
 return { 'created', runId }

@@ -1,13 +1,19 @@
--- finish: ends an attempt (succeeded, failed, or retry = back to scheduled), writing any step
--- records not yet checkpointed, releasing the lease, and claiming the next queued run of the same
--- queue when the worker has a free slot (so a busy worker needs no separate claim).
+-- finish: ends an attempt, writing any step records not yet checkpointed, releasing the lease, the
+-- mutex and the concurrency slot, and claiming the next queued run of the same queue when the
+-- worker has a free slot (so a busy worker needs no separate claim). Outcomes:
+--   succeeded / failed: terminal; parents waiting on this run get its result and wake up.
+--   retry: back to scheduled at the due time, for the next attempt.
+--   wait:  back to scheduled (step.waitFor, or a child to finish), the attempt not counted. When
+--          ARGV[10] names a child-wait step record that a finished child already resolved, the run
+--          is queued again at once instead.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- KEYS[3] queue ready list    KEYS[4] queue scheduled zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] now (ms)
--- ARGV[5] outcome: 'succeeded' | 'failed' | 'retry'
--- ARGV[6] output JSON (succeeded) or error JSON (failed, retry)
--- ARGV[7] retry due time (ms)  ARGV[8] lease token for the next run, or '' to claim none
--- ARGV[9] lease (ms)           ARGV[10..] pairs of step field, step record JSON
+-- ARGV[5] outcome             ARGV[6] output JSON (succeeded) or error JSON (failed, retry)
+-- ARGV[7] due time (ms) for retry / wait, 0 = no time (wait for a child without timeout)
+-- ARGV[8] lease token for the next run, or '' to claim none
+-- ARGV[9] lease (ms)          ARGV[10] awaited step field (wait) or ''
+-- ARGV[11..] pairs of step field, step record JSON
 -- Returns { code } or { code, nextRunId, next flat run hash }
 --   code: 'ok' | 'canceled' (run was canceled meanwhile) | 'lost' (lease taken over or run gone)
 --!include common.lua
@@ -15,33 +21,47 @@
 local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local runKey = KEYS[1]
 local code = 'ok'
-local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt')
+local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex')
 if run[1] ~= 'running' or run[2] ~= token then
   code = 'lost'
   if run[1] == 'canceled' then code = 'canceled' end
 else
   local fields = {}
-  for i = 10, #ARGV do fields[#fields + 1] = ARGV[i] end
-  local status, score
+  for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
+  local status, score = outcome, now
   if outcome == 'succeeded' then
-    status, score = 'succeeded', now
     table.insert(fields, 'output'); table.insert(fields, ARGV[6])
     table.insert(fields, 'finishedAt'); table.insert(fields, now)
   elseif outcome == 'failed' then
-    status, score = 'failed', now
     table.insert(fields, 'error'); table.insert(fields, ARGV[6])
     table.insert(fields, 'finishedAt'); table.insert(fields, now)
   else
     status, score = 'scheduled', run[3]
-    table.insert(fields, 'error'); table.insert(fields, ARGV[6])
+    if outcome == 'retry' then
+      table.insert(fields, 'error'); table.insert(fields, ARGV[6])
+    else
+      redis.call('HINCRBY', runKey, 'attempt', -1)
+      if ARGV[10] ~= '' then
+        local awaited = redis.call('HGET', runKey, ARGV[10])
+        if awaited and string.sub(awaited, 1, 2) ~= '[3' then status = 'queued' end
+      end
+    end
     table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7])
-    redis.call('ZADD', KEYS[4], ARGV[7], runId)
+    if status == 'queued' then
+      redis.call('LPUSH', KEYS[3], runId)
+    elseif tonumber(ARGV[7]) > 0 then
+      redis.call('ZADD', KEYS[4], ARGV[7], runId)
+    end
   end
   table.insert(fields, 'status'); table.insert(fields, status)
   redis.call('HSET', runKey, unpack(fields))
   redis.call('HDEL', runKey, 'lease')
   redis.call('ZREM', KEYS[2], runId)
   move_index(base, runId, 'running', status, score)
+  release_slots(base, runId, run[4], run[5])
+  if outcome == 'succeeded' or outcome == 'failed' then
+    notify_waiters(base, runId, outcome == 'succeeded', ARGV[6], now)
+  end
 end
 
 if ARGV[8] ~= '' then

@@ -1,5 +1,6 @@
 -- reap: returns runs whose lease expired (their worker died or stalled) to the front of their
--- queue. The interrupted attempt is not counted; completed steps stay and are not run again.
+-- queue, releasing their mutex and concurrency slot. The interrupted attempt is not counted;
+-- completed steps stay and are not run again.
 -- KEYS[1] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
 -- Returns the ids of the recovered runs.
@@ -11,12 +12,13 @@ local recovered = {}
 for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt')
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex')
   if run[1] == 'running' then
     redis.call('HINCRBY', runKey, 'attempt', -1)
     redis.call('HDEL', runKey, 'lease')
     redis.call('HSET', runKey, 'status', 'queued')
     move_index(base, runId, 'running', 'queued', run[3])
+    release_slots(base, runId, run[4], run[5])
     redis.call('LPUSH', k_ready(base, run[2]), runId)
     recovered[#recovered + 1] = runId
   end

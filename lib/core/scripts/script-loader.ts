@@ -14,14 +14,19 @@ export const SCRIPTS = {
   heartbeat: 1,
   promote: 2,
   reap: 1,
-  'sync-registry': 1,
+  'start-child': 1,
+  'emit-event': 1,
+  'fire-events': 1,
+  'cron-fire': 1,
+  cleanup: 3,
+  'sync-registry': 3,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
 
 const INCLUDE = /^--!include ([\w.-]+)\s*$/gm;
 
-/** Reads a script file and inlines its `--!include fragment.lua` lines. */
+/** Reads a script file and inlines its `--!include fragment.lua` lines (fragments may not include). */
 export function loadScript(name: string): string {
   const source = readFileSync(join(__dirname, `${name}.lua`), 'utf8');
   return source.replace(INCLUDE, (_line, fragment: string) => readFileSync(join(__dirname, fragment), 'utf8'));

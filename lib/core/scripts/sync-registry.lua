@@ -1,24 +1,64 @@
--- sync-registry: records which workflows exist (name, queue, maxAttempts, owner) and removes the
--- ones this owner registered before but no longer defines. Other owners' workflows are kept.
--- KEYS[1] workflows set
+-- sync-registry: records which workflows exist (queue, limits, event subscriptions, crons) under
+-- an owner, and removes what this owner registered before but no longer defines. Other owners'
+-- workflows are kept. A cron whose definition is unchanged keeps its next time.
+-- KEYS[1] workflows set       KEYS[2] cron definitions hash   KEYS[3] cron next-time zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
--- ARGV[4..] triples of workflow name, queue, maxAttempts
+-- ARGV[4..] one JSON per workflow: { name, queue, maxAttempts, maxConcurrency, events: [name],
+--           crons: [{ id, def (JSON text), next }] }
 -- Returns the names of the pruned workflows.
+--!include common.lua
 
-local base, owner = ARGV[1], ARGV[2]
-local keep = {}
-for i = 4, #ARGV, 3 do
-  local name = ARGV[i]
-  keep[name] = true
-  redis.call('SADD', KEYS[1], name)
-  redis.call('HSET', base .. 'workflow:' .. name, 'queue', ARGV[i + 1], 'maxAttempts', ARGV[i + 2],
-    'owner', owner, 'updatedAt', ARGV[3])
+local base, owner, now = ARGV[1], ARGV[2], ARGV[3]
+
+local function set_events(name, old, new)
+  local keep = {}
+  for _, event in ipairs(new) do
+    keep[event] = true
+    redis.call('SADD', base .. 'event:' .. event .. ':subs', name)
+  end
+  for event in string.gmatch(old or '', '[^\n]+') do
+    if not keep[event] then redis.call('SREM', base .. 'event:' .. event .. ':subs', name) end
+  end
 end
+
+local function remove_crons(list, keep)
+  for id in string.gmatch(list or '', '[^\n]+') do
+    if not keep[id] then
+      redis.call('HDEL', KEYS[2], id)
+      redis.call('ZREM', KEYS[3], id)
+    end
+  end
+end
+
+local defined = {}
+for i = 4, #ARGV do
+  local wf = cjson.decode(ARGV[i])
+  local metaKey = k_meta(base, wf.name)
+  defined[wf.name] = true
+  redis.call('SADD', KEYS[1], wf.name)
+  local old = redis.call('HMGET', metaKey, 'events', 'crons')
+  set_events(wf.name, old[1], wf.events)
+  local cronIds, keepCrons = {}, {}
+  for _, cron in ipairs(wf.crons) do
+    cronIds[#cronIds + 1] = cron.id
+    keepCrons[cron.id] = true
+    if redis.call('HGET', KEYS[2], cron.id) ~= cron.def or not redis.call('ZSCORE', KEYS[3], cron.id) then
+      redis.call('HSET', KEYS[2], cron.id, cron.def)
+      redis.call('ZADD', KEYS[3], cron.next, cron.id)
+    end
+  end
+  remove_crons(old[2], keepCrons)
+  redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,
+    'owner', owner, 'updatedAt', now, 'events', table.concat(wf.events, '\n'), 'crons', table.concat(cronIds, '\n'))
+end
+
 local pruned = {}
 for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if not keep[name] then
-    local metaKey = base .. 'workflow:' .. name
-    if redis.call('HGET', metaKey, 'owner') == owner then
+  if not defined[name] then
+    local metaKey = k_meta(base, name)
+    local meta = redis.call('HMGET', metaKey, 'owner', 'crons')
+    if meta[1] == owner then
+      remove_crons(meta[2], {})
       redis.call('SREM', KEYS[1], name)
       redis.call('DEL', metaKey)
       pruned[#pruned + 1] = name

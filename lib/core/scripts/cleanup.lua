@@ -1,0 +1,24 @@
+-- cleanup: deletes up to a batch of ended runs that finished before the cutoff, with their step
+-- records, index entries and child/waiter sets, oldest first. Bounded so Redis is never blocked
+-- for long; the worker calls it again while it returns a full batch.
+-- KEYS[1] succeeded index     KEYS[2] failed index    KEYS[3] canceled index
+-- ARGV[1] base "{prefix}:"    ARGV[2] cutoff (finish time, ms)   ARGV[3] batch size
+-- Returns the number of runs deleted.
+--!include common.lua
+
+local base, budget = ARGV[1], tonumber(ARGV[3])
+local deleted = 0
+for i = 1, 3 do
+  if budget <= 0 then break end
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[i], '-inf', ARGV[2], 'LIMIT', 0, budget)
+  for _, runId in ipairs(ids) do
+    local runKey = k_run(base, runId)
+    local workflow = redis.call('HGET', runKey, 'workflow')
+    if workflow then redis.call('ZREM', base .. 'wf:' .. workflow .. ':runs', runId) end
+    redis.call('DEL', runKey, runKey .. ':children', runKey .. ':waiters')
+    redis.call('ZREM', KEYS[i], runId)
+  end
+  deleted = deleted + #ids
+  budget = budget - #ids
+end
+return deleted

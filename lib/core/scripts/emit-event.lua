@@ -1,0 +1,44 @@
+-- emit-event: fans an event out to every workflow subscribed to it, one run each with the
+-- deterministic id "<eventId>.<workflow>" (so a replayed emit creates nothing twice), or stores it
+-- for later when emitAt is in the future. Called from a step, it also writes the step's record.
+-- Subscriptions of workflows that no longer exist are dropped here.
+-- KEYS[1] subscribers set of the event
+-- ARGV[1] base "{prefix}:"    ARGV[2] event id    ARGV[3] event name   ARGV[4] payload JSON
+-- ARGV[5] now (ms)            ARGV[6] emitAt (ms, 0 = now)
+-- ARGV[7] idempotency key or ''                   ARGV[8] idempotency TTL (s)
+-- ARGV[9] parent run id or '' (called from a step) ARGV[10] parent lease token
+-- ARGV[11] step field         ARGV[12] step seq   ARGV[13] attempt
+-- Returns { 'lost' } | { 'ok', runIds... }
+--!include common.lua
+--!include fan-out.lua
+
+local base, eventId, name, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now, emitAt, parentId = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[9]
+local parentKey = k_run(base, parentId)
+if parentId ~= '' then
+  local parent = redis.call('HMGET', parentKey, 'status', 'lease')
+  if parent[1] ~= 'running' or parent[2] ~= ARGV[10] then return { 'lost' } end
+end
+
+if ARGV[7] ~= '' then
+  local idemKey = base .. 'idem-event:' .. name .. '|' .. ARGV[7]
+  local existing = redis.call('GET', idemKey)
+  if existing then eventId = existing else redis.call('SET', idemKey, eventId, 'EX', ARGV[8]) end
+end
+
+local runIds = {}
+if emitAt > now then
+  redis.call('ZADD', base .. 'events:due', emitAt, eventId)
+  redis.call('HSET', base .. 'evdata:' .. eventId, 'name', name, 'payload', payload)
+else
+  runIds = fan_out(base, KEYS[1], eventId, payload, now)
+end
+
+if parentId ~= '' then
+  local output = '[]'
+  if #runIds > 0 then output = cjson.encode(runIds) end
+  redis.call('HSET', parentKey, ARGV[11], '[1,' .. ARGV[12] .. ',' .. ARGV[13] .. ',' .. now .. ',0,' .. output .. ']')
+end
+local reply = { 'ok' }
+for _, id in ipairs(runIds) do reply[#reply + 1] = id end
+return reply

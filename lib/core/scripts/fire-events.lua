@@ -1,0 +1,19 @@
+-- fire-events: fans out events emitted for a time that has come (emitAt), in a bounded batch.
+-- KEYS[1] due events zset
+-- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
+-- Returns the number of events fanned out.
+--!include common.lua
+--!include fan-out.lua
+
+local base, now = ARGV[1], tonumber(ARGV[2])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+for _, eventId in ipairs(due) do
+  local dataKey = base .. 'evdata:' .. eventId
+  local event = redis.call('HMGET', dataKey, 'name', 'payload')
+  if event[1] then
+    fan_out(base, base .. 'event:' .. event[1] .. ':subs', eventId, event[2], now)
+  end
+  redis.call('DEL', dataKey)
+  redis.call('ZREM', KEYS[1], eventId)
+end
+return #due

@@ -1,0 +1,70 @@
+-- start-child: step.runWorkflow / step.emitWorkflow. Creates the child run (unless it exists:
+-- its id is deterministic, or comes from an idempotency key) and writes the parent's step record
+-- in the same call, so a replayed or recovered parent never starts a second child.
+--   mode 'emit': the step's output is the child's id.
+--   mode 'wait': the child is linked to the parent (cancel cascades to it, its result is written
+--   into the parent's step record when it ends). If the child already ended, its result is the
+--   step record now; otherwise the record says "waiting" until it ends or the deadline passes.
+-- KEYS[1] parent run hash
+-- ARGV[1] base "{prefix}:"    ARGV[2] parent run id   ARGV[3] parent lease token
+-- ARGV[4] step field          ARGV[5] step seq        ARGV[6] attempt     ARGV[7] now (ms)
+-- ARGV[8] mode 'wait' | 'emit'                        ARGV[9] child run id (when no idempotency key)
+-- ARGV[10] workflow           ARGV[11] queue or ''    ARGV[12] maxAttempts or ''
+-- ARGV[13] input JSON         ARGV[14] runAt (ms, 0 = now)
+-- ARGV[15] idempotency key or ''  ARGV[16] idempotency TTL (s)  ARGV[17] wait deadline (ms, 0 = none)
+-- ARGV[18..] extra child fields (pairs): mutex, throttle, rateLimit
+-- Returns { 'lost' } | { 'unknown' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
+--   stepRecord starts with '[3' while the parent must wait.
+--!include common.lua
+
+local base, parentId, now = ARGV[1], ARGV[2], tonumber(ARGV[7])
+local parent = redis.call('HMGET', KEYS[1], 'status', 'lease')
+if parent[1] ~= 'running' or parent[2] ~= ARGV[3] then return { 'lost' } end
+
+local workflow, input, idemKey = ARGV[10], ARGV[13], ARGV[15]
+local childId = ARGV[9]
+local idemRedisKey = base .. 'idem:' .. workflow .. '|' .. idemKey
+local inputHash
+if idemKey ~= '' then
+  inputHash = redis.sha1hex(input)
+  local existing = redis.call('GET', idemRedisKey)
+  if existing then
+    local sep = string.find(existing, '|', 1, true)
+    childId = string.sub(existing, 1, sep - 1)
+    if string.sub(existing, sep + 1) ~= inputHash then return { 'conflict', childId } end
+  end
+end
+
+local childKey = k_run(base, childId)
+if redis.call('EXISTS', childKey) == 0 then
+  local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[11], ARGV[12])
+  if not queue then return { 'unknown' } end
+  local extra = { 'parent', parentId }
+  for i = 18, #ARGV do extra[#extra + 1] = ARGV[i] end
+  if idemKey ~= '' then
+    extra[#extra + 1] = 'idempotencyKey'
+    extra[#extra + 1] = idemKey
+    redis.call('SET', idemRedisKey, childId .. '|' .. inputHash, 'EX', ARGV[16])
+  end
+  create_run(base, childId, workflow, queue, maxAttempts, input, now, math.max(now, tonumber(ARGV[14])), extra, false)
+end
+
+local field, seq, attempt = ARGV[4], ARGV[5], ARGV[6]
+local record
+if ARGV[8] == 'emit' then
+  record = '[1,' .. seq .. ',' .. attempt .. ',' .. now .. ',0,' .. cjson.encode(childId) .. ']'
+else
+  redis.call('SADD', KEYS[1] .. ':children', childId)
+  local child = redis.call('HMGET', childKey, 'status', 'output', 'error')
+  local waiting = '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. ARGV[17] .. ']'
+  if child[1] == 'succeeded' then
+    record = resolved_record(waiting, true, child[2] or '', now)
+  elseif child[1] == 'failed' or child[1] == 'canceled' then
+    record = resolved_record(waiting, false, child[3] or '{}', now)
+  else
+    redis.call('SADD', childKey .. ':waiters', parentId .. '|' .. field)
+    record = waiting
+  end
+end
+redis.call('HSET', KEYS[1], field, record)
+return { 'ok', childId, record }
