@@ -318,7 +318,7 @@ export class Worker implements ExecutorHost {
         }
       }
     }
-    const [, nextTick] = await redis.zrange(keys.cronNext(), 0, 0, 'WITHSCORES');
+    const [, nextTick] = await redis.zrange(keys.cronNext(), 0, '0', 'WITHSCORES');
     const wait = nextTick === undefined ? 1_000 : Number(nextTick) - Date.now();
     return Math.min(1_000, Math.max(5, wait));
   }
