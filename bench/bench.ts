@@ -138,7 +138,7 @@ class Admin {
 const hooks: { started: () => void; done: () => void } = { started: () => undefined, done: () => undefined };
 
 const registry = new WorkflowRegistry();
-const benchWorkflow = registry.define('bench', {}, async ({ input, step }: WorkflowContext<{ i: number }>) => {
+const benchWorkflow = registry.define('bench', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => {
   hooks.started();
   const out = await step.run('work', () => ({ ok: true, i: input.i }));
   hooks.done();

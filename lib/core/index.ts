@@ -1,6 +1,6 @@
 export * from './errors';
 export { toMs, type Duration } from './duration';
-export { createClient, RedflowClient, type ClientOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client';
+export { createClient, RedflowClient, type ClientOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client';
 export type { ConnectionOptions } from './connection';
 export type { RedisConnection } from './redis-scripts';
 export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions } from './worker';
@@ -9,7 +9,15 @@ export {
   getDefaultRegistry,
   setDefaultClient,
   WorkflowRegistry,
+  type ChildRunOptions,
+  type CronTrigger,
+  type DebounceOptions,
+  type EmitEventStepOptions,
+  type EventTrigger,
+  type KeyFrom,
+  type LimitOptions,
   type RetryPolicy,
+  type WorkflowRef,
   type RunInfo,
   type StepApi,
   type StepOptions,
