@@ -207,11 +207,13 @@ export class Worker implements ExecutorHost {
       }
       try {
         this.reserved++;
-        let claimed: ClaimedRun | null;
+        let claimed: ClaimedRun | null = null;
         try {
           claimed = await this.scripts.claim(queue, this.nextLeaseToken(), Date.now(), this.leaseMs);
         } finally {
           this.reserved--;
+          // The slot reserved for this claim is free again: other queues' loops may use it.
+          if (!claimed) this.wake(this.slotWaiters);
         }
         failures = 0;
         if (claimed) {

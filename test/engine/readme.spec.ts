@@ -1,5 +1,5 @@
 // The README's quick example, run as written (only the connection and prefix come from the test).
-import { createClient, defineWorkflow, getDefaultRegistry, NonRetriableError, setDefaultClient, startWorker, type Worker } from '../../lib';
+import { createClient, defineWorkflow, getDefaultRegistry, NonRetriableError, setDefaultClient, startWorker, type Worker, type WorkflowContext } from '../../lib';
 import { connect } from '../support/engine';
 import { z } from 'zod';
 
@@ -54,5 +54,46 @@ describe('README example', () => {
     expect((await client.listRuns({ workflow: 'send-welcome-email', status: 'succeeded' })).map((r) => r.id)).toEqual([handle.id]);
     const again = await sendWelcomeEmail.run({ userId: 'user_123' }, { idempotencyKey: 'welcome:user_123' });
     expect(again.id).toBe(handle.id);
+  });
+
+  it('runs the waits, child workflows and events example', async () => {
+    const charges: string[] = [];
+    const charge = async (orderId: string) => (charges.push(orderId), { chargeId: `ch_${orderId}` });
+    const client = createClient({ redis, prefix });
+
+    // --- README: waits, child workflows and events ---
+    const sendReceipt = defineWorkflow('send-receipt', { queue: 'email' }, async ({ input }: WorkflowContext<{ orderId: string }>) => ({ sent: input.orderId }));
+
+    const checkout = defineWorkflow('checkout', { maxConcurrency: 10 }, async ({ input, step }: WorkflowContext<{ orderId: string }>) => {
+      await step.run('charge', () => charge(input.orderId));
+      await step.waitFor('cooldown', '1s'); // the run is `scheduled` meanwhile: no worker slot, no attempt used
+      const receipt = await step.runWorkflow({ name: 'receipt', timeoutMs: 60_000 }, sendReceipt, { orderId: input.orderId });
+      const childId = await step.emitWorkflow('audit', 'audit-log', { orderId: input.orderId }); // don't wait
+      const runIds = await step.emitEvent('announce', 'order.paid', { orderId: input.orderId }); // fan-out
+      return { receipt, childId, runIds };
+    });
+
+    defineWorkflow('analytics', { event: [{ name: 'order.paid' }], maxConcurrency: Infinity }, async ({ input }) => input);
+    // --- end ---
+    defineWorkflow('audit-log', {}, async ({ input }) => input);
+
+    const exampleWorker = await startWorker({ app: 'readme-events', client, queues: ['default', 'email'], concurrency: 1 });
+    try {
+      // --- README ---
+      const scheduled = await client.emitEvent('order.paid', { orderId: 'ord_1' }, { emitAt: new Date(Date.now() + 60_000) });
+      // --- end ---
+      expect(scheduled).toEqual([]);
+      const handle = await client.start(checkout, { orderId: 'ord_7' });
+      await expect(handle.getState()).resolves.toMatchObject({ status: 'queued' });
+      const output = (await handle.result({ timeoutMs: 10_000 })) as { receipt: unknown; childId: string; runIds: string[] };
+      expect(output.receipt).toEqual({ sent: 'ord_7' });
+      expect(output.childId).toBe(`${handle.id}.audit`);
+      expect(output.runIds).toEqual([`${handle.id}.announce.analytics`]);
+      expect(charges).toEqual(['ord_7']);
+      await expect(client.handle(output.runIds[0]).result({ timeoutMs: 5_000 })).resolves.toEqual({ orderId: 'ord_7' });
+      await expect(client.handle(output.childId).result({ timeoutMs: 5_000 })).resolves.toEqual({ orderId: 'ord_7' });
+    } finally {
+      await exampleWorker.stop();
+    }
   });
 });
