@@ -1,4 +1,4 @@
-import { CanceledError, NonRetriableError, TimeoutError } from '../../lib';
+import { CanceledError, NonRetriableError, TimeoutError, type WorkflowContext } from '../../lib';
 import { TestEngine, deferred, eventually } from '../support/engine';
 
 /**
@@ -71,6 +71,42 @@ describe('durable waits and child workflows', () => {
       ]);
     });
 
+    // A wait uses no attempt, so the stored attempt must stay that of the attempt that reached the
+    // wait (1), as it does for a run scheduled for a retry. Today finish.lua (outcome 'wait') sets it
+    // back to 0 for the whole wait, and only the next claim brings it back to 1.
+    it('keeps the stored attempt at 1 while the run waits for a timer or a child', async () => {
+      const release = deferred();
+      const childStarted = deferred();
+      const held = engine.registry.define('held', {}, async ({ step }) => {
+        await step.run('work', async () => {
+          childStarted.resolve();
+          await release.promise;
+        });
+        return 'child done';
+      });
+      const wf = engine.registry.define('waits-twice', {}, async ({ step }) => {
+        await step.run('first', () => 1);
+        await step.waitFor('nap', 300);
+        return step.runWorkflow('sub', held, {});
+      });
+      await engine.worker({ concurrency: 2 });
+      const handle = await engine.client.start(wf, {});
+      await eventually(async () => (await statusOf(handle.id)) === 'scheduled');
+      expect(await engine.client.getRunSteps(handle.id)).toEqual([
+        expect.objectContaining({ name: 'first', status: 'succeeded', attempt: 1 }),
+        expect.objectContaining({ name: 'nap', status: 'waiting', attempt: 1 }),
+      ]);
+      const waitingForTimer = await stateOf(handle.id);
+      await childStarted.promise;
+      await eventually(async () => (await statusOf(handle.id)) === 'scheduled');
+      const waitingForChild = await stateOf(handle.id);
+      release.resolve();
+      await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe('child done');
+      expect(await stateOf(handle.id)).toMatchObject({ status: 'succeeded', attempt: 1 });
+      expect(waitingForTimer).toMatchObject({ status: 'scheduled', attempt: 1 });
+      expect(waitingForChild).toMatchObject({ status: 'scheduled', attempt: 1 });
+    });
+
     it('waits for a duration string ("300ms") counted from when the step is first reached', async () => {
       const reached: number[] = [];
       const wf = engine.registry.define('nap-string', {}, async ({ step }) => {
@@ -94,7 +130,7 @@ describe('durable waits and child workflows', () => {
 
     it('waits until a Date, and does not suspend for a Date already past', async () => {
       const executions: number[] = [];
-      const wf = engine.registry.define('nap-date', {}, async ({ step, input }: { step: any; input: { until: number } }) => {
+      const wf = engine.registry.define('nap-date', {}, async ({ step, input }: WorkflowContext<{ until: number }>) => {
         executions.push(Date.now());
         await step.waitFor('past', new Date(input.until - 60_000));
         await step.waitFor('until', new Date(input.until));
@@ -146,7 +182,7 @@ describe('durable waits and child workflows', () => {
       const release = deferred();
       const childStarted = deferred();
       let childRuns = 0;
-      const child = engine.registry.define('double', { queue: 'children' }, async ({ step, input }: { step: any; input: { n: number } }) => {
+      const child = engine.registry.define('double', { queue: 'children' }, async ({ step, input }: WorkflowContext<{ n: number }>) => {
         childRuns++;
         await step.run('work', async () => {
           childStarted.resolve();
@@ -297,7 +333,7 @@ describe('durable waits and child workflows', () => {
     it('gives two parents with the same idempotencyKey the same child run', async () => {
       const release = deferred();
       let childRuns = 0;
-      const shared = engine.registry.define('report', {}, async ({ step, input }: { step: any; input: { month: string } }) => {
+      const shared = engine.registry.define('report', {}, async ({ step, input }: WorkflowContext<{ month: string }>) => {
         childRuns++;
         await step.run('build', () => release.promise);
         return `report ${input.month}`;
@@ -332,7 +368,7 @@ describe('durable waits and child workflows', () => {
       const release = deferred();
       const childStarted = deferred();
       let childRuns = 0;
-      const background = engine.registry.define('background', {}, async ({ step, input }: { step: any; input: { job: number } }) => {
+      const background = engine.registry.define('background', {}, async ({ step, input }: WorkflowContext<{ job: number }>) => {
         childRuns++;
         await step.run('work', async () => {
           childStarted.resolve();

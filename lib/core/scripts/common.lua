@@ -171,9 +171,10 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
     local runId = redis.call('LPOP', readyKey)
     if not runId then return nil end
     local runKey = k_run(base, runId)
-    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue')
+    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue', 'resume')
     if run[1] == 'queued' and admit(base, runId, runKey, run, now) then
-      redis.call('HINCRBY', runKey, 'attempt', 1)
+      -- A run resuming after a wait or a crash goes on with the same attempt.
+      if run[8] then redis.call('HDEL', runKey, 'resume') else redis.call('HINCRBY', runKey, 'attempt', 1) end
       redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       move_index(base, runId, 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, now + tonumber(leaseMs), runId)

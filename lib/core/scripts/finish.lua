@@ -40,7 +40,7 @@ else
     if outcome == 'retry' then
       table.insert(fields, 'error'); table.insert(fields, ARGV[6])
     else
-      redis.call('HINCRBY', runKey, 'attempt', -1)
+      table.insert(fields, 'resume'); table.insert(fields, '1')
       if ARGV[10] ~= '' then
         local awaited = redis.call('HGET', runKey, ARGV[10])
         if awaited and string.sub(awaited, 1, 2) ~= '[3' then status = 'queued' end

@@ -14,9 +14,8 @@ for _, runId in ipairs(expired) do
   local runKey = k_run(base, runId)
   local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex')
   if run[1] == 'running' then
-    redis.call('HINCRBY', runKey, 'attempt', -1)
     redis.call('HDEL', runKey, 'lease')
-    redis.call('HSET', runKey, 'status', 'queued')
+    redis.call('HSET', runKey, 'status', 'queued', 'resume', '1')
     move_index(base, runId, 'running', 'queued', run[3])
     release_slots(base, runId, run[4], run[5])
     redis.call('LPUSH', k_ready(base, run[2]), runId)
