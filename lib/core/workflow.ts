@@ -283,7 +283,9 @@ export function cronIds(definition: WorkflowDefinition<unknown, unknown>): strin
 /** A croner schedule, or `InvalidCronError` naming the workflow and the expression. */
 export function parseCron(workflow: string, trigger: Pick<CronTrigger, 'expression' | 'timezone'>): Cron {
   try {
-    return new Cron(trigger.expression, { timezone: trigger.timezone, paused: true });
+    const cron = new Cron(trigger.expression, { timezone: trigger.timezone, paused: true });
+    cron.nextRun(); // croner checks the time zone only when it computes a date
+    return cron;
   } catch (error) {
     throw new InvalidCronError(workflow, trigger.expression, trigger.timezone, (error as Error).message);
   }

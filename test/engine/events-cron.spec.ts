@@ -386,7 +386,7 @@ describe('events and cron', () => {
       expect(await defOf('yearly-job')).toBeNull();
       expect(await nextOf('yearly-job')).toBeNull();
       expect(await engine.redis.hkeys(keys.cronDefs())).toEqual(['other#0']);
-      expect(await engine.redis.zrange(keys.cronNext(), 0, -1)).toEqual(['other#0']);
+      expect(await engine.redis.zrange(keys.cronNext(), '0', '-1')).toEqual(['other#0']);
       expect(await nextOf('other#0')).toBe(otherNext);
       expect(await engine.client.getWorkflowMeta('yearly')).toMatchObject({ owner: 'app' });
     });

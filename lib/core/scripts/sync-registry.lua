@@ -56,9 +56,10 @@ local pruned = {}
 for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if not defined[name] then
     local metaKey = k_meta(base, name)
-    local meta = redis.call('HMGET', metaKey, 'owner', 'crons')
+    local meta = redis.call('HMGET', metaKey, 'owner', 'crons', 'events')
     if meta[1] == owner then
       remove_crons(meta[2], {})
+      set_events(name, meta[3], {})
       redis.call('SREM', KEYS[1], name)
       redis.call('DEL', metaKey)
       pruned[#pruned + 1] = name
