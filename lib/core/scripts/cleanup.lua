@@ -1,5 +1,5 @@
 -- cleanup: deletes up to a batch of ended runs that finished before the cutoff, with their step
--- records, index entries and child/waiter sets, oldest first. Bounded so Redis is never blocked
+-- records, index entries, idempotency key and child/waiter sets, oldest first. Bounded so Redis is never blocked
 -- for long; the worker calls it again while it returns a full batch.
 -- KEYS[1] succeeded index     KEYS[2] failed index    KEYS[3] canceled index
 -- ARGV[1] base "{prefix}:"    ARGV[2] cutoff (finish time, ms)   ARGV[3] batch size
@@ -13,8 +13,16 @@ for i = 1, 3 do
   local ids = redis.call('ZRANGEBYSCORE', KEYS[i], '-inf', ARGV[2], 'LIMIT', 0, budget)
   for _, runId in ipairs(ids) do
     local runKey = k_run(base, runId)
-    local workflow = redis.call('HGET', runKey, 'workflow')
-    if workflow then redis.call('ZREM', base .. 'wf:' .. workflow .. ':runs', runId) end
+    local run = redis.call('HMGET', runKey, 'workflow', 'idempotencyKey')
+    if run[1] then
+      redis.call('ZREM', base .. 'wf:' .. run[1] .. ':runs', runId)
+      -- An idempotency key must not outlive its run: a new start would get a deleted run's id.
+      if run[2] then
+        local idemKey = base .. 'idem:' .. run[1] .. '|' .. run[2]
+        local value = redis.call('GET', idemKey)
+        if value and string.sub(value, 1, #runId + 1) == runId .. '|' then redis.call('DEL', idemKey) end
+      end
+    end
     redis.call('DEL', runKey, runKey .. ':children', runKey .. ':waiters')
     redis.call('ZREM', KEYS[i], runId)
   end

@@ -88,6 +88,35 @@ local function release_slots(base, runId, workflow, mutex)
   end
 end
 
+-- Step record of a resolved child wait: [1, seq, attempt, finishedAt, 0, output] or
+-- [0, seq, attempt, finishedAt, 0, error]; `payload` is JSON ('' = no output).
+local function resolved_record(waiting, ok, payload, now)
+  local rec = cjson.decode(waiting)
+  local head = '[' .. (ok and 1 or 0) .. ',' .. rec[2] .. ',' .. rec[3] .. ',' .. now .. ',0'
+  if payload == '' then return head .. ']' end
+  return head .. ',' .. payload .. ']'
+end
+
+-- A run ended: hand its result to every parent waiting on it (step.runWorkflow), and wake those
+-- parents that are suspended.
+local function notify_waiters(base, runId, ok, payload, now)
+  local waitersKey = k_run(base, runId) .. ':waiters'
+  for _, waiter in ipairs(redis.call('SMEMBERS', waitersKey)) do
+    local sep = string.find(waiter, '|', 1, true)
+    local parentId, field = string.sub(waiter, 1, sep - 1), string.sub(waiter, sep + 1)
+    local parentKey = k_run(base, parentId)
+    local parent = redis.call('HMGET', parentKey, 'status', 'queue', 'createdAt')
+    if parent[1] and not TERMINAL[parent[1]] then
+      local waiting = redis.call('HGET', parentKey, field)
+      if waiting and string.sub(waiting, 1, 2) == '[3' then
+        redis.call('HSET', parentKey, field, resolved_record(waiting, ok, payload, now))
+        if parent[1] == 'scheduled' then wake(base, parentId, parent) end
+      end
+    end
+  end
+  redis.call('DEL', waitersKey)
+end
+
 -- "limit|periodMs|key" as stored for throttle and rateLimit.
 local function parse_limit(spec)
   local limit, period, key = string.match(spec, '^(%d+)|(%d+)|(.*)$')
@@ -105,7 +134,7 @@ end
 -- Admission of a queued run, in order: mutex, workflow concurrency, throttle, rate limit. Returns
 -- true when the run may start (its mutex and slot are then taken); otherwise the run is parked
 -- (mutex, concurrency), rescheduled (throttle, attempt unchanged) or failed (rate limit).
--- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue }
+-- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue, resume }
 local function admit(base, runId, runKey, run, now)
   local workflow, mutex, throttle, rateLimit = run[3], run[4], run[5], run[6]
   -- A run without a workflow is corrupt: let the worker claim it and fail it with a clear error.
@@ -125,6 +154,8 @@ local function admit(base, runId, runKey, run, now)
     return false
   end
   local throttleKey, throttlePeriod, rateKey, ratePeriod
+  -- A run resuming after a wait or a crash already counted its start in the windows.
+  if run[8] then throttle, rateLimit = nil, nil end
   if throttle then
     local l, p, key = parse_limit(throttle)
     throttleKey, throttlePeriod = base .. 'throttle:' .. key, p
@@ -142,9 +173,10 @@ local function admit(base, runId, runKey, run, now)
     if window_full(rateKey, now, l, p) then
       local message = 'Run "' .. runId .. '" of workflow "' .. workflow .. '" exceeded its rate limit of ' .. l ..
         ' runs per ' .. p .. ' ms for key "' .. key .. '". Start it again later, or raise rateLimit.limit.'
-      redis.call('HSET', runKey, 'status', 'failed', 'finishedAt', now,
-        'error', cjson.encode({ name = 'RateLimitExceededError', message = message }))
+      local errorJson = cjson.encode({ name = 'RateLimitExceededError', message = message })
+      redis.call('HSET', runKey, 'status', 'failed', 'finishedAt', now, 'error', errorJson)
       move_index(base, runId, 'queued', 'failed', now)
+      notify_waiters(base, runId, false, errorJson, now)
       return false
     end
   end
@@ -184,31 +216,3 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
   return nil
 end
 
--- Step record of a resolved child wait: [1, seq, attempt, finishedAt, 0, output] or
--- [0, seq, attempt, finishedAt, 0, error]; `payload` is JSON ('' = no output).
-local function resolved_record(waiting, ok, payload, now)
-  local rec = cjson.decode(waiting)
-  local head = '[' .. (ok and 1 or 0) .. ',' .. rec[2] .. ',' .. rec[3] .. ',' .. now .. ',0'
-  if payload == '' then return head .. ']' end
-  return head .. ',' .. payload .. ']'
-end
-
--- A run ended: hand its result to every parent waiting on it (step.runWorkflow), and wake those
--- parents that are suspended.
-local function notify_waiters(base, runId, ok, payload, now)
-  local waitersKey = k_run(base, runId) .. ':waiters'
-  for _, waiter in ipairs(redis.call('SMEMBERS', waitersKey)) do
-    local sep = string.find(waiter, '|', 1, true)
-    local parentId, field = string.sub(waiter, 1, sep - 1), string.sub(waiter, sep + 1)
-    local parentKey = k_run(base, parentId)
-    local parent = redis.call('HMGET', parentKey, 'status', 'queue', 'createdAt')
-    if parent[1] and not TERMINAL[parent[1]] then
-      local waiting = redis.call('HGET', parentKey, field)
-      if waiting and string.sub(waiting, 1, 2) == '[3' then
-        redis.call('HSET', parentKey, field, resolved_record(waiting, ok, payload, now))
-        if parent[1] == 'scheduled' then wake(base, parentId, parent) end
-      end
-    end
-  end
-  redis.call('DEL', waitersKey)
-end
