@@ -13,7 +13,7 @@ local base, now = ARGV[1], ARGV[3]
 
 local function cancel_one(runId, errorJson, reason)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'queue', 'workflow', 'mutex')
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'workflow', 'mutex', 'slot', 'waited')
   local status = run[1]
   if not status then return 'missing' end
   if TERMINAL[status] then return status end
@@ -21,13 +21,13 @@ local function cancel_one(runId, errorJson, reason)
     redis.call('ZREM', k_scheduled(base, run[2]), runId)
   elseif status == 'running' then
     redis.call('ZREM', KEYS[2], runId)
-    redis.call('HDEL', runKey, 'lease')
-    release_slots(base, runId, run[3], run[4])
+    redis.call('HDEL', runKey, 'lease', 'slot')
+    release_slots(base, runId, run[3], run[4], run[5])
     redis.call('PUBLISH', ARGV[6], runId)
   end
   redis.call('HSET', runKey, 'status', 'canceled', 'error', errorJson, 'cancelReason', reason, 'finishedAt', now)
   move_index(base, runId, status, 'canceled', now)
-  notify_waiters(base, runId, false, errorJson, now)
+  if run[6] then notify_waiters(base, runId, false, errorJson, now) end
   return 'ok'
 end
 

@@ -75,7 +75,8 @@ end
 
 -- Releases what a running run holds besides its lease: its mutex and its workflow concurrency
 -- slot, each handed to the next parked run. Called whenever a run stops running.
-local function release_slots(base, runId, workflow, mutex)
+-- `slot` is the run's `slot` field: set while it holds a concurrency slot.
+local function release_slots(base, runId, workflow, mutex, slot)
   if mutex and mutex ~= '' then
     local mutexKey = k_mutex(base, mutex)
     if redis.call('GET', mutexKey) == runId then
@@ -83,7 +84,7 @@ local function release_slots(base, runId, workflow, mutex)
       unpark_one(base, mutexKey .. ':parked')
     end
   end
-  if workflow and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
+  if slot and workflow and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
     unpark_one(base, k_parked(base, workflow))
   end
 end
@@ -98,7 +99,8 @@ local function resolved_record(waiting, ok, payload, now)
 end
 
 -- A run ended: hand its result to every parent waiting on it (step.runWorkflow), and wake those
--- parents that are suspended.
+-- parents that are suspended. Callers check the run's `waited` field first (set by start-child),
+-- so runs nobody waits on pay nothing here.
 local function notify_waiters(base, runId, ok, payload, now)
   local waitersKey = k_run(base, runId) .. ':waiters'
   for _, waiter in ipairs(redis.call('SMEMBERS', waitersKey)) do
@@ -132,9 +134,10 @@ local function window_full(windowKey, now, limit, period)
 end
 
 -- Admission of a queued run, in order: mutex, workflow concurrency, throttle, rate limit. Returns
--- true when the run may start (its mutex and slot are then taken); otherwise the run is parked
+-- true (and whether it took a concurrency slot) when the run may start (its mutex and slot are
+-- then taken); otherwise the run is parked
 -- (mutex, concurrency), rescheduled (throttle, attempt unchanged) or failed (rate limit).
--- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue, resume }
+-- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue, resume, waited }
 local function admit(base, runId, runKey, run, now)
   local workflow, mutex, throttle, rateLimit = run[3], run[4], run[5], run[6]
   -- A run without a workflow is corrupt: let the worker claim it and fail it with a clear error.
@@ -176,12 +179,16 @@ local function admit(base, runId, runKey, run, now)
       local errorJson = cjson.encode({ name = 'RateLimitExceededError', message = message })
       redis.call('HSET', runKey, 'status', 'failed', 'finishedAt', now, 'error', errorJson)
       move_index(base, runId, 'queued', 'failed', now)
-      notify_waiters(base, runId, false, errorJson, now)
+      if run[9] then notify_waiters(base, runId, false, errorJson, now) end
       return false
     end
   end
   if mutexKey then redis.call('SET', mutexKey, runId) end
-  if limit > 0 then redis.call('ZADD', k_active(base, workflow), now, runId) end
+  local slot = false
+  if limit > 0 then
+    redis.call('ZADD', k_active(base, workflow), now, runId)
+    slot = true
+  end
   if throttleKey then
     redis.call('ZADD', throttleKey, now, runId)
     redis.call('PEXPIRE', throttleKey, throttlePeriod)
@@ -190,7 +197,7 @@ local function admit(base, runId, runKey, run, now)
     redis.call('ZADD', rateKey, now, runId)
     redis.call('PEXPIRE', rateKey, ratePeriod)
   end
-  return true
+  return true, slot
 end
 
 -- Pops run ids from a queue's ready list until one is admitted, starts it under the given lease
@@ -203,11 +210,18 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
     local runId = redis.call('LPOP', readyKey)
     if not runId then return nil end
     local runKey = k_run(base, runId)
-    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue', 'resume')
-    if run[1] == 'queued' and admit(base, runId, runKey, run, now) then
+    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
+      'resume', 'waited')
+    local admitted, slot = false, false
+    if run[1] == 'queued' then admitted, slot = admit(base, runId, runKey, run, now) end
+    if admitted then
       -- A run resuming after a wait or a crash goes on with the same attempt.
       if run[8] then redis.call('HDEL', runKey, 'resume') else redis.call('HINCRBY', runKey, 'attempt', 1) end
-      redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
+      if slot then
+        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now, 'slot', '1')
+      else
+        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
+      end
       move_index(base, runId, 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, now + tonumber(leaseMs), runId)
       return { runId, redis.call('HGETALL', runKey) }

@@ -21,7 +21,7 @@
 local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local runKey = KEYS[1]
 local code = 'ok'
-local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex')
+local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
 if run[1] ~= 'running' or run[2] ~= token then
   code = 'lost'
   if run[1] == 'canceled' then code = 'canceled' end
@@ -55,11 +55,11 @@ else
   end
   table.insert(fields, 'status'); table.insert(fields, status)
   redis.call('HSET', runKey, unpack(fields))
-  redis.call('HDEL', runKey, 'lease')
+  if run[6] then redis.call('HDEL', runKey, 'lease', 'slot') else redis.call('HDEL', runKey, 'lease') end
   redis.call('ZREM', KEYS[2], runId)
   move_index(base, runId, 'running', status, score)
-  release_slots(base, runId, run[4], run[5])
-  if outcome == 'succeeded' or outcome == 'failed' then
+  release_slots(base, runId, run[4], run[5], run[6])
+  if run[7] and (outcome == 'succeeded' or outcome == 'failed') then
     notify_waiters(base, runId, outcome == 'succeeded', ARGV[6], now)
   end
 end

@@ -12,12 +12,12 @@ local recovered = {}
 for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex')
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot')
   if run[1] == 'running' then
-    redis.call('HDEL', runKey, 'lease')
+    redis.call('HDEL', runKey, 'lease', 'slot')
     redis.call('HSET', runKey, 'status', 'queued', 'resume', '1')
     move_index(base, runId, 'running', 'queued', run[3])
-    release_slots(base, runId, run[4], run[5])
+    release_slots(base, runId, run[4], run[5], run[6])
     redis.call('LPUSH', k_ready(base, run[2]), runId)
     recovered[#recovered + 1] = runId
   end

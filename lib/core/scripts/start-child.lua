@@ -63,6 +63,7 @@ else
     record = resolved_record(waiting, false, child[3] or '{}', now)
   else
     redis.call('SADD', childKey .. ':waiters', parentId .. '|' .. field)
+    redis.call('HSET', childKey, 'waited', '1')
     record = waiting
   end
 end
