@@ -19,7 +19,7 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Queue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createClient, startWorker, WorkflowRegistry, type RedflowClient, type WorkflowContext } from '../lib';
+import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type WorkflowContext } from '../lib';
 
 interface Servers {
   url: string;
@@ -146,13 +146,13 @@ const benchWorkflow = registry.define('bench', { maxConcurrency: Infinity }, asy
 });
 
 interface OursSetup {
-  producer: RedflowClient;
-  consumer: RedflowClient;
+  producer: WorkflowClient;
+  consumer: WorkflowClient;
   stop(): Promise<void>;
 }
 
 /** A producer client and a worker, each on its own connection, on a fresh prefix. */
-function oursClients(url: string, prefix: string): { producer: RedflowClient; consumer: RedflowClient } {
+function oursClients(url: string, prefix: string): { producer: WorkflowClient; consumer: WorkflowClient } {
   return { producer: createClient({ url, prefix, registry }), consumer: createClient({ url, prefix, registry }) };
 }
 
@@ -176,11 +176,11 @@ async function oursWorker(url: string, prefix: string, concurrency: number, clie
   };
 }
 
-async function oursEnqueueAll(producer: RedflowClient, n: number): Promise<void> {
+async function oursEnqueueAll(producer: WorkflowClient, n: number): Promise<void> {
   for (const chunk of chunks(n, CHUNK)) await Promise.all(chunk.map((i) => producer.start(benchWorkflow, { i })));
 }
 
-async function oursConfirm(producer: RedflowClient, n: number): Promise<void> {
+async function oursConfirm(producer: WorkflowClient, n: number): Promise<void> {
   const key = producer.keys.status('succeeded');
   await waitUntil(`${n} succeeded runs`, async () => (await producer.redis.zcard(key)) >= n);
   const [succeeded, failed, running, queued] = await Promise.all(

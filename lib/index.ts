@@ -1,4 +1,6 @@
 /**
- * nestjs-redflow: durable, Redis-backed workflows. The engine in `core/` works without Nest.
+ * nestjs-redflow: durable, Redis-backed workflows. `core/` is the engine and works without Nest;
+ * `nest/` is the Nest module, decorators and microservice transport over it.
  */
 export * from './core';
+export * from './nest';

@@ -127,7 +127,7 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Starts, inspects and cancels runs. Create one with `createClient`. */
-export class RedflowClient {
+export class WorkflowClient {
   readonly keys: RedflowKeys;
   /** @internal */
   readonly scripts: RedisScripts;
@@ -405,9 +405,9 @@ export class RedflowClient {
 }
 
 /** Creates a client: `createClient({ url })`, `createClient({ redis })`, plus `prefix`, `registry`. */
-export function createClient(options: ClientOptions = {}): RedflowClient {
+export function createClient(options: ClientOptions = {}): WorkflowClient {
   const { redis, owned } = openConnection(options);
-  return new RedflowClient(redis, owned, options);
+  return new WorkflowClient(redis, owned, options);
 }
 
 /** The first tick of a cron schedule after `after` (ms). */

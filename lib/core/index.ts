@@ -1,6 +1,6 @@
 export * from './errors';
 export { toMs, type Duration } from './duration';
-export { createClient, RedflowClient, type ClientOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client';
+export { createClient, WorkflowClient, type ClientOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client';
 export type { ConnectionOptions } from './connection';
 export type { RedisConnection } from './redis-scripts';
 export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions } from './worker';

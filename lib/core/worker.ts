@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { RedflowClient, createClient, nextCronTick, type ClientOptions } from './client';
+import { WorkflowClient, createClient, nextCronTick, type ClientOptions } from './client';
 import { duplicateConnection, type ConnectionOptions } from './connection';
 import { ConfigurationError } from './errors';
 import type { ClaimedRun, RedisConnection, RedisScripts } from './redis-scripts';
@@ -27,7 +27,7 @@ export interface WorkerOptions extends ConnectionOptions {
   /** A stable id of the app: owner of the workflows this worker registers. */
   app: string;
   /** The client to use (its connection, prefix and registry). Otherwise one is created from url/redis/prefix. */
-  client?: RedflowClient;
+  client?: WorkflowClient;
   /** @default process.env.REDFLOW_PREFIX ?? "redflow" */
   prefix?: string;
   /** Queues to serve. @default the queues of the registry's workflows */
@@ -93,7 +93,7 @@ export class Worker implements ExecutorHost {
   private readonly loops: Promise<void>[] = [];
 
   constructor(
-    readonly client: RedflowClient,
+    readonly client: WorkflowClient,
     private readonly ownsClient: boolean,
     options: WorkerOptions,
   ) {

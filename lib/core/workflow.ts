@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import { toMs, type Duration } from './duration';
 import { ConfigurationError, InvalidCronError } from './errors';
 import type { InferInput, InputSchema } from './validation';
-import type { RedflowClient, RunHandle, RunOptions } from './client';
+import type { WorkflowClient, RunHandle, RunOptions } from './client';
 
 /** What a handler knows about its run. */
 export interface RunInfo {
@@ -166,13 +166,13 @@ export interface WorkflowDefinition<TInput = unknown, TOutput = unknown> {
   readonly options: WorkflowOptions<InputSchema | undefined, any>;
   readonly handler: WorkflowHandler<TInput, TOutput>;
   /** Starts a run with `options.client`, or the client given to `setDefaultClient`. */
-  run(input: TInput, options?: RunOptions & { client?: RedflowClient }): Promise<RunHandle<TOutput>>;
+  run(input: TInput, options?: RunOptions & { client?: WorkflowClient }): Promise<RunHandle<TOutput>>;
 }
 
-let defaultClient: RedflowClient | undefined;
+let defaultClient: WorkflowClient | undefined;
 
 /** Sets the client `workflow.run()` uses when no `client` option is given. */
-export function setDefaultClient(client: RedflowClient | undefined): void {
+export function setDefaultClient(client: WorkflowClient | undefined): void {
   defaultClient = client;
 }
 

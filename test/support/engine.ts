@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
-import { createClient, startWorker, WorkflowRegistry, type RedflowClient, type RedisConnection, type Worker, type WorkerOptions } from '../../lib';
+import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type RedisConnection, type Worker, type WorkerOptions } from '../../lib';
 import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/scripts/script-loader';
 
 /** True when the suite runs against the 3-master Redis Cluster. */
@@ -31,7 +31,7 @@ export class TestEngine {
   readonly registry = new WorkflowRegistry();
   readonly prefix = `test:${randomBytes(5).toString('hex')}`;
   readonly redis = connect();
-  readonly client: RedflowClient;
+  readonly client: WorkflowClient;
   private readonly workers: Worker[] = [];
 
   constructor() {

@@ -46,7 +46,7 @@ else
         if awaited and string.sub(awaited, 1, 2) ~= '[3' then status = 'queued' end
       end
     end
-    table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7])
+    if tonumber(ARGV[7]) > 0 then table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7]) end
     if status == 'queued' then
       redis.call('LPUSH', KEYS[3], runId)
     elseif tonumber(ARGV[7]) > 0 then

@@ -1,0 +1,11 @@
+/** Metadata keys, namespaced so they never collide with other libraries'. */
+export const REDFLOW_WORKFLOW = 'redflow:workflow';
+export const REDFLOW_STEP = 'redflow:step';
+export const REDFLOW_ON_EVENT = 'redflow:on-event';
+export const REDFLOW_CRON = 'redflow:cron';
+
+/** Injection token of the module's workflow registry (one per module instance). */
+export const REDFLOW_REGISTRY = Symbol('REDFLOW_REGISTRY');
+
+/** Logger context of everything the Nest layer logs. */
+export const REDFLOW_LOGGER_CONTEXT = 'Redflow';

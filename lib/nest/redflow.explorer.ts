@@ -1,0 +1,72 @@
+import { Injectable } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { ConfigurationError, type WorkflowRegistry, type WorkflowContext } from '../core';
+import { workflowName } from './decorators/workflow.decorator';
+import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
+import { runWithSteps } from './step-context';
+
+type Handler = (this: unknown, ...args: unknown[]) => unknown;
+
+/**
+ * Finds `@Workflow` methods on the app's providers and defines them in a registry. It only
+ * discovers and validates; the orchestrator owns what runs.
+ */
+@Injectable()
+export class RedflowExplorer {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly accessor: RedflowMetadataAccessor,
+  ) {}
+
+  /** Defines every discovered workflow in `registry`; throws `ConfigurationError` on mistakes. */
+  explore(registry: WorkflowRegistry): void {
+    const definedBy = new Map<string, string>();
+    for (const wrapper of this.discovery.getProviders()) {
+      if (wrapper.isAlias || !wrapper.metatype) continue;
+      const isStatic = wrapper.isDependencyTreeStatic();
+      const instance = isStatic ? (wrapper.instance as object | undefined) : undefined;
+      const prototype = instance ? Object.getPrototypeOf(instance) : (wrapper.metatype as { prototype?: object }).prototype;
+      if (!prototype) continue;
+      const className = (instance?.constructor ?? wrapper.metatype).name;
+      for (const method of this.scanner.getAllMethodNames(prototype)) {
+        const handler = (prototype as Record<string, Handler>)[method];
+        const where = `${className}.${method}`;
+        const options = this.accessor.getWorkflow(handler);
+        const events = this.accessor.getEvents(handler);
+        const crons = this.accessor.getCrons(handler);
+        if (!options) {
+          if (events.length || crons.length) {
+            throw new ConfigurationError(`${where} has @${events.length ? 'OnEvent' : 'Cron'} but no @Workflow. Add @Workflow() to ${where}: triggers start workflows.`);
+          }
+          continue;
+        }
+        if (!isStatic || !instance) {
+          throw new ConfigurationError(
+            `${where} is a @Workflow in a request-scoped provider. Workflows run outside any request: make ${className} a default-scoped provider and pass request data in the input.`,
+          );
+        }
+        const name = workflowName(options, className, method);
+        const previous = definedBy.get(name);
+        if (previous) throw new ConfigurationError(`Workflow "${name}" is defined twice (${previous} and ${where}). Rename one of them.`);
+        definedBy.set(name, where);
+        const { input, onFailure, name: _name, ...workflowOptions } = options;
+        const failureHook = typeof onFailure === 'string' ? (prototype as Record<string, Handler>)[onFailure] : onFailure;
+        if (typeof onFailure === 'string' && typeof failureHook !== 'function') {
+          throw new ConfigurationError(`onFailure of ${where} names "${onFailure}", which is not a method of ${className}. Name a method of the same provider.`);
+        }
+        registry.define(
+          name,
+          {
+            ...workflowOptions,
+            schema: input,
+            event: events.map((event) => ({ name: event })),
+            cron: crons,
+            onFailure: failureHook ? (ctx) => (failureHook as Handler).call(instance, ctx) : undefined,
+          },
+          (ctx: WorkflowContext<unknown>) => runWithSteps(ctx.step, () => handler.call(instance, ctx)),
+        );
+      }
+    }
+  }
+}

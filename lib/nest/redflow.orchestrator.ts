@@ -1,0 +1,110 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
+import type { Subscription } from 'rxjs';
+import { startWorker, type Worker, type WorkflowRegistry } from '../core';
+import { RedflowClient } from './redflow.client';
+import { REDFLOW_LOGGER_CONTEXT, REDFLOW_REGISTRY } from './redflow.constants';
+import { RedflowExplorer } from './redflow.explorer';
+import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
+import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
+import { RedflowServer } from './redflow.server';
+
+/**
+ * Owns what runs: collects the workflows in onModuleInit, syncs them and starts the worker in
+ * onApplicationBootstrap (or when a RedflowServer microservice listens), drains it in
+ * beforeApplicationShutdown and closes the connection in onApplicationShutdown.
+ */
+@Injectable()
+export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger(REDFLOW_LOGGER_CONTEXT);
+  private readonly options: ResolvedRedflowOptions;
+  private worker: Worker | undefined;
+  private starting: Promise<void> | undefined;
+  private server: RedflowServer | undefined;
+  private subscription: Subscription | undefined;
+
+  constructor(
+    @Inject(REDFLOW_MODULE_OPTIONS) options: RedflowModuleOptions,
+    private readonly client: RedflowClient,
+    private readonly explorer: RedflowExplorer,
+    @Inject(REDFLOW_REGISTRY) private readonly registry: WorkflowRegistry,
+    private readonly modules: ModulesContainer,
+  ) {
+    this.options = resolveRedflowOptions(options);
+  }
+
+  /** The running worker, if this app runs one. */
+  get runningWorker(): Worker | undefined {
+    return this.worker;
+  }
+
+  onModuleInit(): void {
+    this.explorer.explore(this.registry);
+    // A microservice created with RedflowServer registers it as an RPC target of the app.
+    this.subscription = this.modules.getRpcTargetRegistry().subscribe((target) => {
+      if (target instanceof RedflowServer) {
+        this.server = target;
+        target.attach(this);
+      }
+    });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (process.listenerCount('SIGTERM') === 0) {
+      this.logger.warn('Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().');
+    }
+    await this.client.syncRegistry(this.registry, { owner: this.options.app, defaultMaxConcurrency: this.options.defaults?.maxConcurrency });
+    this.logger.log(`Registered ${this.registry.list().length} workflow(s) for app "${this.options.app}".`);
+    if (!this.server) await this.startWorker();
+  }
+
+  /** Starts the worker unless it is disabled or already running. */
+  startWorker(): Promise<void> {
+    const worker = this.options.worker;
+    if (!worker.enabled) return Promise.resolve();
+    this.starting ??= startWorker({
+      app: this.options.app,
+      client: this.client,
+      registry: this.registry,
+      queues: worker.queues,
+      concurrency: worker.concurrency,
+      runtime: worker.runtime,
+      retentionDays: worker.retentionDays,
+      defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
+      logger: this.logger,
+    }).then((started) => {
+      this.worker = started;
+      this.logger.log(`Worker started on queue(s) ${started.queues.join(', ')} with concurrency ${started.concurrency}.`);
+    });
+    return this.starting;
+  }
+
+  /** Stops claiming and lets running workflows finish, up to `shutdownTimeoutMs`. */
+  async stopWorker(): Promise<void> {
+    await this.starting?.catch(() => undefined);
+    await this.worker?.stop({ timeoutMs: this.options.shutdownTimeoutMs });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stopWorker();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const cleanups = [() => this.subscription?.unsubscribe(), () => this.stopWorker(), () => this.client.close()];
+    for (const cleanup of cleanups) {
+      try {
+        await cleanup();
+      } catch (error) {
+        this.logger.error(`Shutdown step failed: ${(error as Error).message}`, (error as Error).stack);
+      }
+    }
+  }
+}

@@ -1,0 +1,22 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { StepApi, StepOptions } from '../core';
+
+/**
+ * The step API of the workflow run the current call belongs to. The store holds a value only
+ * inside a workflow handler (outside any step function), so a `@Step` method called anywhere else
+ * simply runs. One storage serves every app: each run's store lives in its own async context.
+ */
+const currentStep = new AsyncLocalStorage<StepApi>();
+
+/** Runs a workflow handler so that `@Step` methods it calls become durable steps. */
+export function runWithSteps<T>(step: StepApi, handler: () => T): T {
+  return currentStep.run(step, handler);
+}
+
+/** Runs `fn` as a durable step when called inside a workflow run, else just runs it. */
+export function runAsStep<T>(options: StepOptions, fn: () => T | Promise<T>): T | Promise<T> {
+  const step = currentStep.getStore();
+  if (!step) return fn();
+  // Inside the step function there is no enclosing run: nested @Step calls run plainly.
+  return step.run(options, () => currentStep.exit(fn));
+}

@@ -1,0 +1,28 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { RedflowModule } from '../../lib';
+import { AnalyticsWorkflows } from './analytics/analytics.workflows';
+import { CheckoutWorkflows } from './orders/checkout.workflows';
+import { PaymentService } from './orders/payment.service';
+import { RunsController } from './orders/runs.controller';
+
+@Module({})
+export class AppModule {
+  /** `worker: false` for the HTTP entry (producer only); `true` for the worker entry. */
+  static register(options: { worker: boolean }): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        RedflowModule.forRootAsync({
+          useFactory: () => ({
+            app: 'sample-shop',
+            connection: process.env.REDIS_URL,
+            prefix: process.env.REDFLOW_PREFIX ?? 'sample-shop',
+            worker: options.worker ? { concurrency: 20 } : false,
+          }),
+        }),
+      ],
+      controllers: [RunsController],
+      providers: [PaymentService, CheckoutWorkflows, AnalyticsWorkflows],
+    };
+  }
+}
