@@ -23,7 +23,10 @@ const project = (displayName, testMatch) => ({
 });
 
 module.exports = {
-  projects: [project('engine', ['<rootDir>/test/engine/**/*.spec.ts'])],
+  projects: [
+    project('engine', ['<rootDir>/test/engine/**/*.spec.ts']),
+    project('nest', ['<rootDir>/test/nest/**/*.spec.ts', '<rootDir>/test/sample/**/*.spec.ts']),
+  ],
   globalSetup: '<rootDir>/test/setup/global-setup.js',
   globalTeardown: '<rootDir>/test/setup/global-teardown.js',
   testTimeout: 30_000,

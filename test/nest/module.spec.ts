@@ -1,0 +1,181 @@
+import 'reflect-metadata';
+import { Injectable, Module, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { randomBytes } from 'node:crypto';
+import { IsInt, Min } from 'class-validator';
+import {
+  createClient,
+  InputValidationError,
+  OnEvent,
+  RedflowClient,
+  RedflowModule,
+  Step,
+  Workflow,
+  type RedflowModuleOptions,
+  type WorkflowContext,
+} from '../../lib';
+import { connect } from '../support/engine';
+
+class ChargeDto {
+  @IsInt() @Min(1) cents!: number;
+}
+
+@Injectable()
+class Ledger {
+  readonly entries: string[] = [];
+}
+
+@Injectable()
+class BillingWorkflows {
+  calls = 0;
+  constructor(private readonly ledger: Ledger) {}
+
+  @Workflow({ name: 'bill', input: ChargeDto, retries: { maxAttempts: 2, delay: 10 } })
+  async bill({ input, run }: WorkflowContext<ChargeDto>): Promise<{ entry: string; attempt: number }> {
+    const entry = await this.record(input.cents);
+    await this.record(input.cents); // a second call is a second step: "record#2"
+    if (run.attempt === 1) throw new Error('flaky downstream');
+    return { entry, attempt: run.attempt };
+  }
+
+  @Step('record')
+  async record(cents: number): Promise<string> {
+    this.calls++;
+    const entry = `charged ${cents}`;
+    this.ledger.entries.push(entry);
+    return entry;
+  }
+
+  @OnEvent('invoice.paid')
+  @Workflow({ name: 'on-paid', maxConcurrency: Infinity })
+  async onPaid({ input }: WorkflowContext<{ invoice: string }>) {
+    this.ledger.entries.push(`paid ${input.invoice}`);
+    return input.invoice;
+  }
+}
+
+const runtime = { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
+
+describe('RedflowModule', () => {
+  const redis = connect();
+  let app: INestApplication | undefined;
+  let prefix: string;
+
+  beforeEach(() => {
+    prefix = `test:nest:${randomBytes(4).toString('hex')}`;
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await createClient({ redis, prefix }).resetState();
+  });
+  afterAll(() => redis.quit());
+
+  async function start(imports: unknown[]): Promise<INestApplication> {
+    const module = await Test.createTestingModule({ imports: imports as never[], providers: [Ledger, BillingWorkflows] }).compile();
+    app = module.createNestApplication({ logger: false });
+    await app.init();
+    return app;
+  }
+
+  const options = (): RedflowModuleOptions => ({ app: 'billing', connection: redis, prefix, worker: { runtime } });
+
+  it('forRoot: runs @Workflow methods with their injected dependencies, and @Step calls are durable steps', async () => {
+    await start([RedflowModule.forRoot(options())]);
+    const client = app!.get(RedflowClient);
+    const handle = await client.run(BillingWorkflows, 'bill', { cents: 250 });
+    await expect(handle.result({ timeoutMs: 5000 })).resolves.toEqual({ entry: 'charged 250', attempt: 2 });
+    // Two @Step calls on attempt 1; attempt 2 replays them from Redis.
+    expect(app!.get(BillingWorkflows).calls).toBe(2);
+    expect(app!.get(Ledger).entries).toEqual(['charged 250', 'charged 250']);
+    expect((await client.getRunSteps(handle.id)).map((s) => [s.name, s.output])).toEqual([
+      ['record', 'charged 250'],
+      ['record#2', 'charged 250'],
+    ]);
+    expect((await client.listWorkflows()).map((w) => [w.name, w.owner])).toEqual([
+      ['bill', 'billing'],
+      ['on-paid', 'billing'],
+    ]);
+  });
+
+  it('validates the DTO input when a run is started, storing nothing when it fails', async () => {
+    await start([RedflowModule.forRoot(options())]);
+    const client = app!.get(RedflowClient);
+    await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow(InputValidationError);
+    await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow('Input for workflow "bill" is invalid: cents: cents must not be less than 1.');
+    expect(await client.listRuns()).toEqual([]);
+  });
+
+  it('starts @OnEvent workflows for each emitted event', async () => {
+    await start([RedflowModule.forRoot(options())]);
+    const client = app!.get(RedflowClient);
+    const [runId] = await client.emitEvent('invoice.paid', { invoice: 'inv_1' });
+    await expect(client.handle(runId).result({ timeoutMs: 5000 })).resolves.toBe('inv_1');
+    expect(app!.get(Ledger).entries).toEqual(['paid inv_1']);
+  });
+
+  it('forRootAsync with useFactory and inject', async () => {
+    @Injectable()
+    class Config {
+      get = () => options();
+    }
+    @Module({ providers: [Config], exports: [Config] })
+    class ConfigModule {}
+    await start([RedflowModule.forRootAsync({ imports: [ConfigModule], inject: [Config], useFactory: (config: Config) => config.get() })]);
+    const handle = await app!.get(RedflowClient).run(BillingWorkflows, 'bill', { cents: 5 });
+    await expect(handle.result({ timeoutMs: 5000 })).resolves.toMatchObject({ entry: 'charged 5' });
+  });
+
+  it('forRootAsync with useClass, applying defaults.maxConcurrency to workflows that set none', async () => {
+    @Injectable()
+    class OptionsFactory {
+      create(): RedflowModuleOptions {
+        return { ...options(), defaults: { maxConcurrency: 4 } };
+      }
+    }
+    await start([RedflowModule.forRootAsync({ useClass: OptionsFactory })]);
+    const meta = await app!.get(RedflowClient).getWorkflowMeta('bill');
+    expect(meta).toMatchObject({ name: 'bill', owner: 'billing' });
+    expect(await redis.hget(app!.get(RedflowClient).keys.workflow('bill'), 'maxConcurrency')).toBe('4');
+    expect(await redis.hget(app!.get(RedflowClient).keys.workflow('on-paid'), 'maxConcurrency')).toBe('0');
+  });
+
+  it('isGlobal makes RedflowClient injectable in modules that do not import RedflowModule', async () => {
+    @Injectable()
+    class Checkout {
+      constructor(readonly client: RedflowClient) {}
+    }
+    @Module({ providers: [Checkout] })
+    class FeatureModule {}
+    await start([RedflowModule.forRoot({ ...options(), isGlobal: true }), FeatureModule]);
+    expect(app!.get(Checkout).client).toBe(app!.get(RedflowClient));
+  });
+
+  it('client.run rejects a method that is not a @Workflow', async () => {
+    await start([RedflowModule.forRoot({ ...options(), worker: false })]);
+    const client = app!.get(RedflowClient);
+    // `record` takes a number, not a context: it is not a workflow method, so it does not type-check either.
+    // @ts-expect-error not a workflow method
+    expect(() => client.run(BillingWorkflows, 'record', 1)).toThrow(
+      'BillingWorkflows.record is not a @Workflow method. Decorate it with @Workflow() or start a workflow by name with runByName().',
+    );
+  });
+});
+
+/** Compile-time checks of `client.run`: `npm run typecheck` fails if a wrong call compiles. */
+export function typedRunChecks(client: RedflowClient): void {
+  void client.run(BillingWorkflows, 'bill', { cents: 1 });
+  // @ts-expect-error wrong input type
+  void client.run(BillingWorkflows, 'bill', { cents: 'one' });
+  // @ts-expect-error missing input field
+  void client.run(BillingWorkflows, 'bill', {});
+  // @ts-expect-error no such method
+  void client.run(BillingWorkflows, 'nope', { cents: 1 });
+  void client.run(BillingWorkflows, 'bill', { cents: 1 }).then(async (h) => {
+    const out = await h.result();
+    const attempt: number = out.attempt;
+    // @ts-expect-error the output is typed
+    const wrong: string = out.attempt;
+    return [attempt, wrong];
+  });
+}
