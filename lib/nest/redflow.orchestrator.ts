@@ -30,6 +30,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   private starting: Promise<void> | undefined;
   private server: RedflowServer | undefined;
   private subscription: Subscription | undefined;
+  private bootstrapped: Promise<void> | undefined;
 
   constructor(
     @Inject(REDFLOW_MODULE_OPTIONS) options: RedflowModuleOptions,
@@ -47,6 +48,8 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   }
 
   onModuleInit(): void {
+    // A microservice's init() and listen() may both run the init hooks: collect once.
+    if (this.subscription) return;
     this.explorer.explore(this.registry);
     // A microservice created with RedflowServer registers it as an RPC target of the app.
     this.subscription = this.modules.getRpcTargetRegistry().subscribe((target) => {
@@ -57,7 +60,12 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
     });
   }
 
-  async onApplicationBootstrap(): Promise<void> {
+  onApplicationBootstrap(): Promise<void> {
+    this.bootstrapped ??= this.bootstrap();
+    return this.bootstrapped;
+  }
+
+  private async bootstrap(): Promise<void> {
     if (process.listenerCount('SIGTERM') === 0) {
       this.logger.warn('Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().');
     }
