@@ -17,8 +17,8 @@ export class CheckoutWorkflows {
     const payment = await this.chargeCard(input.orderId, input.totalCents);
     await step.waitFor('cooldown', COOLDOWN);
     const receipt = await step.runWorkflow('receipt', 'send-receipt', { orderId: input.orderId, email: input.email });
-    await step.emitEvent('announce', 'order.completed', { orderId: input.orderId, totalCents: input.totalCents });
     if (input.orderId.startsWith('fail-')) throw new NonRetriableError(`Order ${input.orderId} cannot be shipped.`);
+    await step.emitEvent('announce', 'order.completed', { orderId: input.orderId, totalCents: input.totalCents });
     return { orderId: input.orderId, chargeId: payment.chargeId, receipt };
   }
 

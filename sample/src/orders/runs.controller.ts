@@ -1,5 +1,5 @@
-import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
-import { RedflowClient } from '../../../lib';
+import { Body, ConflictException, Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+import { IdempotencyConflictError, RedflowClient } from '../../../lib';
 import { CheckoutWorkflows } from './checkout.workflows';
 import { CreateOrderDto } from './create-order.dto';
 
@@ -10,8 +10,13 @@ export class RunsController {
   /** Starts checkout; the order id doubles as the idempotency key, so a retried POST starts nothing new. */
   @Post('orders')
   async createOrder(@Body() order: CreateOrderDto) {
-    const run = await this.redflow.run(CheckoutWorkflows, 'checkout', order, { idempotencyKey: order.orderId });
-    return { runId: run.id };
+    try {
+      const run = await this.redflow.run(CheckoutWorkflows, 'checkout', order, { idempotencyKey: order.orderId });
+      return { runId: run.id };
+    } catch (error) {
+      if (error instanceof IdempotencyConflictError) throw new ConflictException(`Order "${order.orderId}" was already placed with other details.`);
+      throw error;
+    }
   }
 
   @Get('runs/:id')
