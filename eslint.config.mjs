@@ -14,5 +14,9 @@ export default tseslint.config(
     },
   },
   { files: ['lib/core/workflow.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
+  {
+    files: ['lib/dashboard/assets/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: { window: 'readonly', document: 'readonly', location: 'readonly', fetch: 'readonly', URLSearchParams: 'readonly', Node: 'readonly', HTMLSelectElement: 'readonly', clearTimeout: 'readonly', setTimeout: 'readonly' } },
+  },
   { files: ['test/**', 'bench/**', 'sample/**', 'scripts/**'], rules: { 'no-console': 'off' } },
 );

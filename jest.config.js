@@ -26,6 +26,7 @@ module.exports = {
   projects: [
     project('engine', ['<rootDir>/test/engine/**/*.spec.ts']),
     project('nest', ['<rootDir>/test/nest/**/*.spec.ts', '<rootDir>/test/sample/**/*.spec.ts']),
+    project('dashboard', ['<rootDir>/test/dashboard/**/*.spec.ts', '<rootDir>/test/cli/**/*.spec.ts', '<rootDir>/test/browser/**/*.spec.ts']),
   ],
   globalSetup: '<rootDir>/test/setup/global-setup.js',
   globalTeardown: '<rootDir>/test/setup/global-teardown.js',

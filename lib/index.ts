@@ -4,3 +4,4 @@
  */
 export * from './core';
 export * from './nest';
+export { createDashboardHandler, type DashboardOptions } from './dashboard/dashboard-handler';

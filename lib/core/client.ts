@@ -16,7 +16,7 @@ import { RedflowKeys } from './keys';
 import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
 import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
-import { RUN_STATUSES, TERMINAL_STATUSES, type RunState, type RunStatus, type StepState, type WorkflowMeta } from './types';
+import { RUN_STATUSES, TERMINAL_STATUSES, type CronState, type RunState, type RunStats, type RunStatus, type StepState, type WorkflowMeta } from './types';
 import { flowControlFor, type RunFlowControl } from './flow-control';
 import { validateInput } from './validation';
 import { cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
@@ -90,6 +90,7 @@ const RUN_FIELDS = [
   'finishedAt',
   'cancelReason',
   'idempotencyKey',
+  'parent',
 ] as const;
 
 /** A new run id: time-ordered, unique across processes. */
@@ -121,6 +122,7 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.finishedAt) run.finishedAt = Number(f.finishedAt);
   if (f.cancelReason) run.cancelReason = f.cancelReason;
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
+  if (f.parent) run.parentId = f.parent;
   return run;
 }
 
@@ -305,6 +307,51 @@ export class WorkflowClient {
     return runs;
   }
 
+  /** Ids of the child runs a run waits or waited on (`step.runWorkflow`). */
+  async getRunChildren(id: string): Promise<string[]> {
+    return (await this.redis.smembers(`${this.keys.run(id)}:children`)).sort();
+  }
+
+  /**
+   * Counts for an overview: runs per status, runs per workflow (as indexed), and runs that
+   * succeeded or failed in each of the last `minutes` minutes (oldest first).
+   */
+  async getStats(options: { minutes?: number } = {}): Promise<RunStats> {
+    const minutes = options.minutes ?? 60;
+    const workflows = (await this.redis.smembers(this.keys.workflows())).sort();
+    const now = Date.now();
+    const start = now - (now % 60_000) - (minutes - 1) * 60_000;
+    const pipeline = this.redis.pipeline();
+    for (const status of RUN_STATUSES) pipeline.zcard(this.statusIndex(status));
+    for (const name of workflows) pipeline.zcard(this.keys.workflowRuns(name));
+    for (const status of ['succeeded', 'failed'] as const) {
+      for (let i = 0; i < minutes; i++) pipeline.zcount(this.keys.status(status), start + i * 60_000, start + (i + 1) * 60_000 - 1);
+    }
+    const replies = ((await pipeline.exec()) ?? []).map(([, value]) => Number(value));
+    const byStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, replies[i]])) as Record<RunStatus, number>;
+    const byWorkflow = Object.fromEntries(workflows.map((w, i) => [w, replies[RUN_STATUSES.length + i]]));
+    const offset = RUN_STATUSES.length + workflows.length;
+    const perMinute = Array.from({ length: minutes }, (_, i) => ({
+      minute: start + i * 60_000,
+      succeeded: replies[offset + i],
+      failed: replies[offset + minutes + i],
+    }));
+    return { byStatus, byWorkflow, perMinute };
+  }
+
+  /** Cron schedules registered in Redis, with their next tick. */
+  async listCrons(): Promise<CronState[]> {
+    const [defs, next] = await Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]);
+    const nextById = new Map<string, number>();
+    for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
+    return Object.entries(defs)
+      .map(([id, json]) => {
+        const def = JSON.parse(json) as { workflow: string; expression: string; timezone: string | null; input: unknown };
+        return { id, workflow: def.workflow, expression: def.expression, timezone: def.timezone ?? undefined, input: def.input, nextAt: nextById.get(id) };
+      })
+      .sort((a, b) => a.id.localeCompare(b.id));
+  }
+
   /** Workflows registered in Redis by workers (or `syncRegistry`). */
   async listWorkflows(): Promise<WorkflowMeta[]> {
     const names = (await this.redis.smembers(this.keys.workflows())).sort();
@@ -315,7 +362,18 @@ export class WorkflowClient {
   async getWorkflowMeta(name: string): Promise<WorkflowMeta | null> {
     const h = await this.redis.hgetall(this.keys.workflow(name));
     if (!h.queue) return null;
-    return { name, queue: h.queue, maxAttempts: Number(h.maxAttempts), owner: h.owner, updatedAt: Number(h.updatedAt) };
+    const list = (value: string | undefined) => (value ? value.split('\n') : []);
+    const limit = Number(h.maxConcurrency ?? 0);
+    return {
+      name,
+      queue: h.queue,
+      maxAttempts: Number(h.maxAttempts),
+      maxConcurrency: limit > 0 ? limit : Infinity,
+      events: list(h.events),
+      crons: list(h.crons),
+      owner: h.owner,
+      updatedAt: Number(h.updatedAt),
+    };
   }
 
   /**

@@ -27,6 +27,8 @@ export interface RunState<TOutput = unknown> {
   finishedAt?: number;
   cancelReason?: string;
   idempotencyKey?: string;
+  /** The run that started this one with `step.runWorkflow` / `step.emitWorkflow`. */
+  parentId?: string;
 }
 
 /** A stored step record. */
@@ -53,6 +55,12 @@ export interface WorkflowMeta {
   name: string;
   queue: string;
   maxAttempts: number;
+  /** `Infinity` when unlimited. */
+  maxConcurrency: number;
+  /** Events it is subscribed to. */
+  events: string[];
+  /** Ids of its cron schedules. */
+  crons: string[];
   owner: string;
   updatedAt: number;
 }
@@ -74,3 +82,22 @@ export const stderrLogger: RedflowLogger = {
     process.stderr.write(`[redflow] ${message}${stack ? `\n${stack}` : ''}\n`);
   },
 };
+
+/** Counts for a dashboard overview. */
+export interface RunStats {
+  byStatus: Record<RunStatus, number>;
+  byWorkflow: Record<string, number>;
+  /** Runs that ended in each minute, oldest first. */
+  perMinute: Array<{ minute: number; succeeded: number; failed: number }>;
+}
+
+/** A cron schedule as registered in Redis. */
+export interface CronState {
+  id: string;
+  workflow: string;
+  expression: string;
+  timezone?: string;
+  input: unknown;
+  /** Epoch ms of the next tick. */
+  nextAt?: number;
+}

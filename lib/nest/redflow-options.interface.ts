@@ -1,5 +1,6 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { WorkerRuntimeOptions } from '../core';
+import type { DashboardOptions } from '../dashboard/dashboard-handler';
 
 /** Worker settings of `RedflowModule`. */
 export interface RedflowWorkerOptions {
@@ -36,6 +37,11 @@ export interface RedflowModuleOptions {
   shutdownTimeoutMs?: number;
   /** Largest input or step output in bytes. @default 1048576 */
   maxPayloadBytes?: number;
+  /**
+   * Mounts the web dashboard on this app's HTTP server (Express): `{ path, authorize, readOnly }`.
+   * `authorize(request)` is required; pass `() => true` for open access.
+   */
+  dashboard?: DashboardOptions;
 }
 
 /** The options with every default applied. The only place defaults are merged. */

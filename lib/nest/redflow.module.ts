@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { WorkflowRegistry } from '../core';
 import { createRedflowClient, RedflowClient } from './redflow.client';
 import { REDFLOW_REGISTRY } from './redflow.constants';
+import { RedflowDashboardMount } from './redflow-dashboard.mount';
 import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
 import { REDFLOW_MODULE_OPTIONS, RedflowConfigurableModule } from './redflow.module-definition';
@@ -18,6 +19,7 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
     RedflowMetadataAccessor,
     RedflowExplorer,
     RedflowOrchestrator,
+    RedflowDashboardMount,
     { provide: REDFLOW_REGISTRY, useFactory: () => new WorkflowRegistry() },
     {
       provide: RedflowClient,

@@ -18,6 +18,8 @@ export class AppModule {
             connection: process.env.REDIS_URL,
             prefix: process.env.REDFLOW_PREFIX ?? 'sample-shop',
             worker: options.worker ? { concurrency: 20 } : false,
+            // Open access for this local sample only: put your own auth check here.
+            dashboard: { path: '/redflow', authorize: () => true },
           }),
         }),
       ],

@@ -1,0 +1,203 @@
+// The dashboard page: plain DOM, no framework, no build step. Every value from Redis is written
+// with textContent, never as HTML, so run inputs and errors cannot inject markup.
+'use strict';
+(function () {
+  const base = document.body.dataset.base;
+  const view = document.getElementById('view');
+  const STATUSES = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'];
+  let meta = { readOnly: true, prefix: '' };
+  let timer;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else if (key === 'style') node.style.cssText = value; // CSSOM, allowed by the page's CSP
+      else node.setAttribute(key, value === true ? '' : String(value));
+    }
+    for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+    return node;
+  }
+  const time = (ms) => (ms ? new Date(ms).toLocaleString() : '');
+  const pretty = (value) => (value === undefined ? '' : JSON.stringify(value, null, 2));
+  const statusEl = (status) => el('span', { class: `status status-${status}`, 'data-testid': 'status' }, status);
+  const runLink = (id) => el('a', { href: `#/runs/${encodeURIComponent(id)}`, 'data-testid': 'run-link' }, id);
+
+  async function api(path, init) {
+    const res = await fetch(`${base}/api${path}`, init);
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(body.message || `HTTP ${res.status}`);
+    return body;
+  }
+  const act = (path) => api(path, { method: 'POST', headers: { 'x-redflow-action': '1' } });
+
+  function parseHash() {
+    const [path, queryString] = location.hash.replace(/^#/, '').split('?');
+    return { path: path || '/', query: new URLSearchParams(queryString || '') };
+  }
+
+  async function overview() {
+    const stats = await api('/overview');
+    const max = Math.max(1, ...stats.perMinute.map((m) => m.succeeded + m.failed));
+    const width = 600, height = 100, step = width / stats.perMinute.length;
+    const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+    svg.setAttribute('class', 'chart');
+    svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+    svg.setAttribute('preserveAspectRatio', 'none');
+    stats.perMinute.forEach((m, i) => {
+      let y = height;
+      for (const [count, color] of [[m.succeeded, '#1a7f37'], [m.failed, '#cf222e']]) {
+        if (!count) continue;
+        const h = (count / max) * height;
+        y -= h;
+        const rect = document.createElementNS('http://www.w3.org/2000/svg', 'rect');
+        rect.setAttribute('x', String(i * step + 1));
+        rect.setAttribute('y', String(y));
+        rect.setAttribute('width', String(Math.max(1, step - 2)));
+        rect.setAttribute('height', String(h));
+        rect.setAttribute('fill', color);
+        const title = document.createElementNS('http://www.w3.org/2000/svg', 'title');
+        title.textContent = `${new Date(m.minute).toLocaleTimeString()}: ${m.succeeded} succeeded, ${m.failed} failed`;
+        rect.append(title);
+        svg.append(rect);
+      }
+    });
+    return [
+      el('h2', {}, 'Overview'),
+      el('div', { class: 'cards', 'data-testid': 'status-counts' },
+        STATUSES.map((s) => el('a', { class: 'card', href: `#/runs?status=${s}` }, el('b', {}, stats.byStatus[s]), statusEl(s)))),
+      el('h3', {}, 'Ended runs per minute, last hour (green: succeeded, red: failed)'),
+      svg,
+      el('h3', {}, 'Runs per workflow'),
+      el('table', {}, el('tbody', {}, Object.entries(stats.byWorkflow).map(([name, count]) =>
+        el('tr', {}, el('td', {}, el('a', { href: `#/runs?workflow=${encodeURIComponent(name)}` }, name)), el('td', {}, count))))),
+    ];
+  }
+
+  async function runs(query) {
+    const workflow = query.get('workflow') || '';
+    const status = query.get('status') || '';
+    const offset = Number(query.get('offset') || 0);
+    const limit = 25;
+    const params = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+    if (workflow) params.set('workflow', workflow);
+    if (status) params.set('status', status);
+    const [{ workflows }, page] = await Promise.all([api('/workflows'), api(`/runs?${params}`)]);
+    const go = (changes) => {
+      const next = new URLSearchParams({ workflow, status, offset: String(offset), ...changes });
+      for (const [k, v] of [...next]) if (!v || v === '0') next.delete(k);
+      location.hash = `#/runs?${next}`;
+    };
+    const workflowSelect = el('select', { 'data-testid': 'filter-workflow', onchange: (e) => go({ workflow: e.target.value, offset: '0' }) },
+      el('option', { value: '' }, 'all workflows'), workflows.map((w) => el('option', { value: w.name, selected: w.name === workflow }, w.name)));
+    const statusSelect = el('select', { 'data-testid': 'filter-status', onchange: (e) => go({ status: e.target.value, offset: '0' }) },
+      el('option', { value: '' }, 'all statuses'), STATUSES.map((s) => el('option', { value: s, selected: s === status }, s)));
+    return [
+      el('h2', {}, 'Runs'),
+      el('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, workflowSelect, statusSelect),
+      el('table', { 'data-testid': 'runs-table' },
+        el('thead', {}, el('tr', {}, ['Run', 'Workflow', 'Status', 'Attempt', 'Created', 'Finished'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, page.runs.map((r) => el('tr', { 'data-testid': 'run-row', 'data-run-id': r.id },
+          el('td', {}, runLink(r.id)), el('td', {}, r.workflow), el('td', {}, statusEl(r.status)),
+          el('td', {}, `${r.attempt}/${r.maxAttempts}`), el('td', {}, time(r.createdAt)), el('td', {}, time(r.finishedAt)))))),
+      page.runs.length ? null : el('p', { class: 'muted' }, 'No runs match.'),
+      el('p', {},
+        el('button', { disabled: offset === 0, 'data-testid': 'page-prev', onclick: () => go({ offset: String(Math.max(0, offset - limit)) }) }, 'Newer'), ' ',
+        el('button', { disabled: !page.hasMore, 'data-testid': 'page-next', onclick: () => go({ offset: String(offset + limit) }) }, 'Older'), ' ',
+        el('span', { class: 'muted' }, `${offset + 1}–${offset + page.runs.length}`)),
+    ];
+  }
+
+  async function runDetail(id) {
+    const { run, steps, children } = await api(`/runs/${encodeURIComponent(id)}`);
+    const live = ['scheduled', 'queued', 'running'].includes(run.status);
+    const message = el('span', { class: 'error', 'data-testid': 'action-message' });
+    const action = async (kind) => {
+      try {
+        const result = await act(`/runs/${encodeURIComponent(id)}/${kind}`);
+        if (result.runId) location.hash = `#/runs/${encodeURIComponent(result.runId)}`;
+        else render();
+      } catch (error) {
+        message.textContent = error.message;
+      }
+    };
+    const longest = Math.max(1, ...steps.map((s) => (s.finishedAt && s.startedAt ? s.finishedAt - s.startedAt : 0)));
+    return [
+      el('h2', {}, 'Run ', el('code', { 'data-testid': 'run-id' }, run.id)),
+      el('p', {}, statusEl(run.status), ' · ', run.workflow, ' on queue ', run.queue, ' · attempt ', `${run.attempt}/${run.maxAttempts}`),
+      el('p', {},
+        el('button', { 'data-testid': 'cancel', disabled: meta.readOnly || !live, onclick: () => action('cancel') }, 'Cancel'), ' ',
+        el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !['failed', 'canceled'].includes(run.status), onclick: () => action('rerun') }, 'Re-run'), ' ',
+        message),
+      el('table', {}, el('tbody', {},
+        el('tr', {}, el('th', {}, 'Created'), el('td', {}, time(run.createdAt))),
+        el('tr', {}, el('th', {}, 'Started'), el('td', {}, time(run.startedAt))),
+        el('tr', {}, el('th', {}, 'Finished'), el('td', {}, time(run.finishedAt))),
+        run.parentId ? el('tr', {}, el('th', {}, 'Parent'), el('td', {}, runLink(run.parentId))) : null,
+        children.length ? el('tr', {}, el('th', {}, 'Children'), el('td', {}, children.map((c) => el('div', {}, runLink(c))))) : null,
+        run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null)),
+      el('h3', {}, 'Input'), el('pre', { 'data-testid': 'run-input' }, pretty(run.input)),
+      run.output !== undefined ? [el('h3', {}, 'Output'), el('pre', { 'data-testid': 'run-output' }, pretty(run.output))] : null,
+      run.error ? [el('h3', {}, 'Error'), el('pre', { 'data-testid': 'run-error' }, `${run.error.name}: ${run.error.message}\n\n${run.error.stack || ''}`)] : null,
+      el('h3', {}, 'Steps'),
+      el('table', { 'data-testid': 'steps' },
+        el('thead', {}, el('tr', {}, ['#', 'Step', 'Status', 'Attempt', 'Duration', ''].map((h) => el('th', {}, h)))),
+        el('tbody', {}, steps.map((s) => {
+          const duration = s.finishedAt && s.startedAt !== undefined ? s.finishedAt - s.startedAt : undefined;
+          return el('tr', { 'data-testid': 'step-row' },
+            el('td', {}, s.seq), el('td', {}, s.name), el('td', {}, statusEl(s.status)), el('td', {}, s.attempt),
+            el('td', {}, duration !== undefined ? `${duration} ms` : s.wakeAt ? `until ${time(s.wakeAt)}` : s.childRunId ? runLink(s.childRunId) : ''),
+            el('td', { style: 'width:30%' }, duration !== undefined ? el('div', { class: 'bar', style: `width:${(duration / longest) * 100}%` }) : null));
+        }))),
+    ];
+  }
+
+  async function workflowsPage() {
+    const { workflows, crons } = await api('/workflows');
+    return [
+      el('h2', {}, 'Workflows'),
+      el('table', { 'data-testid': 'workflows-table' },
+        el('thead', {}, el('tr', {}, ['Workflow', 'Queue', 'Max attempts', 'Max concurrency', 'Events', 'Owner'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, workflows.map((w) => el('tr', {},
+          el('td', {}, el('a', { href: `#/runs?workflow=${encodeURIComponent(w.name)}` }, w.name)), el('td', {}, w.queue), el('td', {}, w.maxAttempts),
+          el('td', {}, w.maxConcurrency === null ? 'unlimited' : w.maxConcurrency), el('td', {}, w.events.join(', ')), el('td', {}, w.owner))))),
+      el('h3', {}, 'Cron schedules'),
+      el('table', { 'data-testid': 'crons-table' },
+        el('thead', {}, el('tr', {}, ['Id', 'Workflow', 'Expression', 'Time zone', 'Next tick'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, crons.map((c) => el('tr', {}, el('td', {}, c.id), el('td', {}, c.workflow), el('td', {}, el('code', {}, c.expression)),
+          el('td', {}, c.timezone || ''), el('td', {}, time(c.nextAt)))))),
+    ];
+  }
+
+  async function render() {
+    clearTimeout(timer);
+    const { path, query } = parseHash();
+    try {
+      let content;
+      if (path === '/') content = await overview();
+      else if (path === '/runs') content = await runs(query);
+      else if (path.startsWith('/runs/')) content = await runDetail(decodeURIComponent(path.slice('/runs/'.length)));
+      else if (path === '/workflows') content = await workflowsPage();
+      else content = [el('p', {}, 'Nothing here.')];
+      // Do not re-render under a filter the user is choosing from.
+      if (!(document.activeElement instanceof HTMLSelectElement && view.contains(document.activeElement))) {
+        view.replaceChildren(...[content].flat(2).filter(Boolean));
+      }
+    } catch (error) {
+      view.replaceChildren(el('p', { class: 'error', 'data-testid': 'page-error' }, error.message));
+    }
+    // Live updates: short polling of the page being looked at.
+    timer = setTimeout(render, 1500);
+  }
+
+  window.addEventListener('hashchange', () => {
+    view.replaceChildren();
+    render();
+  });
+  api('/meta').then((m) => {
+    meta = m;
+    document.getElementById('meta').textContent = `prefix ${m.prefix}${m.readOnly ? ' · read-only' : ''}`;
+    render();
+  }, (error) => view.replaceChildren(el('p', { class: 'error', 'data-testid': 'page-error' }, error.message)));
+})();
