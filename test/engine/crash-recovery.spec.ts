@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { defineCrashWorkflows, effectKey } from '../fixtures/crash-worker';
-import { eventually, TestEngine } from '../support/engine';
+import { TestEngine } from '../support/engine';
+import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
-const ROOT = join(__dirname, '..', '..');
-const FIXTURE = join(ROOT, 'test', 'fixtures', 'crash-worker.ts');
+const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
 /** The child compiles the engine with SWC on start-up, so its first claim may take a few seconds. */
 const CHILD_PATIENCE_MS = 15_000;
 
@@ -15,57 +14,32 @@ const CHILD_PATIENCE_MS = 15_000;
  */
 describe('crash recovery', () => {
   let engine: TestEngine;
-  let child: ChildProcess | undefined;
-  let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  let stderr = '';
+  let child: WorkerProcess | undefined;
 
   beforeEach(() => {
     engine = new TestEngine();
     child = undefined;
-    stderr = '';
   });
 
   afterEach(async () => {
     try {
-      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      if (child) await exited;
+      await killWorkerProcess(child);
     } finally {
       await engine.close();
     }
   });
 
-  function spawnCrashWorker(): ChildProcess {
-    const env: NodeJS.ProcessEnv = { ...process.env, REDFLOW_CRASH_PREFIX: engine.prefix };
-    delete env.REDFLOW_TEST_REDIS_URL;
-    delete env.REDFLOW_TEST_CLUSTER_NODES;
-    if (process.env.REDFLOW_TEST_CLUSTER_NODES) env.REDFLOW_TEST_CLUSTER_NODES = process.env.REDFLOW_TEST_CLUSTER_NODES;
-    else env.REDFLOW_TEST_REDIS_URL = process.env.REDFLOW_TEST_REDIS_URL;
-    const proc = spawn(process.execPath, ['-r', '@swc-node/register', FIXTURE], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    proc.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    exited = new Promise((resolve) => {
-      proc.once('exit', (code, signal) => resolve({ code, signal }));
-      proc.once('error', (error) => {
-        stderr += `spawn failed: ${error.message}\n`;
-        resolve({ code: null, signal: null });
-      });
-    });
-    child = proc;
-    return proc;
+  function spawnCrashWorker(): WorkerProcess {
+    child = spawnWorkerProcess(FIXTURE, { REDFLOW_CRASH_PREFIX: engine.prefix });
+    return child;
   }
 
   /** Waits for `check` while the child is alive; fails at once, with its stderr, if it exited. */
-  function whileChildRuns(check: () => Promise<boolean>): Promise<boolean> {
-    return eventually(async () => {
-      if (child?.exitCode !== null || child?.signalCode !== null) {
-        throw new Error(`The crash worker exited early (code ${child?.exitCode}, signal ${child?.signalCode}):\n${stderr}`);
-      }
-      return check();
-    }, CHILD_PATIENCE_MS);
-  }
+  const whileChildRuns = (check: () => Promise<boolean>) => whileAlive(child ? [child] : [], 'The crash worker', check, CHILD_PATIENCE_MS);
 
-  async function killChild(proc: ChildProcess): Promise<void> {
-    expect(proc.kill('SIGKILL')).toBe(true);
-    await expect(exited).resolves.toEqual({ code: null, signal: 'SIGKILL' });
+  async function killChild(worker: WorkerProcess): Promise<void> {
+    expect(worker.proc.kill('SIGKILL')).toBe(true);
+    await expect(worker.exited).resolves.toEqual({ code: null, signal: 'SIGKILL' });
   }
 
   const effects = async (...steps: string[]) => (await engine.redis.mget(...steps.map((s) => effectKey(engine.prefix, s)))).map(Number);
@@ -80,7 +54,7 @@ describe('crash recovery', () => {
     await whileChildRuns(async () => (await effects('three'))[0] === 1 && (await stepNames(handle.id)).join() === 'one,two');
     expect(await effects('one', 'two', 'three')).toEqual([1, 1, 1]);
     expect(await handle.getState()).toMatchObject({ status: 'running', attempt: 1 });
-    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.pid}:`);
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.proc.pid}:`);
 
     await killChild(proc);
     await engine.worker();
@@ -113,7 +87,7 @@ describe('crash recovery', () => {
     // Branches a and b finished and are stored; c started and hangs.
     await whileChildRuns(async () => (await effects('c'))[0] === 1 && (await stepNames(handle.id)).join() === 'a,b');
     expect(await effects('a', 'b', 'c')).toEqual([1, 1, 1]);
-    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.pid}:`);
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.proc.pid}:`);
 
     await killChild(proc);
     await engine.worker();

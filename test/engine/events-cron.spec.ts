@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { InvalidCronError, WorkflowRegistry, type RunState } from '../../lib';
 import { nextCronTick } from '../../lib/core/client';
 import { defineCronWorkflow, execKey, readyKey, TICKER, TICKER_CRON_ID } from '../fixtures/cron-worker';
 import { deferred, eventually, TestEngine } from '../support/engine';
+import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
-const ROOT = join(__dirname, '..', '..');
-const FIXTURE = join(ROOT, 'test', 'fixtures', 'cron-worker.ts');
+const FIXTURE = join(__dirname, '..', 'fixtures', 'cron-worker.ts');
 /** A child compiles the engine with SWC on start-up, so its worker may take a few seconds to start. */
 const CHILD_PATIENCE_MS = 15_000;
 const EVERY_SECOND = '*/1 * * * * *';
@@ -227,46 +226,19 @@ describe('events and cron', () => {
     });
 
     describe('across worker processes', () => {
-      let children: Array<{ proc: ChildProcess; exited: Promise<unknown>; stderr: string }> = [];
+      let children: WorkerProcess[] = [];
 
       afterEach(async () => {
-        for (const child of children) {
-          if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL');
-        }
-        await Promise.all(children.map((c) => c.exited));
+        await Promise.all(children.map((c) => killWorkerProcess(c)));
         children = [];
       });
 
       function spawnCronWorker(): void {
-        const env: NodeJS.ProcessEnv = { ...process.env, REDFLOW_CRON_PREFIX: engine.prefix };
-        delete env.REDFLOW_TEST_REDIS_URL;
-        delete env.REDFLOW_TEST_CLUSTER_NODES;
-        if (process.env.REDFLOW_TEST_CLUSTER_NODES) env.REDFLOW_TEST_CLUSTER_NODES = process.env.REDFLOW_TEST_CLUSTER_NODES;
-        else env.REDFLOW_TEST_REDIS_URL = process.env.REDFLOW_TEST_REDIS_URL;
-        const proc = spawn(process.execPath, ['-r', '@swc-node/register', FIXTURE], { cwd: ROOT, env, stdio: ['pipe', 'ignore', 'pipe'] });
-        const child = { proc, exited: Promise.resolve() as Promise<unknown>, stderr: '' };
-        proc.stderr!.setEncoding('utf8').on('data', (chunk: string) => (child.stderr += chunk));
-        child.exited = new Promise((resolve) => {
-          proc.once('exit', resolve);
-          proc.once('error', (error) => {
-            child.stderr += `spawn failed: ${error.message}\n`;
-            resolve(null);
-          });
-        });
-        children.push(child);
+        // The fixture stops when its stdin closes.
+        children.push(spawnWorkerProcess(FIXTURE, { REDFLOW_CRON_PREFIX: engine.prefix }, 'pipe'));
       }
 
-      /** Waits for `check` while every child is alive; fails at once, with its stderr, if one exited. */
-      function whileChildrenRun<T>(check: () => Promise<T>, timeoutMs = CHILD_PATIENCE_MS): Promise<T> {
-        return eventually(async () => {
-          for (const c of children) {
-            if (c.proc.exitCode !== null || c.proc.signalCode !== null) {
-              throw new Error(`A cron worker exited early (code ${c.proc.exitCode}, signal ${c.proc.signalCode}):\n${c.stderr}`);
-            }
-          }
-          return check();
-        }, timeoutMs);
-      }
+      const whileChildrenRun = (check: () => Promise<boolean>, timeoutMs = CHILD_PATIENCE_MS) => whileAlive(children, 'A cron worker', check, timeoutMs);
 
       it('creates exactly one run per tick when 3 child workers and 1 in-process worker share the cron', async () => {
         defineCronWorkflow(engine.registry, engine.redis, engine.prefix);

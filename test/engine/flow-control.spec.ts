@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { NonRetriableError, RateLimitExceededError, type RunHandle, type RunStatus, type WorkflowContext } from '../../lib';
 import { defineSlotHolder, SLOT_HOLDER, startsKey } from '../fixtures/flow-control-worker';
 import { deferred, eventually, TestEngine } from '../support/engine';
+import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
-const ROOT = join(__dirname, '..', '..');
-const FIXTURE = join(ROOT, 'test', 'fixtures', 'flow-control-worker.ts');
+const FIXTURE = join(__dirname, '..', 'fixtures', 'flow-control-worker.ts');
 /** The child compiles the engine with SWC on start-up, so its first claim may take a few seconds. */
 const CHILD_PATIENCE_MS = 15_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -138,44 +137,19 @@ describe('flow control', () => {
     });
 
     describe('with a worker that crashes', () => {
-      let child: ChildProcess | undefined;
-      let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-      let stderr = '';
+      let child: WorkerProcess | undefined;
 
       afterEach(async () => {
-        if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-        if (child) await exited;
+        await killWorkerProcess(child);
         child = undefined;
       });
 
-      function spawnChild(): ChildProcess {
-        const env: NodeJS.ProcessEnv = { ...process.env, REDFLOW_FC_PREFIX: engine.prefix };
-        delete env.REDFLOW_TEST_REDIS_URL;
-        delete env.REDFLOW_TEST_CLUSTER_NODES;
-        if (process.env.REDFLOW_TEST_CLUSTER_NODES) env.REDFLOW_TEST_CLUSTER_NODES = process.env.REDFLOW_TEST_CLUSTER_NODES;
-        else env.REDFLOW_TEST_REDIS_URL = process.env.REDFLOW_TEST_REDIS_URL;
-        stderr = '';
-        const proc = spawn(process.execPath, ['-r', '@swc-node/register', FIXTURE], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
-        proc.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-        exited = new Promise((resolve) => {
-          proc.once('exit', (code, signal) => resolve({ code, signal }));
-          proc.once('error', (error) => {
-            stderr += `spawn failed: ${error.message}\n`;
-            resolve({ code: null, signal: null });
-          });
-        });
-        child = proc;
-        return proc;
+      function spawnChild(): WorkerProcess {
+        child = spawnWorkerProcess(FIXTURE, { REDFLOW_FC_PREFIX: engine.prefix });
+        return child;
       }
 
-      function whileChildRuns(check: () => Promise<boolean>): Promise<boolean> {
-        return eventually(async () => {
-          if (child?.exitCode !== null || child?.signalCode !== null) {
-            throw new Error(`The flow-control worker exited early (code ${child?.exitCode}, signal ${child?.signalCode}):\n${stderr}`);
-          }
-          return check();
-        }, CHILD_PATIENCE_MS);
-      }
+      const whileChildRuns = (check: () => Promise<boolean>) => whileAlive(child ? [child] : [], 'The flow-control worker', check, CHILD_PATIENCE_MS);
 
       it('frees the concurrency slot of a killed worker within one lease', async () => {
         const wf = defineSlotHolder(engine.registry, engine.redis, engine.prefix, 'parent');
@@ -188,12 +162,12 @@ describe('flow control', () => {
         await whileChildRuns(async () => (await parked(SLOT_HOLDER)).join() === second.id);
 
         expect(await first.getState()).toMatchObject({ status: 'running', attempt: 1 });
-        expect(await engine.redis.hget(engine.client.keys.run(first.id), 'lease')).toContain(`:${proc.pid}:`);
+        expect(await engine.redis.hget(engine.client.keys.run(first.id), 'lease')).toContain(`:${proc.proc.pid}:`);
         expect(await second.getState()).toMatchObject({ status: 'queued', attempt: 0 });
         expect(await active(SLOT_HOLDER)).toEqual([first.id]);
 
-        expect(proc.kill('SIGKILL')).toBe(true);
-        await expect(exited).resolves.toEqual({ code: null, signal: 'SIGKILL' });
+        expect(proc.proc.kill('SIGKILL')).toBe(true);
+        await expect(proc.exited).resolves.toEqual({ code: null, signal: 'SIGKILL' });
         const killedAt = Date.now();
         // Nothing renews the lease any more: this is when the slot may be freed.
         const leaseExpiry = Number(await engine.redis.zscore(engine.client.keys.leases(), first.id));
