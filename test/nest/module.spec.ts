@@ -14,7 +14,7 @@ import {
   type RedflowModuleOptions,
   type WorkflowContext,
 } from '../../lib';
-import { connect } from '../support/engine';
+import { connect, eventually } from '../support/engine';
 
 class ChargeDto {
   @IsInt() @Min(1) cents!: number;
@@ -138,6 +138,26 @@ describe('RedflowModule', () => {
     expect(meta).toMatchObject({ name: 'bill', owner: 'billing' });
     expect(await redis.hget(app!.get(RedflowClient).keys.workflow('bill'), 'maxConcurrency')).toBe('4');
     expect(await redis.hget(app!.get(RedflowClient).keys.workflow('on-paid'), 'maxConcurrency')).toBe('0');
+  });
+
+  it('forRootAsync with useExisting, and a connection given as ioredis options (owned and closed on shutdown)', async () => {
+    const url = new URL(process.env.REDFLOW_TEST_REDIS_URL!);
+    @Injectable()
+    class SharedOptions {
+      create(): RedflowModuleOptions {
+        return { ...options(), connection: { host: url.hostname, port: Number(url.port) } };
+      }
+    }
+    @Module({ providers: [SharedOptions], exports: [SharedOptions] })
+    class SharedModule {}
+    await start([RedflowModule.forRootAsync({ imports: [SharedModule], useExisting: SharedOptions })]);
+    const client = app!.get(RedflowClient);
+    expect(client.redis).not.toBe(redis);
+    const handle = await client.run(BillingWorkflows, 'bill', { cents: 7 });
+    await expect(handle.result({ timeoutMs: 5000 })).resolves.toMatchObject({ entry: 'charged 7' });
+    await app!.close();
+    app = undefined;
+    await eventually(() => (client.redis as { status: string }).status === 'end');
   });
 
   it('isGlobal makes RedflowClient injectable in modules that do not import RedflowModule', async () => {
