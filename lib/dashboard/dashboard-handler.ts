@@ -93,7 +93,12 @@ export function createDashboardHandler(client: WorkflowClient, options: Dashboar
     }
     const match = /^\/api\/runs\/([^/]+)(\/cancel|\/rerun)?$/.exec(path);
     if (match) {
-      const id = decodeURIComponent(match[1]);
+      let id: string;
+      try {
+        id = decodeURIComponent(match[1]);
+      } catch {
+        throw new HttpError(400, 'The run id in the URL is not valid percent-encoding.');
+      }
       if (!match[2] && method === 'GET') {
         const run = await client.getRun(id);
         if (!run) throw new HttpError(404, `Run "${id}" does not exist.`);

@@ -7,6 +7,8 @@
   const STATUSES = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'];
   let meta = { readOnly: true, prefix: '' };
   let timer;
+  // Each render has a number; a reply for an older one (the user moved on meanwhile) is dropped.
+  let generation = 0;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -86,7 +88,7 @@
     const [{ workflows }, page] = await Promise.all([api('/workflows'), api(`/runs?${params}`)]);
     const go = (changes) => {
       const next = new URLSearchParams({ workflow, status, offset: String(offset), ...changes });
-      for (const [k, v] of [...next]) if (!v || v === '0') next.delete(k);
+      for (const [k, v] of [...next]) if (!v || (k === 'offset' && v === '0')) next.delete(k);
       location.hash = `#/runs?${next}`;
     };
     const workflowSelect = el('select', { 'data-testid': 'filter-workflow', onchange: (e) => go({ workflow: e.target.value, offset: '0' }) },
@@ -105,7 +107,7 @@
       el('p', {},
         el('button', { disabled: offset === 0, 'data-testid': 'page-prev', onclick: () => go({ offset: String(Math.max(0, offset - limit)) }) }, 'Newer'), ' ',
         el('button', { disabled: !page.hasMore, 'data-testid': 'page-next', onclick: () => go({ offset: String(offset + limit) }) }, 'Older'), ' ',
-        el('span', { class: 'muted' }, `${offset + 1}–${offset + page.runs.length}`)),
+        page.runs.length ? el('span', { class: 'muted' }, `${offset + 1}–${offset + page.runs.length}`) : null),
     ];
   }
 
@@ -172,6 +174,7 @@
 
   async function render() {
     clearTimeout(timer);
+    const current = ++generation;
     const { path, query } = parseHash();
     try {
       let content;
@@ -180,11 +183,13 @@
       else if (path.startsWith('/runs/')) content = await runDetail(decodeURIComponent(path.slice('/runs/'.length)));
       else if (path === '/workflows') content = await workflowsPage();
       else content = [el('p', {}, 'Nothing here.')];
+      if (current !== generation) return;
       // Do not re-render under a filter the user is choosing from.
       if (!(document.activeElement instanceof HTMLSelectElement && view.contains(document.activeElement))) {
         view.replaceChildren(...[content].flat(2).filter(Boolean));
       }
     } catch (error) {
+      if (current !== generation) return;
       view.replaceChildren(el('p', { class: 'error', 'data-testid': 'page-error' }, error.message));
     }
     // Live updates: short polling of the page being looked at.
