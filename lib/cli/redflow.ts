@@ -38,6 +38,12 @@ function table(rows: Array<Record<string, unknown>>, columns: string[]): string 
   return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
+function wholeNumber(option: string, value: string, max = Number.MAX_SAFE_INTEGER): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < 0 || n > max) throw new CliError(`${option} must be a whole number from 0 to ${max}, got "${value}".`);
+  return n;
+}
+
 const time = (ms?: number) => (ms ? new Date(ms).toISOString() : '');
 
 async function connect(url: string, prefix: string): Promise<WorkflowClient> {
@@ -97,7 +103,11 @@ async function main(argv: string[]): Promise<void> {
         if (!handled) res.writeHead(404).end();
       });
     });
-    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(Number(values.port), values.host, resolve));
+    const port = wholeNumber('--port', values.port!, 65_535);
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, values.host, resolve)).catch(async (error: Error) => {
+      await client.close();
+      throw new CliError(`Cannot listen on ${values.host}:${port} (${error.message}): choose another --port or --host.`);
+    });
     const address = server.address() as { port: number };
     out(`Redflow dashboard for prefix "${values.prefix}" on http://${values.host}:${address.port}/${values['allow-actions'] ? '' : ' (read-only; --allow-actions enables cancel and re-run)'}`);
     const stop = () => server.close(() => void client.close().then(() => process.exit(0)));
@@ -118,7 +128,7 @@ async function main(argv: string[]): Promise<void> {
     } else if (sub === 'list') {
       const status = values.status as RunStatus | undefined;
       if (status && !RUN_STATUSES.includes(status)) throw new CliError(`Unknown status "${status}". Use one of ${RUN_STATUSES.join(', ')}.`);
-      const runs = await client.listRuns({ workflow: values.workflow, status, limit: Number(values.limit), offset: Number(values.offset) });
+      const runs = await client.listRuns({ workflow: values.workflow, status, limit: wholeNumber('--limit', values.limit!), offset: wholeNumber('--offset', values.offset!) });
       print(runs, () =>
         runs.length
           ? table(runs.map((r) => ({ ...r, attempt: `${r.attempt}/${r.maxAttempts}`, created: time(r.createdAt), finished: time(r.finishedAt) })), ['id', 'workflow', 'status', 'attempt', 'created', 'finished'])

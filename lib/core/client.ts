@@ -9,6 +9,7 @@ import {
   IdempotencyConflictError,
   InputValidationError,
   OutputSerializationError,
+  RunNotFoundError,
   TimeoutError,
   UnknownWorkflowError,
 } from './errors';
@@ -206,6 +207,39 @@ export class WorkflowClient {
     return this.handle<TOutput>(result.runId);
   }
 
+  /**
+   * Starts a new run of an ended run's workflow with the same input, queue, attempts and
+   * flow-control keys (mutex, throttle, rate limit). Returns its handle.
+   */
+  async rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
+    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit] = await this.redis.hmget(
+      this.keys.run(id),
+      'workflow',
+      'queue',
+      'maxAttempts',
+      'input',
+      'mutex',
+      'throttle',
+      'rateLimit',
+    );
+    if (!workflow || !queue) throw new RunNotFoundError(id);
+    const extra: string[] = [];
+    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit]] as const) if (value !== null) extra.push(field, value);
+    const result = await this.scripts.enqueue({
+      runId: newRunId(),
+      workflow,
+      queue,
+      maxAttempts: maxAttempts ?? '1',
+      input: input ?? '',
+      now: Date.now(),
+      runAt: 0,
+      idempotencyKey: '',
+      idempotencyTtlSec: 1,
+      extra,
+    });
+    return this.handle<TOutput>(result.runId);
+  }
+
   /** A handle for an existing run id. */
   handle<TOutput = unknown>(id: string): RunHandle<TOutput> {
     return {
@@ -220,7 +254,7 @@ export class WorkflowClient {
     let pause = 5;
     for (;;) {
       const [status, output, error, reason] = await this.redis.hmget(this.keys.run(id), 'status', 'output', 'error', 'cancelReason');
-      if (status === null) throw new CorruptRunDataError(id, 'the run does not exist (deleted, or a wrong id)');
+      if (status === null) throw new RunNotFoundError(id);
       if (status === 'succeeded') return decodeJson(output ?? '', id, 'output') as TOutput;
       if (status === 'failed') throw deserializeError(error ?? '');
       if (status === 'canceled') throw new CanceledError(id, reason ?? undefined);
@@ -255,13 +289,18 @@ export class WorkflowClient {
   async listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
     const limit = options.limit ?? 50;
     const offset = options.offset ?? 0;
+    for (const [name, value] of [['limit', limit], ['offset', offset]] as const) {
+      if (!Number.isInteger(value) || value < 0) throw new ConfigurationError(`listRuns ${name} must be a whole number >= 0, got ${value}.`);
+    }
+    if (limit === 0) return [];
     if (options.workflow) return this.listWorkflowRuns(options.workflow, options.status, limit, offset);
     const statuses = options.status ? [options.status] : RUN_STATUSES;
     // No index holds every run: merge the newest of each status index.
     const pipeline = this.redis.pipeline();
     for (const status of statuses) pipeline.zrevrange(this.statusIndex(status), 0, offset + limit - 1, 'WITHSCORES');
     const merged: Array<[string, number]> = [];
-    for (const [, reply] of (await pipeline.exec()) ?? []) {
+    for (const [error, reply] of (await pipeline.exec()) ?? []) {
+      if (error) throw error;
       const flat = reply as string[];
       for (let i = 0; i < flat.length; i += 2) merged.push([flat[i], Number(flat[i + 1])]);
     }

@@ -105,6 +105,13 @@ export class CorruptRunDataError extends RedflowError {
   }
 }
 
+/** No run has this id under the client's prefix. */
+export class RunNotFoundError extends RedflowError {
+  constructor(readonly runId: string) {
+    super(`Run "${runId}" does not exist: the id is wrong, it belongs to another prefix, or retention deleted the run.`);
+  }
+}
+
 /** A worker or client option is invalid. */
 export class ConfigurationError extends RedflowError {}
 

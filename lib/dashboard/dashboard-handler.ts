@@ -50,7 +50,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 function int(value: string | null, fallback: number, max: number): number {
-  const n = value === null ? fallback : Number(value);
+  const n = value === null || value === '' ? fallback : Number(value);
   if (!Number.isInteger(n) || n < 0) throw new HttpError(400, `Expected a whole number >= 0, got "${value}".`);
   return Math.min(n, max);
 }
@@ -118,7 +118,7 @@ export function createDashboardHandler(client: WorkflowClient, options: Dashboar
     if (!run) throw new HttpError(404, `Run "${id}" does not exist.`);
     if (kind === 'cancel') return json(res, 200, { canceled: await client.cancelRun(id, { reason: 'canceled from the dashboard' }) });
     if (run.status !== 'failed' && run.status !== 'canceled') throw new HttpError(409, `Run "${id}" is ${run.status}: only failed or canceled runs can be re-run.`);
-    const handle = await client.runByName(run.workflow, run.input, { queueOverride: run.queue });
+    const handle = await client.rerun(id);
     return json(res, 201, { runId: handle.id });
   }
 

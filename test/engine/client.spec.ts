@@ -5,6 +5,7 @@ import {
   IdempotencyConflictError,
   InputValidationError,
   PayloadTooLargeError,
+  RunNotFoundError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRegistry,
@@ -158,6 +159,17 @@ describe('client', () => {
     expect((await engine.client.listWorkflows()).map((w) => w.name)).toEqual(['a1', 'b1']);
     expect(await engine.client.getWorkflowMeta('a2')).toBeNull();
     expect(await engine.client.getWorkflowMeta('b1')).toMatchObject({ name: 'b1', owner: 'app-b', maxAttempts: 1 });
+  });
+
+  it('rerun starts a new run with the same input, queue and flow-control keys', async () => {
+    const wf = engine.registry.define('locked', { queue: 'ops', maxAttempts: 2, mutex: (input: { account: string }) => `acct:${input.account}` }, () => 1);
+    const original = await engine.client.start(wf, { account: 'A' });
+    await engine.client.cancelRun(original.id);
+    const again = await engine.client.rerun(original.id);
+    expect(again.id).not.toBe(original.id);
+    expect(await again.getState()).toMatchObject({ workflow: 'locked', queue: 'ops', maxAttempts: 2, status: 'queued', input: { account: 'A' } });
+    expect(await engine.redis.hget(engine.client.keys.run(again.id), 'mutex')).toBe('acct:A');
+    await expect(engine.client.rerun('missing')).rejects.toThrow(RunNotFoundError);
   });
 
   it('resetState deletes only its own prefix', async () => {
