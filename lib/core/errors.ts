@@ -105,6 +105,9 @@ export class CorruptRunDataError extends RedflowError {
   }
 }
 
+/** The run's worker died (or stalled) more than `maxRecoveries` times while running it: it failed. */
+export class RunStalledError extends RedflowError {}
+
 /** No run has this id under the client's prefix. */
 export class RunNotFoundError extends RedflowError {
   constructor(readonly runId: string) {

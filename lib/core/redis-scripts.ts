@@ -172,8 +172,8 @@ export class RedisScripts {
     return { moved: Number(moved), nextDue: Number(nextDue) };
   }
 
-  async reap(now: number, batch: number): Promise<string[]> {
-    return (await this.commands.reap(this.keys.leases(), this.keys.base, now, batch)) as string[];
+  async reap(now: number, batch: number, maxRecoveries: number): Promise<string[]> {
+    return (await this.commands.reap(this.keys.leases(), this.keys.base, now, batch, maxRecoveries)) as string[];
   }
 
   async syncRegistry(owner: string, now: number, entries: string[]): Promise<string[]> {

@@ -9,6 +9,7 @@ import {
   RateLimitExceededError,
   RedflowError,
   RetryAfterError,
+  RunStalledError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRunError,
@@ -91,6 +92,7 @@ const KNOWN_ERRORS: Record<string, new (...args: never[]) => RedflowError> = {
   PayloadTooLargeError,
   RateLimitExceededError,
   RetryAfterError,
+  RunStalledError,
   TimeoutError,
   UnknownWorkflowError,
 };

@@ -20,6 +20,11 @@ export interface WorkerRuntimeOptions {
   blockTimeoutMs?: number;
   /** How often ended runs past retention are deleted. @default 60000 */
   cleanupIntervalMs?: number;
+  /**
+   * A run whose lease expired more often than this (its worker crashed each time) fails with
+   * RunStalledError instead of being resumed again. @default 10
+   */
+  maxRecoveries?: number;
 }
 
 /** Options of `startWorker`. */
@@ -75,6 +80,7 @@ export class Worker implements ExecutorHost {
   readonly logger: RedflowLogger;
   private readonly heartbeatMs: number;
   private readonly reaperIntervalMs: number;
+  private readonly maxRecoveries: number;
   private readonly blockTimeoutMs: number;
   private readonly cleanupIntervalMs: number;
   private readonly retentionMs: number;
@@ -112,6 +118,7 @@ export class Worker implements ExecutorHost {
     this.leaseMs = runtime.leaseMs ?? 10_000;
     this.heartbeatMs = runtime.heartbeatMs ?? Math.max(50, Math.floor(this.leaseMs / 3));
     this.reaperIntervalMs = runtime.reaperIntervalMs ?? 1_000;
+    this.maxRecoveries = runtime.maxRecoveries ?? 10;
     this.blockTimeoutMs = runtime.blockTimeoutMs ?? 1_000;
     this.cleanupIntervalMs = runtime.cleanupIntervalMs ?? 60_000;
     const retentionDays = options.retentionDays ?? Number(process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30);
@@ -278,8 +285,8 @@ export class Worker implements ExecutorHost {
   }
 
   private async reap(): Promise<void> {
-    const recovered = await this.scripts.reap(Date.now(), REAP_BATCH);
-    if (recovered.length) this.logger.log(`Recovered ${recovered.length} run(s) whose worker stopped renewing its lease.`);
+    const recovered = await this.scripts.reap(Date.now(), REAP_BATCH, this.maxRecoveries);
+    if (recovered.length) this.logger.warn(`Recovered ${recovered.length} run(s) whose worker stopped renewing its lease: ${recovered.join(', ')}.`);
   }
 
   /** Promotes due scheduled runs of the served queues and fans out due events. */

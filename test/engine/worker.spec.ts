@@ -6,6 +6,7 @@ import {
   OutputSerializationError,
   PayloadTooLargeError,
   RetryAfterError,
+  RunStalledError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRegistry,
@@ -287,6 +288,26 @@ describe('worker', () => {
       await engine.worker({ concurrency: 1 });
       await expect(handle.result({ timeoutMs: 8000 })).resolves.toBe('ok');
       expect(firstStepRuns).toBe(1);
+    });
+  });
+
+  describe('runs that keep killing their worker', () => {
+    it('fails a run with RunStalledError once its lease expired more than maxRecoveries times', async () => {
+      const wf = engine.registry.define('poison', {}, () => 1);
+      const handle = await engine.client.start(wf, {});
+      const { scripts } = engine.client;
+      // Each round: a worker claims the run with a 1 ms lease and "dies"; the reaper finds it expired.
+      for (let round = 1; round <= 3; round++) {
+        const claimed = await scripts.claim('default', `dead-worker:${round}`, Date.now(), 1);
+        expect(claimed?.runId).toBe(handle.id);
+        expect(await scripts.reap(Date.now() + 10, 100, 2)).toEqual([handle.id]);
+        expect((await handle.getState())?.status).toBe(round <= 2 ? 'queued' : 'failed');
+      }
+      const error = await handle.result({ timeoutMs: 1000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RunStalledError);
+      expect((error as Error).message).toMatch(new RegExp(`^Run "${handle.id}" was interrupted 3 times: its worker died or stopped renewing its lease each time`));
+      expect(await handle.getState()).toMatchObject({ status: 'failed', attempt: 1 });
+      expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
     });
   });
 

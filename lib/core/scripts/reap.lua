@@ -1,9 +1,10 @@
 -- reap: returns runs whose lease expired (their worker died or stalled) to the front of their
 -- queue, releasing their mutex and concurrency slot. The interrupted attempt is not counted;
--- completed steps stay and are not run again.
+-- completed steps stay and are not run again. A run interrupted more than ARGV[4] times fails
+-- with RunStalledError instead, so a run that kills its worker every time cannot loop forever.
 -- KEYS[1] leases zset
--- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
--- Returns the ids of the recovered runs.
+-- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size   ARGV[4] max recoveries
+-- Returns the ids of the recovered (or failed) runs.
 --!include common.lua
 
 local base = ARGV[1]
@@ -12,13 +13,24 @@ local recovered = {}
 for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot')
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
   if run[1] == 'running' then
     redis.call('HDEL', runKey, 'lease', 'slot')
-    redis.call('HSET', runKey, 'status', 'queued', 'resume', '1')
-    move_index(base, runId, 'running', 'queued', run[3])
     release_slots(base, runId, run[4], run[5], run[6])
-    redis.call('LPUSH', k_ready(base, run[2]), runId)
+    local recoveries = redis.call('HINCRBY', runKey, 'recoveries', 1)
+    if recoveries > tonumber(ARGV[4]) then
+      local message = 'Run "' .. runId .. '" was interrupted ' .. recoveries .. ' times: its worker died or stopped ' ..
+        'renewing its lease each time (a crash, out of memory, or a blocked event loop in this run?). It was failed ' ..
+        'so it stops taking workers down; fix the cause, then re-run it.'
+      local errorJson = cjson.encode({ name = 'RunStalledError', message = message })
+      redis.call('HSET', runKey, 'status', 'failed', 'error', errorJson, 'finishedAt', ARGV[2])
+      move_index(base, runId, 'running', 'failed', ARGV[2])
+      if run[7] then notify_waiters(base, runId, false, errorJson, ARGV[2]) end
+    else
+      redis.call('HSET', runKey, 'status', 'queued', 'resume', '1')
+      move_index(base, runId, 'running', 'queued', run[3])
+      redis.call('LPUSH', k_ready(base, run[2]), runId)
+    end
     recovered[#recovered + 1] = runId
   end
 end
