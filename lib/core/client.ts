@@ -450,10 +450,10 @@ export class WorkflowClient {
 
   /**
    * Records the registry's workflows in Redis under `owner` (queue, limits, event subscriptions,
-   * cron schedules), and removes what this owner registered before but no longer defines. Returns
-   * the removed workflow names.
+   * cron schedules), and removes what this owner registered before but no longer defines (unless
+   * `prune: false`). Returns the removed workflow names.
    */
-  async syncRegistry(registry: WorkflowRegistry, options: { owner: string; defaultMaxConcurrency?: number }): Promise<string[]> {
+  async syncRegistry(registry: WorkflowRegistry, options: { owner: string; defaultMaxConcurrency?: number; prune?: boolean }): Promise<string[]> {
     if (!options.owner) throw new ConfigurationError('syncRegistry needs an owner: a stable id of the app that defines these workflows.');
     const now = Date.now();
     const entries = registry.list().map((d) => {
@@ -472,7 +472,7 @@ export class WorkflowClient {
         crons,
       });
     });
-    return this.scripts.syncRegistry(options.owner, now, entries);
+    return this.scripts.syncRegistry(options.owner, now, options.prune ?? true, entries);
   }
 
   /** Deletes every key of this prefix: all runs, queues and registry entries. For tests and resets. */

@@ -176,9 +176,9 @@ export class RedisScripts {
     return (await this.commands.reap(this.keys.leases(), this.keys.base, now, batch, maxRecoveries)) as string[];
   }
 
-  async syncRegistry(owner: string, now: number, entries: string[]): Promise<string[]> {
+  async syncRegistry(owner: string, now: number, prune: boolean, entries: string[]): Promise<string[]> {
     const k = this.keys;
-    return (await this.commands['sync-registry'](k.workflows(), k.cronDefs(), k.cronNext(), k.base, owner, now, ...entries)) as string[];
+    return (await this.commands['sync-registry'](k.workflows(), k.cronDefs(), k.cronNext(), k.base, owner, now, prune ? '1' : '0', ...entries)) as string[];
   }
 
   async startChild(a: {

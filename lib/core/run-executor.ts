@@ -143,7 +143,9 @@ export class RunExecutor {
       due = null;
       error = policyError;
     }
-    const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0);
+    // A run claimed by this finish would wait, unrenewed, while onFailure runs: claim none then.
+    const hook = due === null && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
+    const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
     if (result.code !== 'ok') return result.next;
     if (due !== null) {
       this.host.runScheduled(info.queue, due);
@@ -163,7 +165,7 @@ export class RunExecutor {
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitField?: string): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitField?: string, claimNext = true): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
     return this.host.scripts.finish({
       runId: this.runId,
@@ -173,7 +175,7 @@ export class RunExecutor {
       outcome,
       payload,
       dueAt,
-      nextToken: this.host.claiming ? this.host.nextLeaseToken() : '',
+      nextToken: claimNext && this.host.claiming ? this.host.nextLeaseToken() : '',
       leaseMs: this.host.leaseMs,
       waitField,
       records: this.steps ? this.steps.takePending() : [],

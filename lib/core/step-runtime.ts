@@ -317,6 +317,8 @@ export class StepRuntime {
           const code = await this.ctx.scripts.checkpoint(this.ctx.runId, this.ctx.token, Date.now() + this.ctx.leaseMs, records);
           if (code !== 'ok') this.ctx.onLost(code);
         } catch (error) {
+          // Keep the records: the attempt now fails, and its finish call stores them.
+          this.pending.unshift(...records);
           this.flushError = error;
         }
       });

@@ -245,17 +245,18 @@ export class Worker implements ExecutorHost {
     const executor = new RunExecutor(this, claimed);
     this.active.set(claimed.runId, executor);
     executor.execute().then(
-      (next) => this.settle(claimed.runId, next),
+      (next) => this.settle(executor, next),
       (error: Error) => {
         // Redis failed while ending the attempt: the run keeps its lease and is reaped later.
         this.logger.error(`Worker "${this.workerId}" could not finish run "${claimed.runId}": ${error?.message}`, error?.stack);
-        this.settle(claimed.runId, null);
+        this.settle(executor, null);
       },
     );
   }
 
-  private settle(runId: string, next: ClaimedRun | null): void {
-    this.active.delete(runId);
+  private settle(executor: RunExecutor, next: ClaimedRun | null): void {
+    // A newer attempt of the same run may hold the entry by now: leave it.
+    if (this.active.get(executor.runId) === executor) this.active.delete(executor.runId);
     if (next) {
       this.launch(next);
       return;
@@ -278,10 +279,15 @@ export class Worker implements ExecutorHost {
 
   private async heartbeat(): Promise<void> {
     if (!this.active.size) return;
+    const sent = new Map<string, RunExecutor>(this.active);
     const pairs: string[] = [];
-    for (const executor of this.active.values()) pairs.push(executor.runId, executor.token);
+    for (const executor of sent.values()) pairs.push(executor.runId, executor.token);
     const lost = await this.scripts.heartbeat(Date.now() + this.leaseMs, pairs);
-    for (const runId of lost) this.active.get(runId)?.abort('this worker no longer holds the run (canceled or taken over)');
+    // Only the attempt the heartbeat asked about: the run may have been claimed again meanwhile.
+    for (const runId of lost) {
+      const executor = sent.get(runId);
+      if (executor && this.active.get(runId) === executor) executor.abort('this worker no longer holds the run (canceled or taken over)');
+    }
   }
 
   private async reap(): Promise<void> {

@@ -69,7 +69,13 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
     if (process.listenerCount('SIGTERM') === 0) {
       this.logger.warn('Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().');
     }
-    await this.client.syncRegistry(this.registry, { owner: this.options.app, defaultMaxConcurrency: this.options.defaults?.maxConcurrency });
+    // A producer-only app may load fewer workflow providers than the workers sharing its `app`
+    // id: it registers what it has but never removes what they registered.
+    await this.client.syncRegistry(this.registry, {
+      owner: this.options.app,
+      defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
+      prune: this.options.worker.enabled,
+    });
     this.logger.log(`Registered ${this.registry.list().length} workflow(s) for app "${this.options.app}".`);
     if (!this.server) await this.startWorker();
   }

@@ -159,6 +159,9 @@ describe('client', () => {
     expect((await engine.client.listWorkflows()).map((w) => w.name)).toEqual(['a1', 'b1']);
     expect(await engine.client.getWorkflowMeta('a2')).toBeNull();
     expect(await engine.client.getWorkflowMeta('b1')).toMatchObject({ name: 'b1', owner: 'app-b', maxAttempts: 1 });
+    // A producer that loads fewer workflows registers without removing the others.
+    expect(await engine.client.syncRegistry(new WorkflowRegistry(), { owner: 'app-a', prune: false })).toEqual([]);
+    expect((await engine.client.listWorkflows()).map((w) => w.name)).toEqual(['a1', 'b1']);
   });
 
   it('rerun starts a new run with the same input, queue and flow-control keys', async () => {

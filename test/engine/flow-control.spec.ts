@@ -190,6 +190,22 @@ describe('flow control', () => {
     });
   });
 
+  describe('parked runs', () => {
+    it('wakes the next parked run when the run woken for a freed slot was canceled before it started', async () => {
+      const wf = engine.registry.define('one-at-a-time', { maxConcurrency: 1 }, () => 1);
+      await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+      const [a, b, c] = [await engine.client.start(wf, {}), await engine.client.start(wf, {}), await engine.client.start(wf, {})];
+      const { scripts } = engine.client;
+      // No worker: claims are made by hand, so every step is deterministic.
+      expect((await scripts.claim('default', 'w:1', Date.now(), 60_000))?.runId).toBe(a.id);
+      expect(await scripts.claim('default', 'w:2', Date.now(), 60_000)).toBeNull(); // b and c are parked
+      expect(await engine.redis.lrange(`{${engine.prefix}}:wf:one-at-a-time:parked`, 0, -1)).toEqual([b.id, c.id]);
+      await engine.client.cancelRun(a.id); // frees the slot: b goes back to the queue
+      await engine.client.cancelRun(b.id); // ... and is canceled before anyone claims it
+      expect((await scripts.claim('default', 'w:3', Date.now(), 60_000))?.runId).toBe(c.id);
+    });
+  });
+
   describe('debounce', () => {
     it('collapses starts with the same key into one run with the latest input', async () => {
       const calls: unknown[] = [];
@@ -265,6 +281,33 @@ describe('flow control', () => {
       expect(two.startedAt! - two.createdAt).toBeLessThanOrEqual(500 + 300);
       expect(calls).toEqual([lastOfFirst, 9]);
       expect([one.attempt, two.attempt]).toEqual([1, 1]);
+    });
+  });
+
+  describe('debounce of a run already under way', () => {
+    it('starts a new run instead of changing the input of a run that started and now waits', async () => {
+      const seen: string[] = [];
+      const wf = engine.registry.define(
+        'debounced-wait',
+        { maxConcurrency: Infinity, debounce: { period: '50ms', key: 'k' } },
+        async ({ input, step }: WorkflowContext<{ v: string }>) => {
+          await step.run('first', () => seen.push(`first:${input.v}`));
+          await step.waitFor('pause', '300ms');
+          await step.run('second', () => seen.push(`second:${input.v}`));
+          return input.v;
+        },
+      );
+      await engine.worker();
+      const first = await engine.client.start(wf, { v: 'v1' });
+      await eventually(async () => {
+        const run = await first.getState();
+        return run?.status === 'scheduled' && run.attempt === 1;
+      });
+      const second = await engine.client.start(wf, { v: 'v2' });
+      expect(second.id).not.toBe(first.id);
+      await expect(first.result({ timeoutMs: 5000 })).resolves.toBe('v1');
+      await expect(second.result({ timeoutMs: 5000 })).resolves.toBe('v2');
+      expect(seen.filter((s) => s.endsWith('v1'))).toEqual(['first:v1', 'second:v1']);
     });
   });
 

@@ -119,6 +119,19 @@ local function notify_waiters(base, runId, ok, payload, now)
   redis.call('DEL', waitersKey)
 end
 
+-- A queued run left without taking a slot or mutex (dropped as canceled, rate-limited, throttled):
+-- the run woken for that capacity is gone, so wake the next parked run if the capacity is free.
+local function offer_capacity(base, workflow, mutex)
+  if workflow then
+    local limit = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxConcurrency') or '0')
+    if limit > 0 and redis.call('ZCARD', k_active(base, workflow)) < limit then unpark_one(base, k_parked(base, workflow)) end
+  end
+  if mutex then
+    local mutexKey = k_mutex(base, mutex)
+    if not redis.call('GET', mutexKey) then unpark_one(base, mutexKey .. ':parked') end
+  end
+end
+
 -- "limit|periodMs|key" as stored for throttle and rateLimit.
 local function parse_limit(spec)
   local limit, period, key = string.match(spec, '^(%d+)|(%d+)|(.*)$')
@@ -167,6 +180,7 @@ local function admit(base, runId, runKey, run, now)
       redis.call('HSET', runKey, 'status', 'scheduled', 'availableAt', due)
       move_index(base, runId, 'queued', 'scheduled', run[2])
       redis.call('ZADD', k_scheduled(base, run[7]), due, runId)
+      offer_capacity(base, workflow, mutex)
       return false
     end
   end
@@ -180,6 +194,7 @@ local function admit(base, runId, runKey, run, now)
       redis.call('HSET', runKey, 'status', 'failed', 'finishedAt', now, 'error', errorJson)
       move_index(base, runId, 'queued', 'failed', now)
       if run[9] then notify_waiters(base, runId, false, errorJson, now) end
+      offer_capacity(base, workflow, mutex)
       return false
     end
   end
@@ -213,7 +228,12 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
     local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
       'resume', 'waited')
     local admitted, slot = false, false
-    if run[1] == 'queued' then admitted, slot = admit(base, runId, runKey, run, now) end
+    if run[1] == 'queued' then
+      admitted, slot = admit(base, runId, runKey, run, now)
+    elseif run[1] then
+      -- Canceled while queued: it may have been the run woken for a freed slot or mutex.
+      offer_capacity(base, run[3], run[4])
+    end
     if admitted then
       -- A run resuming after a wait or a crash goes on with the same attempt.
       if run[8] then redis.call('HDEL', runKey, 'resume') else redis.call('HINCRBY', runKey, 'attempt', 1) end

@@ -39,8 +39,9 @@ if debounceKey ~= '' then
   local pendingId = redis.call('GET', KEYS[3])
   if pendingId then
     local pendingKey = k_run(base, pendingId)
-    local pending = redis.call('HMGET', pendingKey, 'status', 'createdAt', 'queue')
-    if pending[1] == 'scheduled' then
+    local pending = redis.call('HMGET', pendingKey, 'status', 'createdAt', 'queue', 'attempt', 'resume')
+    -- Only a run that has never started merges: one waiting or retrying is already under way.
+    if pending[1] == 'scheduled' and pending[4] == '0' and not pending[5] then
       -- Trailing edge: the window restarts, the latest input wins, never past first enqueue + timeout.
       local due = math.max(availableAt, now + period)
       if timeout > 0 then due = math.min(due, tonumber(pending[2]) + timeout) end

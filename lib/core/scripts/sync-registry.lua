@@ -3,7 +3,8 @@
 -- workflows are kept. A cron whose definition is unchanged keeps its next time.
 -- KEYS[1] workflows set       KEYS[2] cron definitions hash   KEYS[3] cron next-time zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
--- ARGV[4..] one JSON per workflow: { name, queue, maxAttempts, maxConcurrency, events: [name],
+-- ARGV[4] '1' to remove this owner's workflows that are not listed, '0' to keep them
+-- ARGV[5..] one JSON per workflow: { name, queue, maxAttempts, maxConcurrency, events: [name],
 --           crons: [{ id, def (JSON text), next }] }
 -- Returns the names of the pruned workflows.
 --!include common.lua
@@ -31,7 +32,7 @@ local function remove_crons(list, keep)
 end
 
 local defined = {}
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   local wf = cjson.decode(ARGV[i])
   local metaKey = k_meta(base, wf.name)
   defined[wf.name] = true
@@ -53,7 +54,7 @@ for i = 4, #ARGV do
 end
 
 local pruned = {}
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+for _, name in ipairs(ARGV[4] == '1' and redis.call('SMEMBERS', KEYS[1]) or {}) do
   if not defined[name] then
     local metaKey = k_meta(base, name)
     local meta = redis.call('HMGET', metaKey, 'owner', 'crons', 'events')
