@@ -132,8 +132,8 @@ export class RedisScripts {
     /** Lease token for claiming the next run of the queue, or '' to claim none. */
     nextToken: string;
     leaseMs: number;
-    /** For 'wait' on a child: the awaited step field. */
-    waitField?: string;
+    /** For 'wait' on children: the awaited step fields. */
+    waitFields: string[];
     records: string[];
   }): Promise<FinishResult> {
     const k = this.keys;
@@ -151,7 +151,7 @@ export class RedisScripts {
       a.dueAt,
       a.nextToken,
       a.leaseMs,
-      a.waitField ?? '',
+      a.waitFields.join('\n'),
       ...a.records,
     )) as unknown[];
     return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken) };

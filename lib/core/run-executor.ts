@@ -2,7 +2,7 @@ import { CanceledError, CorruptRunDataError, UnknownWorkflowError } from './erro
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from './redis-scripts';
 import { nextAttemptAt } from './retry';
 import { decodeJson, encodeJson, serializeError } from './serialization';
-import { SiblingStepFailedError, STEP_FIELD_PREFIX, StepRuntime } from './step-runtime';
+import { SiblingStepFailedError, STEP_FIELD_PREFIX, StepRuntime, SuspendSignal } from './step-runtime';
 import type { RedflowLogger } from './types';
 import { validateInput } from './validation';
 import type { RunInfo, WorkflowRegistry } from './workflow';
@@ -120,16 +120,18 @@ export class RunExecutor {
       return (await this.finish('succeeded', encoded, 0)).next;
     } catch (thrown) {
       const suspension = this.steps?.suspension;
-      if (suspension && !this.stopReason) return this.suspend(info.queue, suspension);
       const failure = this.steps?.failure;
-      const error = thrown instanceof SiblingStepFailedError && failure !== undefined ? failure : thrown;
+      // A step that failed (a child's timeout, say) fails the attempt even while a sibling waits.
+      if (suspension && !this.stopReason && failure === undefined) return this.suspend(info.queue, suspension);
+      // Promise.all rejects with the first branch to settle: report the step that really failed.
+      const error = (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined ? failure : thrown;
       return this.fail(error, info, input);
     }
   }
 
   /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
-  private async suspend(queue: string, suspension: { dueAt: number; waitField?: string }): Promise<ClaimedRun | null> {
-    const result = await this.finish('wait', '', suspension.dueAt, suspension.waitField);
+  private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
+    const result = await this.finish('wait', '', suspension.dueAt, suspension.waitFields);
     if (result.code === 'ok' && suspension.dueAt > 0) this.host.runScheduled(queue, suspension.dueAt);
     return result.next;
   }
@@ -165,7 +167,7 @@ export class RunExecutor {
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitField?: string, claimNext = true): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
     return this.host.scripts.finish({
       runId: this.runId,
@@ -177,7 +179,7 @@ export class RunExecutor {
       dueAt,
       nextToken: claimNext && this.host.claiming ? this.host.nextLeaseToken() : '',
       leaseMs: this.host.leaseMs,
-      waitField,
+      waitFields,
       records: this.steps ? this.steps.takePending() : [],
     });
   }

@@ -65,7 +65,7 @@ export class StepRuntime {
   /** The first step error of this attempt: what the attempt reports when siblings were aborted. */
   failure: unknown;
   /** Set when the run must wait: the attempt ends with the `wait` outcome instead of its result. */
-  suspension: { dueAt: number; waitField?: string } | undefined;
+  suspension: { dueAt: number; waitFields: string[] } | undefined;
   private readonly calls = new Map<string, number>();
   private readonly inflight = new Set<InflightStep>();
   private pending: string[] = [];
@@ -219,12 +219,19 @@ export class StepRuntime {
     throw this.ctx.stopReason() ?? new CanceledError(this.ctx.runId, 'this worker no longer holds the run');
   }
 
-  /** Ends the attempt here: the run waits until `dueAt` (0 = until a child wakes it). */
+  /**
+   * Ends the attempt here: the run waits until `dueAt` (0 = until a child wakes it). Parallel
+   * waits (Promise.all) combine: the earliest due time, and every awaited child step.
+   */
   private suspend(dueAt: number, waitField?: string): never {
     const signal = new SuspendSignal(`Run "${this.ctx.runId}" is waiting.`);
-    if (!this.suspension) {
-      this.suspension = { dueAt, waitField };
+    const current = this.suspension;
+    if (!current) {
+      this.suspension = { dueAt, waitFields: waitField ? [waitField] : [] };
       this.interrupt(signal);
+    } else {
+      if (dueAt > 0 && (current.dueAt === 0 || dueAt < current.dueAt)) current.dueAt = dueAt;
+      if (waitField) current.waitFields.push(waitField);
     }
     throw signal;
   }

@@ -363,6 +363,47 @@ describe('durable waits and child workflows', () => {
     });
   });
 
+  describe('parallel child runs', () => {
+    it('starts children of a Promise.all together, and enforces the earliest timeout among them', async () => {
+      const release = deferred();
+      let started = 0;
+      const slow = engine.registry.define('slow-child', { queue: 'children', maxConcurrency: Infinity }, async () => {
+        started++;
+        await release.promise;
+        return 'late';
+      });
+      const parent = engine.registry.define('fan-parent', {}, async ({ step }) => {
+        return Promise.all([step.runWorkflow('a', slow, {}), step.runWorkflow({ name: 'b', timeoutMs: 300 }, slow, {})]);
+      });
+      await engine.worker({ queues: ['default', 'children'], concurrency: 4 });
+      const handle = await engine.client.start(parent, {});
+      const t0 = Date.now();
+      const error = await handle.result({ timeoutMs: 5000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TimeoutError);
+      expect(Date.now() - t0).toBeLessThan(3000); // not held until child "a" ends (it never does here)
+      expect(started).toBe(2);
+      release.resolve();
+    });
+
+    it('resumes when every child has ended, whichever ends first', async () => {
+      const gates = { a: deferred(), b: deferred() };
+      const child = engine.registry.define('gated-child', { queue: 'children', maxConcurrency: Infinity }, async ({ input }: WorkflowContext<{ gate: 'a' | 'b' }>) => {
+        await gates[input.gate].promise;
+        return input.gate;
+      });
+      const parent = engine.registry.define('join-parent', {}, async ({ step }) =>
+        Promise.all([step.runWorkflow('a', child, { gate: 'a' }), step.runWorkflow('b', child, { gate: 'b' })]),
+      );
+      await engine.worker({ queues: ['default', 'children'], concurrency: 4 });
+      const handle = await engine.client.start(parent, {});
+      await eventually(async () => (await handle.getState())?.status === 'scheduled');
+      gates.b.resolve();
+      await eventually(async () => (await engine.client.getRunSteps(handle.id)).some((s) => s.name === 'b' && s.status === 'succeeded'));
+      gates.a.resolve();
+      await expect(handle.result({ timeoutMs: 5000 })).resolves.toEqual(['a', 'b']);
+    });
+  });
+
   describe('step.emitWorkflow', () => {
     it('returns the child id without waiting, and the same id without a second child after a parent retry', async () => {
       const release = deferred();

@@ -3,16 +3,16 @@
 -- worker has a free slot (so a busy worker needs no separate claim). Outcomes:
 --   succeeded / failed: terminal; parents waiting on this run get its result and wake up.
 --   retry: back to scheduled at the due time, for the next attempt.
---   wait:  back to scheduled (step.waitFor, or a child to finish), the attempt not counted. When
---          ARGV[10] names a child-wait step record that a finished child already resolved, the run
---          is queued again at once instead.
+--   wait:  back to scheduled (step.waitFor, or children to finish), the attempt not counted. When
+--          one of the child-wait step records named in ARGV[10] was already resolved by a finished
+--          child, the run is queued again at once instead.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- KEYS[3] queue ready list    KEYS[4] queue scheduled zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] now (ms)
 -- ARGV[5] outcome             ARGV[6] output JSON (succeeded) or error JSON (failed, retry)
 -- ARGV[7] due time (ms) for retry / wait, 0 = no time (wait for a child without timeout)
 -- ARGV[8] lease token for the next run, or '' to claim none
--- ARGV[9] lease (ms)          ARGV[10] awaited step field (wait) or ''
+-- ARGV[9] lease (ms)          ARGV[10] awaited child step fields, newline-separated (wait), or ''
 -- ARGV[11..] pairs of step field, step record JSON
 -- Returns { code } or { code, nextRunId, next flat run hash }
 --   code: 'ok' | 'canceled' (run was canceled meanwhile) | 'lost' (lease taken over or run gone)
@@ -41,8 +41,8 @@ else
       table.insert(fields, 'error'); table.insert(fields, ARGV[6])
     else
       table.insert(fields, 'resume'); table.insert(fields, '1')
-      if ARGV[10] ~= '' then
-        local awaited = redis.call('HGET', runKey, ARGV[10])
+      for field in string.gmatch(ARGV[10], '[^\n]+') do
+        local awaited = redis.call('HGET', runKey, field)
         if awaited and string.sub(awaited, 1, 2) ~= '[3' then status = 'queued' end
       end
     end
