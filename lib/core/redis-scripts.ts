@@ -41,6 +41,11 @@ function source(name: ScriptName): string {
   return text;
 }
 
+/** The ARGV of a step record a script writes with its effect; empty values when there is none. */
+function stepArgs(step: StepTarget | undefined): (string | number)[] {
+  return step ? [step.runId, step.token, step.field, step.seq, step.attempt] : ['', '', '', 0, 0];
+}
+
 function toHash(flat: string[]): Record<string, string> {
   const hash: Record<string, string> = {};
   for (let i = 0; i < flat.length; i += 2) hash[flat[i]] = flat[i + 1];
@@ -197,15 +202,10 @@ export class RedisScripts {
     extra: string[];
   }): Promise<{ code: 'ok' | 'lost' | 'unknown' | 'conflict'; childId: string; record: string }> {
     const k = this.keys;
-    const s = a.step;
     const reply = (await this.commands['start-child'](
-      k.run(s.runId),
+      k.run(a.step.runId),
       k.base,
-      s.runId,
-      s.token,
-      s.field,
-      s.seq,
-      s.attempt,
+      ...stepArgs(a.step),
       a.now,
       a.mode,
       a.childId,
@@ -233,7 +233,6 @@ export class RedisScripts {
     step?: StepTarget;
   }): Promise<{ code: 'ok' | 'lost'; runIds: string[] }> {
     const k = this.keys;
-    const s = a.step;
     const reply = (await this.commands['emit-event'](
       k.eventSubscribers(a.event),
       k.base,
@@ -244,11 +243,7 @@ export class RedisScripts {
       a.emitAt,
       a.idempotencyKey,
       a.idempotencyTtlSec,
-      s?.runId ?? '',
-      s?.token ?? '',
-      s?.field ?? '',
-      s?.seq ?? 0,
-      s?.attempt ?? 0,
+      ...stepArgs(a.step),
     )) as string[];
     return { code: reply[0] as 'ok', runIds: reply.slice(1) };
   }

@@ -94,3 +94,28 @@ export function countScriptCalls(redis: RedisConnection): Record<string, number>
   };
   return counts;
 }
+
+/**
+ * The body of a fixture run as a child worker process: reads its prefix from `prefixEnv`,
+ * defines its workflows and serves with FAST_RUNTIME until killed. Errors go to stderr.
+ */
+export function runFixtureWorker(options: {
+  name: string;
+  prefixEnv: string;
+  concurrency: number;
+  define: (registry: WorkflowRegistry, redis: RedisConnection, prefix: string) => void;
+}): void {
+  const start = async () => {
+    const prefix = process.env[options.prefixEnv];
+    if (!prefix) throw new Error(`${options.name} needs ${options.prefixEnv}`);
+    const redis = connect();
+    const registry = new WorkflowRegistry();
+    options.define(registry, redis, prefix);
+    // The worker's timers and connections keep the process alive until it is killed.
+    await startWorker({ app: options.name, redis, prefix, registry, concurrency: options.concurrency, runtime: FAST_RUNTIME });
+  };
+  start().catch((error: unknown) => {
+    process.stderr.write(`${options.name} failed: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  });
+}

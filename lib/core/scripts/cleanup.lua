@@ -15,10 +15,10 @@ for i = 1, 3 do
     local runKey = k_run(base, runId)
     local run = redis.call('HMGET', runKey, 'workflow', 'idempotencyKey')
     if run[1] then
-      redis.call('ZREM', base .. 'wf:' .. run[1] .. ':runs', runId)
+      redis.call('ZREM', k_workflow_runs(base, run[1]), runId)
       -- An idempotency key must not outlive its run: a new start would get a deleted run's id.
       if run[2] then
-        local idemKey = base .. 'idem:' .. run[1] .. '|' .. run[2]
+        local idemKey = k_idempotency(base, run[1], run[2])
         local value = redis.call('GET', idemKey)
         if value and string.sub(value, 1, #runId + 1) == runId .. '|' then redis.call('DEL', idemKey) end
       end

@@ -9,6 +9,10 @@ local function k_meta(base, workflow) return base .. 'workflow:' .. workflow end
 local function k_active(base, workflow) return base .. 'wf:' .. workflow .. ':active' end
 local function k_parked(base, workflow) return base .. 'wf:' .. workflow .. ':parked' end
 local function k_mutex(base, key) return base .. 'mutex:' .. key end
+local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
+local function k_idempotency(base, workflow, key) return base .. 'idem:' .. workflow .. '|' .. key end
+local function k_event_subs(base, event) return base .. 'event:' .. event .. ':subs' end
+local function k_event_data(base, eventId) return base .. 'evdata:' .. eventId end
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
@@ -41,7 +45,7 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
   redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
     'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
   if extra and #extra > 0 then redis.call('HSET', runKey, unpack(extra)) end
-  redis.call('ZADD', base .. 'wf:' .. workflow .. ':runs', now, runId)
+  redis.call('ZADD', k_workflow_runs(base, workflow), now, runId)
   move_index(base, runId, nil, status, now)
   if status == 'scheduled' then
     redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)

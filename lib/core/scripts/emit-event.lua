@@ -29,7 +29,7 @@ end
 local runIds = {}
 if emitAt > now then
   redis.call('ZADD', base .. 'events:due', emitAt, eventId)
-  redis.call('HSET', base .. 'evdata:' .. eventId, 'name', name, 'payload', payload)
+  redis.call('HSET', k_event_data(base, eventId), 'name', name, 'payload', payload)
 else
   runIds = fan_out(base, KEYS[1], eventId, payload, now)
 end

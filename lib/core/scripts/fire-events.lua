@@ -8,10 +8,10 @@
 local base, now = ARGV[1], tonumber(ARGV[2])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 for _, eventId in ipairs(due) do
-  local dataKey = base .. 'evdata:' .. eventId
+  local dataKey = k_event_data(base, eventId)
   local event = redis.call('HMGET', dataKey, 'name', 'payload')
   if event[1] then
-    fan_out(base, base .. 'event:' .. event[1] .. ':subs', eventId, event[2], now)
+    fan_out(base, k_event_subs(base, event[1]), eventId, event[2], now)
   end
   redis.call('DEL', dataKey)
   redis.call('ZREM', KEYS[1], eventId)

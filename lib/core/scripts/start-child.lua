@@ -23,7 +23,7 @@ if parent[1] ~= 'running' or parent[2] ~= ARGV[3] then return { 'lost' } end
 
 local workflow, input, idemKey = ARGV[10], ARGV[13], ARGV[15]
 local childId = ARGV[9]
-local idemRedisKey = base .. 'idem:' .. workflow .. '|' .. idemKey
+local idemRedisKey = k_idempotency(base, workflow, idemKey)
 local inputHash
 if idemKey ~= '' then
   inputHash = redis.sha1hex(input)

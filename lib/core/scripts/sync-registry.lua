@@ -15,10 +15,10 @@ local function set_events(name, old, new)
   local keep = {}
   for _, event in ipairs(new) do
     keep[event] = true
-    redis.call('SADD', base .. 'event:' .. event .. ':subs', name)
+    redis.call('SADD', k_event_subs(base, event), name)
   end
   for event in string.gmatch(old or '', '[^\n]+') do
-    if not keep[event] then redis.call('SREM', base .. 'event:' .. event .. ':subs', name) end
+    if not keep[event] then redis.call('SREM', k_event_subs(base, event), name) end
   end
 end
 
