@@ -119,6 +119,7 @@ export class RunExecutor {
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       return (await this.finish('succeeded', encoded, 0)).next;
     } catch (thrown) {
+      await this.steps?.settled();
       const suspension = this.steps?.suspension;
       const failure = this.steps?.failure;
       // A step that failed (a child's timeout, say) fails the attempt even while a sibling waits.

@@ -68,6 +68,7 @@ export class StepRuntime {
   suspension: { dueAt: number; waitFields: string[] } | undefined;
   private readonly calls = new Map<string, number>();
   private readonly inflight = new Set<InflightStep>();
+  private readonly effects = new Set<Promise<unknown>>();
   private pending: string[] = [];
   private flushing: Promise<void> = Promise.resolve();
   private flushError: unknown;
@@ -83,12 +84,28 @@ export class StepRuntime {
       run: (options, fn) => this.run(options, fn),
       waitFor: (options, target) => this.waitFor(options, target),
       runWorkflow: <I, O>(options: ChildRunOptions | string, workflow: WorkflowRef<I, O>, input: I) =>
-        this.startChild('wait', options, workflow as WorkflowRef, input) as Promise<O>,
+        this.track(this.startChild('wait', options, workflow as WorkflowRef, input)) as Promise<O>,
       emitWorkflow: <I>(options: ChildRunOptions | string, workflow: WorkflowRef<I>, input: I) =>
-        this.startChild('emit', options, workflow as WorkflowRef, input) as Promise<string>,
-      emitEvent: (options, event, payload) => this.emitEvent(options, event, payload),
+        this.track(this.startChild('emit', options, workflow as WorkflowRef, input)) as Promise<string>,
+      emitEvent: (options, event, payload) => this.track(this.emitEvent(options, event, payload)),
     };
     this.seq = stored.size;
+  }
+
+  /**
+   * Resolves when every child start and event emit of this attempt has settled. A Promise.all in
+   * the handler rejects at the first suspension while a sibling's script reply may still be on
+   * its way; the attempt must not end before that sibling records its wait or failure.
+   */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.effects]);
+  }
+
+  private track<T>(effect: Promise<T>): Promise<T> {
+    this.effects.add(effect);
+    const done = () => this.effects.delete(effect);
+    effect.then(done, done);
+    return effect;
   }
 
   /** Stops every running step at once (their signals abort and their promises reject). */
