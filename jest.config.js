@@ -24,7 +24,9 @@ const project = (displayName, testMatch) => ({
 
 module.exports = {
   projects: [
+    project('unit', ['<rootDir>/test/unit/**/*.spec.ts']),
     project('engine', ['<rootDir>/test/engine/**/*.spec.ts']),
+    project('edges', ['<rootDir>/test/edges/**/*.spec.ts']),
     project('nest', ['<rootDir>/test/nest/**/*.spec.ts', '<rootDir>/test/sample/**/*.spec.ts']),
     project('dashboard', ['<rootDir>/test/dashboard/**/*.spec.ts', '<rootDir>/test/cli/**/*.spec.ts', '<rootDir>/test/browser/**/*.spec.ts']),
   ],

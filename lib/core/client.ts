@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { closeConnection, openConnection, type ConnectionOptions } from './connection';
+import { RedisHealth, redisAddress, withTimeout, outageKind } from './redis-health';
 import { idempotencyTtlSec, timeOption } from './duration';
 import {
   CanceledError,
@@ -9,16 +10,29 @@ import {
   IdempotencyConflictError,
   InputValidationError,
   OutputSerializationError,
+  RedisUnavailableError,
   RunNotFoundError,
   TimeoutError,
   UnknownWorkflowError,
 } from './errors';
 import { RedflowKeys } from './keys';
+import {
+  assertKnownKeys,
+  checkDuration,
+  checkIdempotencyKey,
+  checkInteger,
+  checkResourceName,
+  checkUserName,
+  CLIENT_OPTION_KEYS,
+  EMIT_EVENT_OPTION_KEYS,
+  LIST_RUNS_OPTION_KEYS,
+  RUN_OPTION_KEYS,
+} from './option-checks';
 import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
 import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
-import { RUN_STATUSES, TERMINAL_STATUSES, type CronState, type RunState, type RunStats, type RunStatus, type StepState, type WorkflowMeta } from './types';
-import { flowControlFor, type RunFlowControl } from './flow-control';
+import { RUN_STATUSES, stderrLogger, TERMINAL_STATUSES, type CronState, type RedflowLogger, type RunState, type RunStats, type RunStatus, type StepState, type WorkflowMeta } from './types';
+import { dynamicFlowError, flowControlFor, registryFlowControl, type RunFlowControl } from './flow-control';
 import { validateInput } from './validation';
 import { cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
 
@@ -30,7 +44,23 @@ export interface ClientOptions extends ConnectionOptions {
   registry?: WorkflowRegistry;
   /** Largest input or step output in bytes. @default 1048576 (1 MiB) */
   maxPayloadBytes?: number;
+  /**
+   * How long a call waits for Redis before it rejects with `RedisUnavailableError`. A call that
+   * timed out may still be applied when Redis comes back. @default 10000
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Fail (ConfigurationError) instead of warning when Redis's `maxmemory-policy`, read on the
+   * first connection, is not `noeviction`: any other policy lets Redis delete runs when it fills
+   * up. In Nest: `redis: { requireNoEviction: true }`. @default false
+   */
+  requireNoEviction?: boolean;
+  /** Where warnings go (Redis outages, eviction policy). @default warnings and errors to stderr */
+  logger?: RedflowLogger;
 }
+
+/** Default of `commandTimeoutMs`. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 
 /** Options of starting a run. */
 export interface RunOptions {
@@ -129,6 +159,32 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** A node's maxmemory-policy: CONFIG GET, or INFO memory where CONFIG is forbidden (managed Redis, ACL users). */
+async function readEvictionPolicy(node: RedisConnection): Promise<string | undefined> {
+  try {
+    const reply = (await node.config('GET', 'maxmemory-policy')) as unknown;
+    const flat = Array.isArray(reply) ? reply.map(String) : Object.entries(reply as Record<string, string>).flat();
+    const i = flat.indexOf('maxmemory-policy');
+    if (i >= 0 && flat[i + 1]) return flat[i + 1];
+  } catch (error) {
+    if (outageKind(error)) throw error;
+  }
+  try {
+    const info = await node.info('memory');
+    return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  } catch (error) {
+    if (outageKind(error)) throw error;
+    return undefined;
+  }
+}
+
+/** Ids are never empty, and hold no control characters: anything else cannot be a run. */
+function isPossibleRunId(id: unknown): id is string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 2048) return false;
+  for (let i = 0; i < id.length; i++) if (id.charCodeAt(i) < 0x20 || id.charCodeAt(i) === 0x7f) return false;
+  return true;
+}
+
 /** Starts, inspects and cancels runs. Create one with `createClient`. */
 export class WorkflowClient {
   readonly keys: RedflowKeys;
@@ -136,6 +192,13 @@ export class WorkflowClient {
   readonly scripts: RedisScripts;
   readonly registry: WorkflowRegistry;
   readonly maxPayloadBytes: number;
+  /** How long a call waits for Redis before rejecting with RedisUnavailableError. */
+  readonly commandTimeoutMs: number;
+  /** Up, unreachable or refusing writes: shared with this client's worker. */
+  readonly health: RedisHealth;
+  readonly logger: RedflowLogger;
+  private readonly requireNoEviction: boolean;
+  private checked: Promise<void> | undefined;
   private closed = false;
 
   constructor(
@@ -143,17 +206,79 @@ export class WorkflowClient {
     private readonly ownsConnection: boolean,
     options: ClientOptions,
   ) {
-    this.keys = new RedflowKeys(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow');
+    assertKnownKeys('createClient options', options, CLIENT_OPTION_KEYS);
+    this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
     this.scripts = new RedisScripts(redis, this.keys);
     this.registry = options.registry ?? getDefaultRegistry();
-    this.maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+    this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
+    this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs');
+    this.requireNoEviction = options.requireNoEviction ?? false;
+    this.logger = options.logger ?? stderrLogger;
+    this.health = new RedisHealth(redisAddress(redis), this.logger, () => this.redis.set(this.keys.probe(), String(Date.now()), 'PX', 60_000));
+    if (ownsConnection) this.health.watch(redis);
+  }
+
+  /**
+   * Checks Redis once per client, before its first call: warns (or, with
+   * `redis.requireNoEviction`, throws ConfigurationError) when its `maxmemory-policy` lets it
+   * delete keys. A worker awaits it before it starts.
+   */
+  ready(): Promise<void> {
+    this.checked ??= withTimeout(this.checkEvictionPolicy(), this.commandTimeoutMs, this.health.address).catch((error: unknown) => {
+      // A Redis that was down is checked again on the next call; a refused policy stays refused.
+      if (!(error instanceof ConfigurationError)) this.checked = undefined;
+      throw this.unavailable(error);
+    });
+    return this.checked;
+  }
+
+  private async checkEvictionPolicy(): Promise<void> {
+    const nodes = this.redis instanceof Cluster ? await this.clusterMasters() : [this.redis];
+    for (const node of nodes) {
+      const policy = await readEvictionPolicy(node);
+      const where = `Redis at ${redisAddress(node)}`;
+      if (policy === undefined) {
+        this.logger.warn(`${where} did not tell its maxmemory-policy (CONFIG GET and INFO memory were refused); make sure it is noeviction, or Redis may delete runs when it fills up.`);
+        continue;
+      }
+      if (policy === 'noeviction') continue;
+      const message = `${where} has maxmemory-policy "${policy}": when it fills up it deletes keys, and with them workflow runs, steps and the workflow registry, without a trace. Set maxmemory-policy to noeviction (CONFIG SET maxmemory-policy noeviction, redis.conf, or your provider's parameter group).`;
+      if (this.requireNoEviction) throw new ConfigurationError(`${message} requireNoEviction is on, so this client refuses to use it.`);
+      this.logger.warn(`${message} Pass requireNoEviction: true (in Nest: redis: { requireNoEviction: true }) to refuse to start instead of this warning.`);
+    }
+  }
+
+  private async clusterMasters(): Promise<RedisConnection[]> {
+    const cluster = this.redis as Cluster;
+    // The node list is known once the cluster has answered a first command.
+    if (!cluster.nodes('master').length) await cluster.exists(this.keys.workflows());
+    return cluster.nodes('master');
+  }
+
+  /**
+   * Runs one client call against Redis: after the first-connection check, within
+   * `commandTimeoutMs`, with connection failures turned into `RedisUnavailableError`.
+   */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      await this.ready();
+      return await withTimeout(fn(), this.commandTimeoutMs, this.health.address);
+    } catch (error) {
+      throw this.unavailable(error);
+    }
+  }
+
+  private unavailable(error: unknown): unknown {
+    if (error instanceof RedisUnavailableError || outageKind(error) !== 'unreachable') return error;
+    return new RedisUnavailableError(this.health.address, (error as Error).message.split('\n')[0]);
   }
 
   /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
+    checkRunOptions(options);
     await validateInput(definition.name, definition.options.schema, input);
     const flow = flowControlFor(definition as WorkflowDefinition<unknown, unknown>, input);
-    return this.enqueue<TOutput>(definition.name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options, flow);
+    return this.enqueue<TOutput>(definition.name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options, flow, true);
   }
 
   /**
@@ -161,9 +286,12 @@ export class WorkflowClient {
    * other must have been registered in Redis by a worker, else `UnknownWorkflowError`.
    */
   async runByName<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
+    if (typeof name !== 'string' || !name) throw new ConfigurationError(`runByName needs a workflow name, got ${JSON.stringify(name)}.`);
     const definition = this.registry.get(name);
     if (definition) return this.start(definition, input, options) as Promise<RunHandle<TOutput>>;
-    return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input));
+    checkRunOptions(options);
+    // Without the definition here, the registry entry's static flow-control keys apply.
+    return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input), false);
   }
 
   /** Same as `runByName`. */
@@ -178,18 +306,19 @@ export class WorkflowClient {
     maxAttempts: string,
     options: RunOptions = {},
     flow: RunFlowControl,
+    localFlow: boolean,
   ): Promise<RunHandle<TOutput>> {
     let encoded: string;
     try {
       encoded = encodeJson(input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
     } catch (error) {
-      if (error instanceof OutputSerializationError) throw new InputValidationError(workflow, [{ message: error.message }]);
+      if (error instanceof OutputSerializationError) throw new InputValidationError(workflow, [{ message: `${error.path} is ${error.reason}` }]);
       throw error;
     }
     const now = Date.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options.idempotencyTtl);
-    const result = await this.scripts.enqueue({
+    const result = await this.call(() => this.scripts.enqueue({
       runId: newRunId(),
       workflow,
       queue,
@@ -197,12 +326,14 @@ export class WorkflowClient {
       input: encoded,
       now,
       runAt,
-      idempotencyKey: options.idempotencyKey ?? '',
+      idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'idempotencyKey'),
       idempotencyTtlSec: ttl,
       debounce: flow.debounce,
+      localFlow,
       extra: flow.extra,
-    });
+    }));
     if (result.kind === 'unknown') throw new UnknownWorkflowError(workflow);
+    if (result.kind === 'dynamic') throw dynamicFlowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
     return this.handle<TOutput>(result.runId);
   }
@@ -211,7 +342,12 @@ export class WorkflowClient {
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
    * flow-control keys (mutex, throttle, rate limit). Returns its handle.
    */
-  async rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
+  rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
+    return this.call(() => this.rerunNow<TOutput>(id));
+  }
+
+  private async rerunNow<TOutput>(id: string): Promise<RunHandle<TOutput>> {
+    if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
     const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit] = await this.redis.hmget(
       this.keys.run(id),
       'workflow',
@@ -235,6 +371,7 @@ export class WorkflowClient {
       runAt: 0,
       idempotencyKey: '',
       idempotencyTtlSec: 1,
+      localFlow: true,
       extra,
     });
     return this.handle<TOutput>(result.runId);
@@ -245,36 +382,60 @@ export class WorkflowClient {
     return {
       id,
       getState: () => this.getRun<TOutput>(id),
-      result: (options) => this.waitForResult<TOutput>(id, options?.timeoutMs),
+      result: (options) => {
+        assertKnownKeys('result() options', options, ['timeoutMs']);
+        return this.waitForResult<TOutput>(id, options?.timeoutMs);
+      },
     };
   }
 
+  /**
+   * Polls the run until it ends. With `timeoutMs`, rejects with TimeoutError at the deadline
+   * even while Redis does not answer; without it, a Redis that does not answer within
+   * `commandTimeoutMs` rejects with RedisUnavailableError.
+   */
   private async waitForResult<TOutput>(id: string, timeoutMs?: number): Promise<TOutput> {
+    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+      throw new ConfigurationError(`result() timeoutMs must be a number of ms >= 0, got ${String(timeoutMs)}.`);
+    }
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    const timedOut = (why = '') => new TimeoutError(`Waiting for the result of run "${id}"${why}`, timeoutMs!);
     let pause = 5;
     for (;;) {
-      const [status, output, error, reason] = await this.redis.hmget(this.keys.run(id), 'status', 'output', 'error', 'cancelReason');
+      const left = deadline - Date.now();
+      if (left <= 0) throw timedOut();
+      let fields: (string | null)[];
+      try {
+        const read = this.call(() => this.redis.hmget(this.keys.run(id), 'status', 'output', 'error', 'cancelReason'));
+        fields = left === Infinity ? await read : await withTimeout(read, left, this.health.address);
+      } catch (error) {
+        if (!(error instanceof RedisUnavailableError) || deadline === Infinity) throw error;
+        if (Date.now() >= deadline) throw timedOut(` (Redis at ${this.health.address} did not answer)`);
+        await sleep(Math.min(200, deadline - Date.now()));
+        continue;
+      }
+      const [status, output, error, reason] = fields;
       if (status === null) throw new RunNotFoundError(id);
       if (status === 'succeeded') return decodeJson(output ?? '', id, 'output') as TOutput;
       if (status === 'failed') throw deserializeError(error ?? '');
       if (status === 'canceled') throw new CanceledError(id, reason ?? undefined);
-      const left = deadline - Date.now();
-      if (left <= 0) throw new TimeoutError(`Waiting for the result of run "${id}"`, timeoutMs!);
-      await sleep(Math.min(pause, left));
+      await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
       pause = Math.min(pause * 2, 200);
     }
   }
 
   /** A run, or null when it does not exist. */
   async getRun<TOutput = unknown>(id: string): Promise<RunState<TOutput> | null> {
-    const values = await this.redis.hmget(this.keys.run(id), ...RUN_FIELDS);
+    if (!isPossibleRunId(id)) return null;
+    const values = await this.call(() => this.redis.hmget(this.keys.run(id), ...RUN_FIELDS));
     if (values.every((v) => v === null)) return null;
     return parseRun<TOutput>(id, Object.fromEntries(RUN_FIELDS.map((f, i) => [f, values[i]])));
   }
 
   /** A run's stored steps, in the order they were stored. */
   async getRunSteps(id: string): Promise<StepState[]> {
-    const hash = await this.redis.hgetall(this.keys.run(id));
+    if (!isPossibleRunId(id)) return [];
+    const hash = await this.call(() => this.redis.hgetall(this.keys.run(id)));
     const steps: StepState[] = [];
     for (const [field, value] of Object.entries(hash)) {
       if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value));
@@ -286,7 +447,18 @@ export class WorkflowClient {
    * Runs, newest first, filtered by workflow and/or status. Running runs come first, queued and
    * scheduled runs sort by creation time, ended runs by finish time.
    */
-  async listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
+  listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
+    return this.call(() => this.listRunsNow(options));
+  }
+
+  private async listRunsNow(options: ListRunsOptions): Promise<RunState[]> {
+    assertKnownKeys('listRuns options', options, LIST_RUNS_OPTION_KEYS);
+    if (options.status !== undefined && !RUN_STATUSES.includes(options.status)) {
+      throw new ConfigurationError(`listRuns status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(options.status)}.`);
+    }
+    if (options.workflow !== undefined && typeof options.workflow !== 'string') {
+      throw new ConfigurationError(`listRuns workflow must be a workflow name, got ${typeof options.workflow}.`);
+    }
     const limit = options.limit ?? 50;
     const offset = options.offset ?? 0;
     for (const [name, value] of [['limit', limit], ['offset', offset]] as const) {
@@ -348,15 +520,21 @@ export class WorkflowClient {
 
   /** Ids of the child runs a run waits or waited on (`step.runWorkflow`). */
   async getRunChildren(id: string): Promise<string[]> {
-    return (await this.redis.smembers(`${this.keys.run(id)}:children`)).sort();
+    if (!isPossibleRunId(id)) return [];
+    return (await this.call(() => this.redis.smembers(this.keys.children(id)))).sort();
   }
 
   /**
    * Counts for an overview: runs per status, runs per workflow (as indexed), and runs that
    * succeeded or failed in each of the last `minutes` minutes (oldest first).
    */
-  async getStats(options: { minutes?: number } = {}): Promise<RunStats> {
-    const minutes = options.minutes ?? 60;
+  getStats(options: { minutes?: number } = {}): Promise<RunStats> {
+    return this.call(() => this.getStatsNow(options));
+  }
+
+  private async getStatsNow(options: { minutes?: number }): Promise<RunStats> {
+    assertKnownKeys('getStats options', options, ['minutes']);
+    const minutes = checkInteger(options.minutes ?? 60, 'getStats minutes', 1, 24 * 60);
     const workflows = (await this.redis.smembers(this.keys.workflows())).sort();
     const now = Date.now();
     const start = now - (now % 60_000) - (minutes - 1) * 60_000;
@@ -380,7 +558,7 @@ export class WorkflowClient {
 
   /** Cron schedules registered in Redis, with their next tick. */
   async listCrons(): Promise<CronState[]> {
-    const [defs, next] = await Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]);
+    const [defs, next] = await this.call(() => Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]));
     const nextById = new Map<string, number>();
     for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
     return Object.entries(defs)
@@ -393,13 +571,13 @@ export class WorkflowClient {
 
   /** Workflows registered in Redis by workers (or `syncRegistry`). */
   async listWorkflows(): Promise<WorkflowMeta[]> {
-    const names = (await this.redis.smembers(this.keys.workflows())).sort();
+    const names = (await this.call(() => this.redis.smembers(this.keys.workflows()))).sort();
     const metas = await Promise.all(names.map((n) => this.getWorkflowMeta(n)));
     return metas.filter((m): m is WorkflowMeta => m !== null);
   }
 
   async getWorkflowMeta(name: string): Promise<WorkflowMeta | null> {
-    const h = await this.redis.hgetall(this.keys.workflow(name));
+    const h = await this.call(() => this.redis.hgetall(this.keys.workflow(name)));
     if (!h.queue) return null;
     const list = (value: string | undefined) => (value ? value.split('\n') : []);
     const limit = Number(h.maxConcurrency ?? 0);
@@ -420,8 +598,11 @@ export class WorkflowClient {
    * aborts and no later step starts. Returns false when the run already ended or does not exist.
    */
   async cancelRun(id: string, options: { reason?: string } = {}): Promise<boolean> {
+    assertKnownKeys('cancelRun options', options, ['reason']);
+    if (options.reason !== undefined) checkUserName(options.reason, 'cancelRun reason', { max: 1000 });
+    if (!isPossibleRunId(id)) return false;
     const error = serializeError(new CanceledError(id, options.reason));
-    const result = await this.scripts.cancel(id, Date.now(), error, options.reason ?? '');
+    const result = await this.call(() => this.scripts.cancel(id, Date.now(), error, options.reason ?? ''));
     return result === 'ok';
   }
 
@@ -431,20 +612,24 @@ export class WorkflowClient {
    * then happens when due). With `idempotencyKey`, a repeated emit returns the same runs.
    */
   async emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
-    const { runIds } = await this.scripts.emitEvent({
+    assertKnownKeys('emitEvent options', options, EMIT_EVENT_OPTION_KEYS);
+    checkUserName(event, 'The event name', { forbid: '|', reason: '"|" separates an event name from its idempotency key' });
+    const { runIds } = await this.call(() => this.scripts.emitEvent({
       eventId: `ev${newRunId()}`,
       event,
       payload: encodeJson(payload, `The payload of event "${event}"`, this.maxPayloadBytes),
       now: Date.now(),
       emitAt: timeOption(options.emitAt, 'emitAt'),
-      idempotencyKey: options.idempotencyKey ?? '',
+      idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),
       idempotencyTtlSec: idempotencyTtlSec(options.idempotencyTtl),
-    });
+    }));
     return runIds;
   }
 
   /** Emits an event at a later time; same as `emitEvent(event, payload, { emitAt, ... })`. */
   scheduleEvent(event: string, payload: unknown, options: EmitEventOptions & { emitAt: Date | number }): Promise<string[]> {
+    assertKnownKeys('scheduleEvent options', options, EMIT_EVENT_OPTION_KEYS);
+    if (options?.emitAt === undefined) throw new ConfigurationError('scheduleEvent needs an emitAt option: the Date (or epoch ms) to fan the event out at.');
     return this.emitEvent(event, payload, options);
   }
 
@@ -454,6 +639,7 @@ export class WorkflowClient {
    * `prune: false`). Returns the removed workflow names.
    */
   async syncRegistry(registry: WorkflowRegistry, options: { owner: string; defaultMaxConcurrency?: number; prune?: boolean }): Promise<string[]> {
+    assertKnownKeys('syncRegistry options', options, ['owner', 'defaultMaxConcurrency', 'prune']);
     if (!options.owner) throw new ConfigurationError('syncRegistry needs an owner: a stable id of the app that defines these workflows.');
     const now = Date.now();
     const entries = registry.list().map((d) => {
@@ -470,13 +656,18 @@ export class WorkflowClient {
         maxConcurrency: limit === Infinity ? 0 : limit,
         events: (d.options.event ?? []).map((e) => e.name),
         crons,
+        flow: registryFlowControl(d),
       });
     });
-    return this.scripts.syncRegistry(options.owner, now, options.prune ?? true, entries);
+    return this.call(() => this.scripts.syncRegistry(options.owner, now, options.prune ?? true, entries));
   }
 
   /** Deletes every key of this prefix: all runs, queues and registry entries. For tests and resets. */
   async resetState(): Promise<void> {
+    await this.call(() => this.resetStateNow());
+  }
+
+  private async resetStateNow(): Promise<void> {
     const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
     for (const node of nodes) {
       let cursor = '0';
@@ -492,6 +683,7 @@ export class WorkflowClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.health.close();
     if (this.ownsConnection) await closeConnection(this.redis);
   }
 
@@ -499,6 +691,14 @@ export class WorkflowClient {
   static isTerminal(status: RunStatus): boolean {
     return TERMINAL_STATUSES.has(status);
   }
+}
+
+/** Checks the options of starting a run before anything reaches Redis. */
+function checkRunOptions(options: RunOptions | undefined): void {
+  assertKnownKeys('run options', options, RUN_OPTION_KEYS);
+  if (!options) return;
+  if (options.idempotencyKey !== undefined) checkIdempotencyKey(options.idempotencyKey, 'idempotencyKey');
+  if (options.queueOverride !== undefined) checkResourceName(options.queueOverride, 'queueOverride');
 }
 
 /** Creates a client: `createClient({ url })`, `createClient({ redis })`, plus `prefix`, `registry`. */

@@ -1,7 +1,11 @@
 /**
  * Public error classes. Every class sets `name`, so `instanceof` and `error.name` both work, and every
- * message names the thing involved and what to do about it.
+ * message names the thing involved and what to do about it. Every meaningful constructor argument is
+ * a `readonly` field: serialization stores the fields, so an error read back from Redis keeps them.
  */
+// duration.ts imports ConfigurationError from here too; the cycle is safe because both sides
+// use the other's exports only inside functions, never while the module loads.
+import { toMs } from './duration';
 
 /** Base class of every error this package throws. */
 export class RedflowError extends Error {
@@ -33,17 +37,32 @@ export class InputValidationError extends RedflowError {
 
 /** No workflow with this name is registered locally or in Redis. */
 export class UnknownWorkflowError extends RedflowError {
-  constructor(readonly workflow: string, where = 'in this process or in Redis') {
+  constructor(
+    readonly workflow: string,
+    readonly where = 'in this process or in Redis',
+  ) {
     super(
       `Workflow "${workflow}" is not registered ${where}. Define it with defineWorkflow() and start a worker (or call syncRegistry()) that registers it.`,
     );
   }
 }
 
-/** A workflow or step returned a value that cannot be stored as JSON. */
+/**
+ * A value (a step or workflow output, an input, an event payload) holds something JSON would drop
+ * or change, so it cannot be stored. `path` says where, e.g. `$.items[2]`; `$` is the value itself.
+ */
 export class OutputSerializationError extends RedflowError {
-  constructor(readonly what: string, reason: string) {
-    super(`${what} cannot be stored as JSON (${reason}). Use plain JSON data: objects, arrays, strings, numbers, booleans or null.`);
+  constructor(
+    /** The value, e.g. `The output of step "charge"`. */
+    readonly what: string,
+    /** Where in the value the problem is: `$` for the value itself, `$.a.b[2]` inside it. */
+    readonly path: string,
+    /** What is there and what JSON would do with it, e.g. `NaN (JSON would store null)`. */
+    readonly reason: string,
+  ) {
+    super(
+      `${what} cannot be stored as JSON: ${path} is ${reason}. Use plain JSON data: objects, arrays, strings, numbers, booleans, null or Dates (stored as ISO strings).`,
+    );
   }
 }
 
@@ -64,12 +83,43 @@ export class CanceledError extends RedflowError {
 /** Throw it from a handler or step to fail the run at once, without retries. */
 export class NonRetriableError extends RedflowError {}
 
-/** Throw it to retry the run after `delay` (ms, a duration string such as "30s", or a Date). */
+function describeDelay(delay: unknown): string {
+  if (typeof delay === 'string') return JSON.stringify(delay);
+  if (typeof delay === 'number') return String(delay);
+  if (delay instanceof Date) return 'an invalid Date';
+  if (delay === null || delay === undefined) return String(delay);
+  return typeof delay === 'object' ? 'an object' : `a ${typeof delay}`;
+}
+
+function isValidDelay(delay: unknown): boolean {
+  if (delay instanceof Date) return !Number.isNaN(delay.getTime());
+  if (typeof delay === 'number') return Number.isFinite(delay) && delay >= 0;
+  if (typeof delay !== 'string') return false;
+  try {
+    toMs(delay);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Throw it to retry the run after `delay`: milliseconds (a finite number >= 0), a duration string
+ * such as "30s", or a Date. A bad `delay` makes the constructor throw a `TypeError` at once, so
+ * the mistake surfaces where it is made and the attempt fails like any other error.
+ */
 export class RetryAfterError extends RedflowError {
   constructor(
     message: string,
     readonly delay: number | string | Date,
   ) {
+    // Checked here rather than when the retry is scheduled: there a bad delay could only be
+    // reported far from the code that made it.
+    if (!isValidDelay(delay)) {
+      throw new TypeError(
+        `RetryAfterError delay ${describeDelay(delay)} is not valid. Use milliseconds (a finite number >= 0), a duration string such as "500ms", "30s", "5m", "2h" or "1d", or a valid Date.`,
+      );
+    }
     super(message);
   }
 }
@@ -100,7 +150,10 @@ export class PayloadTooLargeError extends RedflowError {
 
 /** Data found in Redis could not be read: a run hash without its fields, or undecodable JSON. */
 export class CorruptRunDataError extends RedflowError {
-  constructor(readonly runId: string, detail: string) {
+  constructor(
+    readonly runId: string,
+    readonly detail: string,
+  ) {
     super(`Run "${runId}" has corrupt data in Redis (${detail}). The run cannot continue; start a new run.`);
   }
 }
@@ -124,7 +177,7 @@ export class InvalidCronError extends ConfigurationError {
     readonly workflow: string,
     readonly expression: string,
     readonly timezone: string | undefined,
-    reason: string,
+    readonly reason: string,
   ) {
     super(
       `Cron expression "${expression}"${timezone ? ` with time zone "${timezone}"` : ''} of workflow "${workflow}" is invalid (${reason}). Use croner syntax, e.g. "*/10 * * * * *" (seconds first) or "0 9 * * 1-5", and an IANA time zone such as "Europe/Paris".`,
@@ -137,7 +190,158 @@ export class RateLimitExceededError extends RedflowError {}
 
 /** The error a run failed with, rebuilt from its stored form when its class is not one of ours. */
 export class WorkflowRunError extends RedflowError {
-  constructor(message: string, readonly originalName: string) {
+  constructor(
+    message: string,
+    /** The `name` of the error as it was thrown, e.g. `TypeError`. */
+    readonly originalName: string,
+  ) {
     super(message);
   }
+}
+
+/** The longest Redis reply an error message quotes; replies of failed scripts can be long. */
+const MAX_REPLY_CHARS = 300;
+
+/** The first line of a Redis error reply, at most 300 characters, so no Lua source leaks into messages. */
+function shortReply(reply: string): string {
+  const line = String(reply).split(/\r?\n/, 1)[0].trim();
+  return line.length > MAX_REPLY_CHARS ? `${line.slice(0, MAX_REPLY_CHARS - 1)}…` : line;
+}
+
+/** A reply without its final period, so the sentence around it does not end with two. */
+function inSentence(reply: string): string {
+  return reply.replace(/\.+$/, '');
+}
+
+/**
+ * Redis cannot be reached: the connection is down, or it gave no answer in time. The call may
+ * still be applied once Redis answers again.
+ */
+export class RedisUnavailableError extends RedflowError {
+  constructor(
+    /** `host:port` (or socket path) of the Redis, never with its password. */
+    readonly address: string,
+    /** What went wrong, e.g. `connect ECONNREFUSED` or `no answer within 5000 ms`. */
+    readonly detail: string,
+  ) {
+    super(
+      `Redis at ${address} is unavailable (${detail}). Check that Redis is running and reachable from this host (REDIS_URL or the connection option). A call that timed out may still be applied when Redis comes back: retry it with an idempotency key.`,
+    );
+  }
+}
+
+/**
+ * Redis answered but refused to write: it is out of memory (OOM), a read-only replica (READONLY),
+ * or cannot persist to disk (MISCONF). Nothing of the call was applied.
+ */
+export class RedisWriteRefusedError extends RedflowError {
+  /** The refusal, first line only, at most 300 characters. */
+  readonly reply: string;
+
+  constructor(
+    /** The name of the Lua script (or command) that was refused. */
+    readonly script: string,
+    reply: string,
+  ) {
+    const short = shortReply(reply);
+    super(
+      `Redis refused a write in script "${script}": ${inSentence(short)}. Free memory or raise maxmemory (OOM), connect to the primary instead of a replica (READONLY), or fix the disk Redis persists to (MISCONF). Workers pause and resume by themselves once writes succeed.`,
+    );
+    this.reply = short;
+  }
+}
+
+/** One of this package's Lua scripts answered with an error other than a refused write. */
+export class RedisScriptError extends RedflowError {
+  /** The error reply, first line only, at most 300 characters. */
+  readonly reply: string;
+
+  constructor(
+    /** The name of the Lua script. */
+    readonly script: string,
+    reply: string,
+  ) {
+    const short = shortReply(reply);
+    super(`Redis script "${script}" failed: ${inSentence(short)}.`);
+    this.reply = short;
+  }
+}
+
+// A refusal comes as the reply itself ("OOM command not allowed ...") or, from inside a script on
+// older Redis, wrapped: "ERR Error running script (...): @user_script:12: -OOM command ...".
+const WRITE_REFUSED = /(?:^-?|:\s*-?|\s-)(?:OOM|READONLY|MISCONF)(?=\s|$)/;
+
+/** True when a Redis error message (plain or wrapped by a Lua script) says Redis refuses writes. */
+export function isWriteRefusedReply(message: string): boolean {
+  return WRITE_REFUSED.test(message);
+}
+
+/** A concrete error class of this package. */
+export type RedflowErrorClass = abstract new (...args: never[]) => RedflowError;
+
+/** How the engine treats one error class. */
+export interface ErrorClassInfo {
+  /** The class; its name is the `name` stored with the error, and read back into this class. */
+  readonly cls: RedflowErrorClass;
+  /** Whether a failed attempt with this error may be retried; `false` fails the run at once. */
+  readonly retryable: boolean;
+  /** Fields that may hold a Date: stored as an ISO string, read back as a Date. */
+  readonly dateFields?: ReadonlyArray<string>;
+}
+
+/**
+ * The one list of this package's error classes: retries (`isRetryable`) and reading errors back
+ * from Redis both use it. An error whose class is not listed, nor a subclass of a listed class, is
+ * retryable and reads back as a `WorkflowRunError`.
+ */
+const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
+  // Permanent: another attempt with the same input and code fails the same way.
+  { cls: NonRetriableError, retryable: false },
+  { cls: InputValidationError, retryable: false },
+  { cls: OutputSerializationError, retryable: false },
+  { cls: PayloadTooLargeError, retryable: false },
+  { cls: CorruptRunDataError, retryable: false },
+  { cls: UnknownWorkflowError, retryable: false },
+  { cls: CanceledError, retryable: false },
+  { cls: ConfigurationError, retryable: false },
+  { cls: InvalidCronError, retryable: false },
+  { cls: RateLimitExceededError, retryable: false },
+  { cls: IdempotencyConflictError, retryable: false },
+  { cls: RunNotFoundError, retryable: false },
+  // Retryable: the cause may be gone by the next attempt.
+  { cls: RedflowError, retryable: true },
+  { cls: TimeoutError, retryable: true },
+  { cls: RetryAfterError, retryable: true, dateFields: ['delay'] },
+  { cls: RunStalledError, retryable: true },
+  { cls: WorkflowRunError, retryable: true },
+  { cls: RedisUnavailableError, retryable: true },
+  { cls: RedisWriteRefusedError, retryable: true },
+  { cls: RedisScriptError, retryable: true },
+];
+
+const BY_CLASS = new Map<unknown, ErrorClassInfo>(ERROR_CLASSES.map((info) => [info.cls, info]));
+const BY_NAME = new Map<string, ErrorClassInfo>(ERROR_CLASSES.map((info) => [info.cls.name, info]));
+
+/** Every error class of this package with how the engine treats it, in the table's order. */
+export function errorClasses(): ReadonlyArray<ErrorClassInfo> {
+  return ERROR_CLASSES;
+}
+
+/** The table entry of the error class with this name (as stored with an error), if it is one of ours. */
+export function errorClassNamed(name: string): ErrorClassInfo | undefined {
+  return BY_NAME.get(name);
+}
+
+/**
+ * Whether a failed attempt with `error` may be retried. The nearest listed class on the error's
+ * prototype chain decides, so a subclass of `NonRetriableError` or `ConfigurationError` is
+ * permanent too; anything else (including non-Error values) is retryable.
+ */
+export function isRetryable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return true;
+  for (let proto: unknown = Object.getPrototypeOf(error); proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    const info = BY_CLASS.get((proto as { constructor?: unknown }).constructor);
+    if (info) return info.retryable;
+  }
+  return true;
 }

@@ -1,5 +1,6 @@
 import { toMs } from './duration';
 import { ConfigurationError } from './errors';
+import { checkUserName } from './option-checks';
 import type { KeyFrom, WorkflowDefinition } from './workflow';
 
 /** The flow-control fields a new run carries, computed from its input where it is enqueued. */
@@ -17,7 +18,49 @@ function resolveKey(workflow: string, what: string, key: KeyFrom<unknown> | unde
   if (typeof value !== 'string' || value === '') {
     throw new ConfigurationError(`The ${what} key of workflow "${workflow}" must be a non-empty string, got ${JSON.stringify(value)}. Return a string from the key function.`);
   }
-  return value;
+  return checkUserName(value, `The ${what} key of workflow "${workflow}"`);
+}
+
+/** A key given as a function can only be computed by a process that holds the definition. */
+function isDynamic(key: unknown): boolean {
+  return typeof key === 'function';
+}
+
+/** True when any flow-control key of the workflow is computed from the input by a function. */
+export function hasDynamicFlowKeys(options: WorkflowDefinition<unknown, unknown>['options']): boolean {
+  return isDynamic(options.mutex) || isDynamic(options.debounce?.key) || isDynamic(options.throttle?.key) || isDynamic(options.rateLimit?.key);
+}
+
+/** The static flow control a registry entry keeps, in the shapes the scripts store on runs. */
+export interface RegistryFlowControl {
+  mutex?: string;
+  throttle?: string;
+  rateLimit?: string;
+  /** "periodMs|timeoutMs|key" */
+  debounce?: string;
+  /** Some key is a function: only a process holding the definition can start a run. */
+  dynamic: boolean;
+}
+
+/**
+ * The flow control a workflow's registry entry keeps for runs started without its definition
+ * (by name from another process, by an event, by cron): its fixed keys.
+ */
+export function registryFlowControl(definition: WorkflowDefinition<unknown, unknown>): RegistryFlowControl {
+  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true };
+  const flow = flowControlFor(definition, undefined);
+  const out: RegistryFlowControl = { dynamic: false };
+  for (let i = 0; i < flow.extra.length; i += 2) out[flow.extra[i] as 'mutex' | 'throttle' | 'rateLimit'] = flow.extra[i + 1];
+  const d = flow.debounce;
+  if (d) out.debounce = `${d.periodMs}|${d.timeoutMs}|${d.key}`;
+  return out;
+}
+
+/** The error for starting a workflow with function keys from a process without its definition. */
+export function dynamicFlowError(workflow: string): ConfigurationError {
+  return new ConfigurationError(
+    `Workflow "${workflow}" computes a mutex, debounce, throttle or rate-limit key from its input with a function, and this process does not have its definition: start it with a client (or from a worker) whose registry defines "${workflow}", or give the option a fixed key.`,
+  );
 }
 
 /**

@@ -13,6 +13,10 @@ export class RedflowKeys {
   run(id: string): string {
     return `${this.base}run:${id}`;
   }
+  /** Child runs a parent waits on. Each kind of key has its own first segment, so ids never collide with it. */
+  children(runId: string): string {
+    return `${this.base}children:${runId}`;
+  }
   ready(queue: string): string {
     return `${this.base}q:${queue}:ready`;
   }
@@ -56,6 +60,10 @@ export class RedflowKeys {
   /** Cron id → its next tick (ms). */
   cronNext(): string {
     return `${this.base}cron:next`;
+  }
+  /** Written while Redis is down or refusing writes, to learn when it takes writes again. */
+  probe(): string {
+    return `${this.base}probe`;
   }
   cancelChannel(): string {
     return `${this.base}cancel`;

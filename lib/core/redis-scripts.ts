@@ -1,5 +1,7 @@
-import type { Cluster, Redis } from 'ioredis';
+import { ReplyError, type Cluster, type Redis } from 'ioredis';
+import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from './errors';
 import { RedflowKeys } from './keys';
+import { outageKind, redisAddress } from './redis-health';
 import { SCRIPTS, commandName, loadScript, type ScriptName } from './scripts/script-loader';
 
 /** A Redis connection: standalone or Cluster. */
@@ -58,6 +60,22 @@ function toClaimed(reply: unknown[] | null | undefined, offset: number, token: s
 }
 
 /**
+ * The error a failed script call rejects with: Redis's reply under a named class, and never the
+ * script's source (ioredis attaches the EVAL arguments to its errors).
+ */
+function scriptFailure(script: ScriptName, error: unknown, address: string): Error {
+  if (!(error instanceof Error)) return new RedisScriptError(script, String(error));
+  const reply = error.message.split('\n')[0];
+  if (error instanceof ReplyError) {
+    if (isWriteRefusedReply(reply)) return new RedisWriteRefusedError(script, reply);
+    if (outageKind(error) === 'unreachable') return new RedisUnavailableError(address, reply);
+    return new RedisScriptError(script, reply);
+  }
+  if (outageKind(error) === 'unreachable') return new RedisUnavailableError(address, reply);
+  return error;
+}
+
+/**
  * The only place that calls the Lua scripts: it registers them once per connection and builds
  * every KEYS/ARGV array, so script contracts live in one file next to the scripts' headers.
  */
@@ -74,7 +92,11 @@ export class RedisScripts {
       if (typeof target[cmd] !== 'function') {
         redis.defineCommand(cmd, { numberOfKeys: SCRIPTS[name], lua: source(name) });
       }
-      this.commands[name] = target[cmd].bind(redis);
+      const command = target[cmd].bind(redis);
+      this.commands[name] = (...args) =>
+        command(...args).catch((error: unknown) => {
+          throw scriptFailure(name, error, redisAddress(redis));
+        });
     }
   }
 
@@ -89,9 +111,11 @@ export class RedisScripts {
     idempotencyKey: string;
     idempotencyTtlSec: number;
     debounce?: { key: string; periodMs: number; timeoutMs: number };
+    /** True when the caller has the definition and computed `debounce` and `extra` from it. */
+    localFlow: boolean;
     /** mutex, throttle, rateLimit fields (pairs). */
     extra: string[];
-  }): Promise<{ kind: 'created' | 'existing' | 'conflict' | 'unknown'; runId: string }> {
+  }): Promise<{ kind: 'created' | 'existing' | 'conflict' | 'unknown' | 'dynamic'; runId: string }> {
     const k = this.keys;
     const runKey = k.run(a.runId);
     const reply = (await this.commands.enqueue(
@@ -111,6 +135,7 @@ export class RedisScripts {
       a.debounce?.key ?? '',
       a.debounce?.periodMs ?? 0,
       a.debounce?.timeoutMs ?? 0,
+      a.localFlow ? '1' : '0',
       ...a.extra,
     )) as [string, string];
     return { kind: reply[0] as 'created', runId: reply[1] };
@@ -199,8 +224,11 @@ export class RedisScripts {
     idempotencyKey: string;
     idempotencyTtlSec: number;
     deadline: number;
+    /** True when the caller has the child's definition and computed `debounce` and `extra` from it. */
+    localFlow: boolean;
+    debounce?: { key: string; periodMs: number; timeoutMs: number };
     extra: string[];
-  }): Promise<{ code: 'ok' | 'lost' | 'unknown' | 'conflict'; childId: string; record: string }> {
+  }): Promise<{ code: 'ok' | 'lost' | 'unknown' | 'conflict' | 'dynamic'; childId: string; record: string }> {
     const k = this.keys;
     const reply = (await this.commands['start-child'](
       k.run(a.step.runId),
@@ -217,6 +245,10 @@ export class RedisScripts {
       a.idempotencyKey,
       a.idempotencyTtlSec,
       a.deadline,
+      a.localFlow ? '1' : '0',
+      a.debounce ? k.debounce(a.workflow, a.debounce.key) : '',
+      a.debounce?.periodMs ?? 0,
+      a.debounce?.timeoutMs ?? 0,
       ...a.extra,
     )) as string[];
     return { code: reply[0] as 'ok', childId: reply[1] ?? '', record: reply[2] ?? '' };

@@ -1,26 +1,6 @@
 import { dueAt, toMs } from './duration';
-import {
-  CanceledError,
-  CorruptRunDataError,
-  InputValidationError,
-  NonRetriableError,
-  OutputSerializationError,
-  PayloadTooLargeError,
-  RetryAfterError,
-  UnknownWorkflowError,
-} from './errors';
+import { isRetryable, RetryAfterError } from './errors';
 import type { RetryPolicy, RunInfo } from './workflow';
-
-/** Errors that fail a run at once: retrying cannot change their outcome. */
-const PERMANENT_ERRORS = [
-  NonRetriableError,
-  InputValidationError,
-  OutputSerializationError,
-  PayloadTooLargeError,
-  CorruptRunDataError,
-  UnknownWorkflowError,
-  CanceledError,
-];
 
 /** Default backoff: 250 ms doubling per attempt, capped at 30 s, plus up to 100 ms of jitter. */
 export function defaultRetryDelayMs(attempt: number): number {
@@ -33,7 +13,8 @@ export function defaultRetryDelayMs(attempt: number): number {
  */
 export function nextAttemptAt(policy: RetryPolicy | undefined, run: RunInfo, error: unknown, now: number): number | null {
   if (run.attempt >= run.maxAttempts) return null;
-  if (PERMANENT_ERRORS.some((cls) => error instanceof cls)) return null;
+  // Permanent errors (the table in errors.ts) fail at once: another attempt would fail the same way.
+  if (!isRetryable(error)) return null;
   if (policy?.shouldRetry && !policy.shouldRetry({ run, error })) return null;
   if (error instanceof RetryAfterError) return dueAt(error.delay, now, 'RetryAfterError delay');
   const delay = policy?.delay;

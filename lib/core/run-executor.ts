@@ -1,4 +1,5 @@
 import { CanceledError, CorruptRunDataError, UnknownWorkflowError } from './errors';
+import type { RedisHealth } from './redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from './redis-scripts';
 import { nextAttemptAt } from './retry';
 import { decodeJson, encodeJson, serializeError } from './serialization';
@@ -21,6 +22,12 @@ export interface ExecutorHost {
   nextLeaseToken(): string;
   /** Called after a run was scheduled (retry, wait), so the worker can promote it on time. */
   runScheduled(queue: string, dueAt: number): void;
+  /** Whether Redis is up; outages are reported to it. */
+  readonly health: RedisHealth;
+  /** Resolves when Redis is healthy again, or the worker stopped for good. */
+  waitForRedis(): Promise<void>;
+  /** An attempt found its lease gone (taken over or canceled). */
+  leaseLost(runId: string, attemptStartedAt: number): void;
 }
 
 /**
@@ -37,6 +44,7 @@ export class RunExecutor {
   private steps: StepRuntime | undefined;
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
+  private readonly startedAt = Date.now();
 
   constructor(
     private readonly host: ExecutorHost,
@@ -61,6 +69,30 @@ export class RunExecutor {
       if (this.stopReason) this.controller.abort(this.stopReason);
     }
     return this.controller.signal;
+  }
+
+  /** The run was canceled, or another worker holds it now. */
+  lost(code: 'canceled' | 'lost'): void {
+    if (code === 'lost' && !this.stopReason) this.host.leaseLost(this.runId, this.startedAt);
+    this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run');
+  }
+
+  /**
+   * A call that must reach Redis for the run to go on (a checkpoint, a finish, a child start):
+   * while Redis is unreachable or refuses writes, it waits for Redis and tries again with the
+   * same lease token, so a refused write costs neither an attempt nor a recovery. The scripts
+   * check the token, so a retry after the lease was taken over is answered 'lost'.
+   */
+  private async redisCall<T>(fn: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (this.abandoned || !this.host.health.report(error)) throw error;
+        await this.host.waitForRedis();
+        if (this.abandoned || !this.host.health.healthy) throw error;
+      }
+    }
   }
 
   /** Stops the handler's work and leaves the run to be recovered by another worker's reaper. */
@@ -101,7 +133,8 @@ export class RunExecutor {
           scripts: this.host.scripts,
           registry: this.host.registry,
           stopReason: () => this.stopReason,
-          onLost: (code) => this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run'),
+          onLost: (code) => this.lost(code),
+          call: (fn) => this.redisCall(fn),
         },
         stored,
       ));
@@ -170,7 +203,8 @@ export class RunExecutor {
 
   private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
-    return this.host.scripts.finish({
+    const records = this.steps ? this.steps.takePending() : [];
+    const result = await this.redisCall(() => this.host.scripts.finish({
       runId: this.runId,
       queue: this.queue,
       token: this.token,
@@ -181,7 +215,9 @@ export class RunExecutor {
       nextToken: claimNext && this.host.claiming ? this.host.nextLeaseToken() : '',
       leaseMs: this.host.leaseMs,
       waitFields,
-      records: this.steps ? this.steps.takePending() : [],
-    });
+      records,
+    }));
+    if (result.code === 'lost') this.host.leaseLost(this.runId, this.startedAt);
+    return result;
   }
 }

@@ -1,6 +1,15 @@
 import { idempotencyTtlSec, timeOption, toMs, type Duration } from './duration';
 import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from './errors';
-import { flowControlFor } from './flow-control';
+import { dynamicFlowError, flowControlFor } from './flow-control';
+import {
+  assertKnownKeys,
+  checkDuration,
+  checkIdempotencyKey,
+  checkUserName,
+  CHILD_RUN_OPTION_KEYS,
+  EMIT_EVENT_STEP_OPTION_KEYS,
+  STEP_OPTION_KEYS,
+} from './option-checks';
 import type { RedisScripts, StepTarget } from './redis-scripts';
 import { decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
 import { validateInput } from './validation';
@@ -41,6 +50,8 @@ export interface AttemptContext {
   registry: WorkflowRegistry;
   /** Why the attempt must stop (canceled, or the worker lost the run), once it must. */
   stopReason(): Error | undefined;
+  /** Sends a call that must reach Redis, waiting out outages (see RunExecutor). */
+  call<T>(fn: () => Promise<T>): Promise<T>;
   /** Called when a checkpoint finds the run canceled or taken over. */
   onLost(code: 'canceled' | 'lost'): void;
 }
@@ -52,6 +63,9 @@ interface InflightStep {
 }
 
 const noop = () => undefined;
+
+/** An explicit step name: "#" is reserved for repeat suffixes, "|" and newlines separate step fields in scripts. */
+const STEP_NAME_RULES = { forbid: '#|', reason: '"#" is reserved for the "#2", "#3" suffix of repeated names and "|" separates fields in scripts' };
 
 /**
  * The durable step API of one attempt. Completed steps come from the run hash loaded by the claim
@@ -125,11 +139,18 @@ export class StepRuntime {
    * Gives a step call its unique name (synchronously, in call order, so replays of loops and
    * Promise.all match) and its stored record, if any.
    */
-  private begin<O extends { name: string }>(api: string, options: O | string): { opts: O; name: string; field: string; record?: StepRecord } {
+  private begin<O extends { name: string; timeoutMs?: number }>(
+    api: string,
+    options: O | string,
+    known: readonly string[] = STEP_OPTION_KEYS,
+  ): { opts: O; name: string; field: string; record?: StepRecord } {
     const opts = (typeof options === 'string' ? { name: options } : options) as O;
+    assertKnownKeys(`step.${api} options`, opts, known);
+    if (opts?.timeoutMs !== undefined) checkDuration(opts.timeoutMs, `timeoutMs of step.${api}`);
     if (!opts || typeof opts.name !== 'string' || opts.name === '') {
       throw new ConfigurationError(`step.${api} needs a non-empty name: step.${api}({ name: "charge" }, ...) or step.${api}("charge", ...).`);
     }
+    checkUserName(opts.name, `The step name of step.${api}`, STEP_NAME_RULES);
     const count = (this.calls.get(opts.name) ?? 0) + 1;
     this.calls.set(opts.name, count);
     const name = count === 1 ? opts.name : `${opts.name}#${count}`;
@@ -148,6 +169,7 @@ export class StepRuntime {
 
   private async waitFor(options: StepOptions | string, target: Duration | Date): Promise<void> {
     const { field, name, record } = this.begin('waitFor', options);
+    const what = `waitFor target of step "${name}"`;
     let wakeAt: number;
     if (record?.[0] === 2) {
       wakeAt = record[3] as number;
@@ -155,7 +177,7 @@ export class StepRuntime {
       return;
     } else {
       this.throwIfStopped();
-      wakeAt = target instanceof Date ? timeOption(target, `waitFor target of step "${name}"`) : Date.now() + toMs(target, `waitFor target of step "${name}"`);
+      wakeAt = target instanceof Date ? timeOption(target, what) : Date.now() + toMs(target, what);
       this.record(field, `[2,${++this.seq},${this.ctx.attempt},${wakeAt}]`);
     }
     if (Date.now() >= wakeAt) return;
@@ -164,7 +186,7 @@ export class StepRuntime {
 
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {
     const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
-    const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options);
+    const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
     if (record?.[0] === 1) return record[5];
     if (record?.[0] === 3) {
       const deadline = record[4] as number;
@@ -177,7 +199,7 @@ export class StepRuntime {
     if (definition) await validateInput(workflowName, definition.options.schema, input);
     const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], input);
     const deadline = mode === 'wait' && opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : 0;
-    const result = await this.ctx.scripts.startChild({
+    const result = await this.ctx.call(() => this.ctx.scripts.startChild({
       step: this.target(field),
       now: Date.now(),
       mode,
@@ -187,13 +209,16 @@ export class StepRuntime {
       maxAttempts: definition ? String(definition.maxAttempts) : '',
       input: encodeJson(input, `The input of child workflow "${workflowName}" (step "${name}")`, this.ctx.maxPayloadBytes),
       runAt: timeOption(opts.runAt, 'runAt'),
-      idempotencyKey: opts.idempotencyKey ?? '',
+      idempotencyKey: opts.idempotencyKey === undefined ? '' : checkIdempotencyKey(opts.idempotencyKey, `idempotencyKey of step "${name}"`),
       idempotencyTtlSec: idempotencyTtlSec(opts.idempotencyTtl),
       deadline,
+      localFlow: definition !== undefined,
+      debounce: flow.debounce,
       extra: flow.extra,
-    });
+    }));
     if (result.code === 'lost') this.lost();
     if (result.code === 'unknown') throw new UnknownWorkflowError(workflowName);
+    if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
     if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
     if (mode === 'emit') return result.childId;
     const stepRecord = JSON.parse(result.record) as StepRecord;
@@ -203,10 +228,11 @@ export class StepRuntime {
   }
 
   private async emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]> {
-    const { opts, name, field, record } = this.begin<EmitEventStepOptions>('emitEvent', options);
+    const { opts, name, field, record } = this.begin<EmitEventStepOptions>('emitEvent', options, EMIT_EVENT_STEP_OPTION_KEYS);
+    checkUserName(event, `The event name of step "${name}"`, { forbid: '|', reason: '"|" separates an event name from its idempotency key' });
     if (record?.[0] === 1) return record[5] as string[];
     await this.ready();
-    const result = await this.ctx.scripts.emitEvent({
+    const result = await this.ctx.call(() => this.ctx.scripts.emitEvent({
       eventId: `${this.ctx.runId}.${name}`,
       event,
       payload: encodeJson(payload, `The payload of event "${event}" (step "${name}")`, this.ctx.maxPayloadBytes),
@@ -215,7 +241,7 @@ export class StepRuntime {
       idempotencyKey: '',
       idempotencyTtlSec: 1,
       step: this.target(field),
-    });
+    }));
     if (result.code === 'lost') this.lost();
     return result.runIds;
   }
@@ -338,7 +364,7 @@ export class StepRuntime {
       this.flushing = this.flushing.then(async () => {
         if (this.flushError) return;
         try {
-          const code = await this.ctx.scripts.checkpoint(this.ctx.runId, this.ctx.token, Date.now() + this.ctx.leaseMs, records);
+          const code = await this.ctx.call(() => this.ctx.scripts.checkpoint(this.ctx.runId, this.ctx.token, Date.now() + this.ctx.leaseMs, records));
           if (code !== 'ok') this.ctx.onLost(code);
         } catch (error) {
           // Keep the records: the attempt now fails, and its finish call stores them.

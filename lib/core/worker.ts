@@ -3,6 +3,8 @@ import { hostname } from 'node:os';
 import { WorkflowClient, createClient, nextCronTick, type ClientOptions } from './client';
 import { duplicateConnection, type ConnectionOptions } from './connection';
 import { ConfigurationError } from './errors';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, WORKER_OPTION_KEYS, WORKER_RUNTIME_KEYS } from './option-checks';
+import { withTimeout, type RedisHealth } from './redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from './redis-scripts';
 import { RunExecutor, type ExecutorHost } from './run-executor';
 import { stderrLogger, type RedflowLogger } from './types';
@@ -53,6 +55,10 @@ export interface WorkerOptions extends ConnectionOptions {
    * @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30
    */
   retentionDays?: number;
+  /** For the client the worker creates (no `client` given): see ClientOptions. @default 10000 */
+  commandTimeoutMs?: number;
+  /** For the client the worker creates (no `client` given): see ClientOptions. @default false */
+  requireNoEviction?: boolean;
 }
 
 const PROMOTE_BATCH = 100;
@@ -78,6 +84,7 @@ export class Worker implements ExecutorHost {
   readonly leaseMs: number;
   readonly maxPayloadBytes: number;
   readonly logger: RedflowLogger;
+  readonly health: RedisHealth;
   private readonly heartbeatMs: number;
   private readonly reaperIntervalMs: number;
   private readonly maxRecoveries: number;
@@ -97,38 +104,51 @@ export class Worker implements ExecutorHost {
   private subscriber: RedisConnection | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly loops: Promise<void>[] = [];
+  private lastHeartbeatAt = Date.now();
+  /** The last time the event loop was blocked for more than half the lease. */
+  private lastBlock: { endedAt: number; ms: number } | undefined;
+  private lastLagWarningAt = 0;
+  private lagTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly client: WorkflowClient,
     private readonly ownsClient: boolean,
     options: WorkerOptions,
   ) {
+    assertKnownKeys('startWorker options', options, WORKER_OPTION_KEYS);
     if (!options.app) throw new ConfigurationError('startWorker needs an app: a stable id of the app, used as the owner of its workflows in Redis.');
-    this.app = options.app;
+    this.app = checkUserName(options.app, 'startWorker app');
     this.workerId = `${options.app}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.scripts = client.scripts;
     this.registry = options.registry ?? client.registry;
-    this.queues = options.queues ?? this.registry.queues();
+    this.queues = (options.queues ?? this.registry.queues()).map((q, i) => checkResourceName(q, `startWorker queues[${i}]`));
     if (!this.queues.length) this.queues = ['default'];
-    this.concurrency = options.concurrency ?? 1;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) {
-      throw new ConfigurationError(`Worker concurrency must be an integer >= 1, got ${options.concurrency}.`);
-    }
+    this.concurrency = checkInteger(options.concurrency ?? 1, 'Worker concurrency', 1, 100_000);
     const runtime = options.runtime ?? {};
-    this.leaseMs = runtime.leaseMs ?? 10_000;
-    this.heartbeatMs = runtime.heartbeatMs ?? Math.max(50, Math.floor(this.leaseMs / 3));
-    this.reaperIntervalMs = runtime.reaperIntervalMs ?? 1_000;
-    this.maxRecoveries = runtime.maxRecoveries ?? 10;
-    this.blockTimeoutMs = runtime.blockTimeoutMs ?? 1_000;
-    this.cleanupIntervalMs = runtime.cleanupIntervalMs ?? 60_000;
+    assertKnownKeys('startWorker runtime options', runtime, WORKER_RUNTIME_KEYS);
+    const duration = (value: number | undefined, name: keyof WorkerRuntimeOptions, fallback: number) =>
+      value === undefined ? fallback : checkDuration(value, `runtime.${name}`);
+    this.leaseMs = duration(runtime.leaseMs, 'leaseMs', 10_000);
+    this.heartbeatMs = duration(runtime.heartbeatMs, 'heartbeatMs', Math.max(50, Math.floor(this.leaseMs / 3)));
+    if (this.heartbeatMs >= this.leaseMs) {
+      throw new ConfigurationError(`runtime.heartbeatMs (${this.heartbeatMs}) must be shorter than runtime.leaseMs (${this.leaseMs}), or every lease expires before it is renewed; a third of leaseMs is the default.`);
+    }
+    this.reaperIntervalMs = duration(runtime.reaperIntervalMs, 'reaperIntervalMs', 1_000);
+    this.maxRecoveries = checkInteger(runtime.maxRecoveries ?? 10, 'runtime.maxRecoveries', 1, 1_000_000);
+    this.blockTimeoutMs = duration(runtime.blockTimeoutMs, 'blockTimeoutMs', 1_000);
+    this.cleanupIntervalMs = duration(runtime.cleanupIntervalMs, 'cleanupIntervalMs', 60_000);
     const retentionDays = options.retentionDays ?? Number(process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30);
-    if (!(retentionDays > 0)) {
-      throw new ConfigurationError(`retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0, got ${retentionDays}.`);
+    if (!(retentionDays > 0 && retentionDays <= 3650)) {
+      throw new ConfigurationError(`retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0 and at most 3650, got ${retentionDays}.`);
     }
     this.retentionMs = retentionDays * DAY_MS;
+    if (options.defaultMaxConcurrency !== undefined && options.defaultMaxConcurrency !== Infinity) {
+      checkInteger(options.defaultMaxConcurrency, 'defaultMaxConcurrency', 1, 1_000_000);
+    }
     this.defaultMaxConcurrency = options.defaultMaxConcurrency;
     this.maxPayloadBytes = options.maxPayloadBytes ?? client.maxPayloadBytes;
-    this.logger = options.logger ?? stderrLogger;
+    this.logger = options.logger ?? client.logger ?? stderrLogger;
+    this.health = client.health;
   }
 
   /** True while new runs may be claimed. */
@@ -147,21 +167,71 @@ export class Worker implements ExecutorHost {
 
   /** Registers the workflows, subscribes to cancellations and starts the queue loops and timers. */
   async start(): Promise<void> {
+    await this.client.ready();
     await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.defaultMaxConcurrency });
     const subscriber = duplicateConnection(this.client.redis);
+    this.health.watch(subscriber);
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, runId: string) => this.active.get(runId)?.abort('canceled'));
     await subscriber.subscribe(this.client.keys.cancelChannel());
     for (const queue of this.queues) {
       const connection = duplicateConnection(this.client.redis);
+      this.health.watch(connection);
       this.blocking.push(connection);
       this.loops.push(this.queueLoop(queue, connection));
     }
+    // A heartbeat runs even while Redis refuses writes (its script keeps leases alive on a full
+    // Redis); the other tasks wait until Redis is healthy.
     this.every(this.heartbeatMs, () => this.heartbeat());
-    this.every(this.reaperIntervalMs, () => this.reap());
-    this.every(this.blockTimeoutMs, () => this.promoteAll());
-    this.every(this.cleanupIntervalMs, () => this.cleanup());
-    this.loop(() => this.fireCrons());
+    this.every(this.reaperIntervalMs, () => this.whenHealthy(() => this.reap()));
+    this.every(this.blockTimeoutMs, () => this.whenHealthy(() => this.promoteAll()));
+    this.every(this.cleanupIntervalMs, () => this.whenHealthy(() => this.cleanup()));
+    this.loop(async () => (this.health.healthy ? this.fireCrons() : 1_000));
+    this.watchEventLoop();
+  }
+
+  /** Runs a background task only while Redis is healthy (else returns `fallback`). */
+  private async whenHealthy(task: () => Promise<unknown>): Promise<void> {
+    if (this.health.healthy) await task();
+  }
+
+  /**
+   * Warns when the event loop was blocked for more than half the lease: runs of this worker may
+   * then lose their lease to another worker while a step is still running here.
+   */
+  private watchEventLoop(): void {
+    const interval = Math.max(20, Math.min(500, Math.floor(this.leaseMs / 4)));
+    let last = Date.now();
+    this.lagTimer = setInterval(() => {
+      const now = Date.now();
+      const blockedMs = now - last;
+      last = now;
+      if (blockedMs - interval <= this.leaseMs / 2) return;
+      this.lastBlock = { endedAt: now, ms: blockedMs };
+      if (now - this.lastLagWarningAt < 30_000) return;
+      this.lastLagWarningAt = now;
+      this.logger.warn(
+        `The event loop of worker "${this.workerId}" was blocked for ${blockedMs} ms, more than half of leaseMs (${this.leaseMs} ms): its runs may lose their lease and be resumed by another worker. Move CPU-heavy work off the event loop (worker_threads) or raise leaseMs.`,
+      );
+    }, interval);
+    this.lagTimer.unref();
+  }
+
+  /** Waits until Redis is healthy again, or the worker stops for good. */
+  waitForRedis(): Promise<void> {
+    return this.health.whenHealthy(() => this.timersStopped);
+  }
+
+  /**
+   * An attempt found it no longer holds its run. If the event loop was blocked meanwhile, that
+   * is why: say so once, with the fix.
+   */
+  leaseLost(runId: string, attemptStartedAt: number): void {
+    const block = this.lastBlock;
+    if (!block || block.endedAt < attemptStartedAt) return;
+    this.logger.warn(
+      `Run "${runId}" was taken over by another worker: the event loop of worker "${this.workerId}" was blocked for ${block.ms} ms while it ran, and its lease (leaseMs ${this.leaseMs} ms) expired. This attempt stopped without storing anything more; the run goes on from its last stored step. Raise leaseMs, or move CPU-heavy work off the event loop (worker_threads).`,
+    );
   }
 
   /**
@@ -175,6 +245,8 @@ export class Worker implements ExecutorHost {
 
   private async shutdown(timeoutMs: number): Promise<void> {
     this.stopping = true;
+    this.health.nudge();
+    clearInterval(this.lagTimer);
     this.wake(this.slotWaiters);
     for (const connection of this.blocking) connection.disconnect();
     await Promise.allSettled(this.loops);
@@ -189,6 +261,7 @@ export class Worker implements ExecutorHost {
     }
     // Leases were renewed while draining; from here on, unfinished runs are left to the reaper.
     this.timersStopped = true;
+    this.health.nudge();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     const cleanups = [
@@ -208,6 +281,11 @@ export class Worker implements ExecutorHost {
     const ready = this.client.keys.ready(queue);
     let failures = 0;
     while (!this.stopping) {
+      if (!this.health.healthy) {
+        // Claiming now would start runs whose steps could not be stored.
+        await this.health.whenHealthy(() => this.stopping);
+        continue;
+      }
       if (this.active.size + this.reserved >= this.concurrency) {
         await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
         continue;
@@ -234,6 +312,7 @@ export class Worker implements ExecutorHost {
         if (waitMs >= 1) await blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000);
       } catch (error) {
         if (this.stopping) break;
+        if (this.health.report(error)) continue;
         failures++;
         this.logger.warn(`Worker "${this.workerId}" could not poll queue "${queue}": ${(error as Error).message}`);
         await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
@@ -278,6 +357,7 @@ export class Worker implements ExecutorHost {
   }
 
   private async heartbeat(): Promise<void> {
+    this.lastHeartbeatAt = Date.now();
     if (!this.active.size) return;
     const sent = new Map<string, RunExecutor>(this.active);
     const pairs: string[] = [];
@@ -286,11 +366,14 @@ export class Worker implements ExecutorHost {
     // Only the attempt the heartbeat asked about: the run may have been claimed again meanwhile.
     for (const runId of lost) {
       const executor = sent.get(runId);
-      if (executor && this.active.get(runId) === executor) executor.abort('this worker no longer holds the run (canceled or taken over)');
+      if (executor && this.active.get(runId) === executor) executor.lost('lost');
     }
   }
 
   private async reap(): Promise<void> {
+    // After the event loop was blocked, renew this worker's own leases before reaping: they
+    // expired only because the heartbeat could not run, and their runs are still here.
+    if (Date.now() - this.lastHeartbeatAt > this.heartbeatMs * 2) await this.heartbeat();
     const recovered = await this.scripts.reap(Date.now(), REAP_BATCH, this.maxRecoveries);
     if (recovered.length) this.logger.warn(`Recovered ${recovered.length} run(s) whose worker stopped renewing its lease: ${recovered.join(', ')}.`);
   }
@@ -342,7 +425,10 @@ export class Worker implements ExecutorHost {
     if (this.timersStopped) return;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      task().catch((error: Error) => this.logger.warn(`Worker "${this.workerId}" background task failed: ${error.message}`));
+      // A Redis that stopped answering (paused, or a network partition) must not hang the timers.
+      withTimeout(task(), this.client.commandTimeoutMs, this.health.address).catch((error: Error) => {
+        if (!this.health.report(error)) this.logger.warn(`Worker "${this.workerId}" background task failed: ${error.message}`);
+      });
     }, delayMs);
     this.timers.add(timer);
   }
@@ -375,7 +461,11 @@ export class Worker implements ExecutorHost {
 /** Creates a worker, registers its workflows in Redis and starts executing runs. */
 export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const ownsClient = !options.client;
-  const client = options.client ?? createClient({ ...options, registry: options.registry ?? getDefaultRegistry() });
+  assertKnownKeys('startWorker options', options, WORKER_OPTION_KEYS);
+  const { redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger } = options;
+  const client =
+    options.client ??
+    createClient({ redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, registry: options.registry ?? getDefaultRegistry() });
   const worker = new Worker(client, ownsClient, options);
   try {
     await worker.start();

@@ -1,6 +1,8 @@
 import { Cron } from 'croner';
-import { toMs, type Duration } from './duration';
+import { type Duration } from './duration';
 import { ConfigurationError, InvalidCronError } from './errors';
+import { hasDynamicFlowKeys } from './flow-control';
+import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName } from './option-checks';
 import type { InferInput, InputSchema } from './validation';
 import type { WorkflowClient, RunHandle, RunOptions } from './client';
 
@@ -232,12 +234,10 @@ function createDefinition<TInput, TOutput>(
       `Workflow name ${JSON.stringify(name)} is invalid. Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.`,
     );
   }
-  const queue = options.queue ?? 'default';
-  if (!NAME.test(queue)) throw new ConfigurationError(`Queue name ${JSON.stringify(queue)} of workflow "${name}" is invalid. Use the same characters as workflow names.`);
-  const maxAttempts = options.retries?.maxAttempts ?? options.maxAttempts ?? 1;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new ConfigurationError(`maxAttempts of workflow "${name}" must be an integer >= 1, got ${maxAttempts}.`);
-  }
+  assertWorkflowOptionKeys(`the options of workflow "${name}"`, options);
+  if (typeof handler !== 'function') throw new ConfigurationError(`Workflow "${name}" needs a handler function, got ${typeof handler}.`);
+  const queue = checkResourceName(options.queue ?? 'default', `queue of workflow "${name}"`);
+  const maxAttempts = checkInteger(options.retries?.maxAttempts ?? options.maxAttempts ?? 1, `maxAttempts of workflow "${name}"`, 1, 1_000_000);
   const maxConcurrency = options.maxConcurrency;
   if (maxConcurrency !== undefined && maxConcurrency !== Infinity && (!Number.isInteger(maxConcurrency) || maxConcurrency < 1)) {
     throw new ConfigurationError(`maxConcurrency of workflow "${name}" must be an integer >= 1 or Infinity, got ${maxConcurrency}.`);
@@ -291,27 +291,44 @@ export function parseCron(workflow: string, trigger: Pick<CronTrigger, 'expressi
   }
 }
 
+/** A fixed flow-control key is checked here; one computed by a function is checked per run. */
+function checkKeyOption(key: unknown, what: string): void {
+  if (typeof key !== 'function') checkUserName(key, what);
+}
+
 function validateFlowControl(name: string, options: WorkflowOptions<InputSchema | undefined, any>): void {
+  const of = `of workflow "${name}"`;
+  const retryDelay = options.retries?.delay;
+  if (retryDelay !== undefined && typeof retryDelay !== 'function') checkDuration(retryDelay, `retries.delay ${of}`, { allowZero: true });
+  if (options.mutex !== undefined) checkKeyOption(options.mutex, `mutex ${of}`);
   if (options.debounce) {
-    toMs(options.debounce.period, `debounce.period of workflow "${name}"`);
-    if (options.debounce.timeout !== undefined) toMs(options.debounce.timeout, `debounce.timeout of workflow "${name}"`);
-    if (options.debounce.key === undefined) throw new ConfigurationError(`debounce of workflow "${name}" needs a key: a string or (input) => string.`);
+    checkDuration(options.debounce.period, `debounce.period ${of}`);
+    if (options.debounce.timeout !== undefined) checkDuration(options.debounce.timeout, `debounce.timeout ${of}`);
+    if (options.debounce.key === undefined) throw new ConfigurationError(`debounce ${of} needs a key: a string or (input) => string.`);
+    checkKeyOption(options.debounce.key, `debounce.key ${of}`);
   }
   for (const kind of ['throttle', 'rateLimit'] as const) {
     const limit = options[kind];
     if (!limit) continue;
-    if (!Number.isInteger(limit.limit) || limit.limit < 1) throw new ConfigurationError(`${kind}.limit of workflow "${name}" must be an integer >= 1, got ${limit.limit}.`);
-    toMs(limit.period, `${kind}.period of workflow "${name}"`);
+    checkInteger(limit.limit, `${kind}.limit ${of}`, 1, 1_000_000);
+    checkDuration(limit.period, `${kind}.period ${of}`);
+    if (limit.key !== undefined) checkKeyOption(limit.key, `${kind}.key ${of}`);
   }
   for (const event of options.event ?? []) {
     if (!event || typeof event.name !== 'string' || !NAME.test(event.name)) {
       throw new ConfigurationError(`Event name ${JSON.stringify(event?.name)} of workflow "${name}" is invalid. Use the same characters as workflow names.`);
     }
   }
+  const triggered = (options.event?.length ?? 0) > 0 || (options.cron?.length ?? 0) > 0;
+  if (triggered && hasDynamicFlowKeys(options)) {
+    throw new ConfigurationError(
+      `Workflow "${name}" has ${options.event?.length ? 'event' : 'cron'} triggers and computes a mutex, debounce, throttle or rate-limit key with a function. Runs started by an event or a cron tick are created inside Redis, where that function cannot run: give those options fixed keys, or start the workflow from a handler of the event that passes the key in its input.`,
+    );
+  }
   const ids = new Set<string>();
   (options.cron ?? []).forEach((trigger, i) => {
     parseCron(name, trigger);
-    const id = trigger.id ?? `${name}#${i}`;
+    const id = trigger.id === undefined ? `${name}#${i}` : checkUserName(trigger.id, `cron[${i}].id ${of}`);
     if (ids.has(id)) throw new ConfigurationError(`Cron id "${id}" is used twice in workflow "${name}". Give each cron trigger its own id.`);
     ids.add(id);
   });

@@ -1,5 +1,15 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { WorkerRuntimeOptions } from '../core';
+import { ConfigurationError, type WorkerRuntimeOptions } from '../core';
+import {
+  assertKnownKeys,
+  checkDuration,
+  checkPositiveCount,
+  checkResourceName,
+  checkUserName,
+  describeValue,
+  optionKeys,
+  WORKER_RUNTIME_KEYS,
+} from '../core/option-checks';
 import type { DashboardOptions } from '../dashboard/dashboard-handler';
 
 /** Worker settings of `RedflowModule`. */
@@ -13,6 +23,18 @@ export interface RedflowWorkerOptions {
   runtime?: WorkerRuntimeOptions;
   /** @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30 */
   retentionDays?: number;
+}
+
+/** Checks of the Redis server made at startup. */
+export interface RedflowRedisOptions {
+  /** Fail at startup, instead of warning, when Redis's maxmemory-policy is not noeviction. @default false */
+  requireNoEviction?: boolean;
+}
+
+/** Defaults for workflows that do not set them. */
+export interface RedflowWorkflowDefaults {
+  /** @default 1 */
+  maxConcurrency?: number;
 }
 
 /** Options of `RedflowModule.forRoot` / `forRootAsync`. */
@@ -29,10 +51,7 @@ export interface RedflowModuleOptions {
   /** `false` for a producer-only app that never claims runs. @default { enabled: true } */
   worker?: RedflowWorkerOptions | false;
   /** Defaults for workflows that do not set them. */
-  defaults?: {
-    /** @default 1 */
-    maxConcurrency?: number;
-  };
+  defaults?: RedflowWorkflowDefaults;
   /** How long shutdown waits for running workflows to finish. @default 10000 */
   shutdownTimeoutMs?: number;
   /** Largest input or step output in bytes. @default 1048576 */
@@ -42,7 +61,37 @@ export interface RedflowModuleOptions {
    * `authorize(request)` is required; pass `() => true` for open access.
    */
   dashboard?: DashboardOptions;
+  /** Fail at startup, instead of warning, when Redis's maxmemory-policy is not noeviction. @default false */
+  redis?: RedflowRedisOptions;
+  /** How long a client call waits for Redis before rejecting with RedisUnavailableError. @default 10000 */
+  commandTimeoutMs?: number;
 }
+
+/** Keys of `RedflowModuleOptions`. */
+export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
+  'app',
+  'connection',
+  'prefix',
+  'worker',
+  'defaults',
+  'shutdownTimeoutMs',
+  'maxPayloadBytes',
+  'dashboard',
+  'redis',
+  'commandTimeoutMs',
+]);
+
+/** Keys of `RedflowWorkerOptions` (the `worker` option). */
+export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()(['enabled', 'queues', 'concurrency', 'runtime', 'retentionDays']);
+
+/** Keys of `RedflowWorkflowDefaults` (the `defaults` option). */
+export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['maxConcurrency']);
+
+/** Keys of `RedflowRedisOptions` (the `redis` option). */
+export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['requireNoEviction']);
+
+/** Keys of `DashboardOptions` (the `dashboard` option). */
+export const DASHBOARD_OPTION_KEYS = optionKeys<DashboardOptions>()(['path', 'authorize', 'readOnly']);
 
 /** The options with every default applied. The only place defaults are merged. */
 export interface ResolvedRedflowOptions extends RedflowModuleOptions {
@@ -50,11 +99,61 @@ export interface ResolvedRedflowOptions extends RedflowModuleOptions {
   shutdownTimeoutMs: number;
 }
 
+const WHAT = 'RedflowModule options';
+
+function checkBoolean(value: unknown, what: string): void {
+  if (value !== undefined && typeof value !== 'boolean') throw new ConfigurationError(`${what} must be true or false, got ${describeValue(value)}.`);
+}
+
+/**
+ * Validates the module options and applies every default. Throws `ConfigurationError` for an
+ * unknown key (with the nearest known one) at any level, and for values Redis would choke on, so
+ * the app fails at startup with a sentence naming the option instead of misbehaving later.
+ */
 export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRedflowOptions {
-  const worker = options.worker === false ? { enabled: false } : (options.worker ?? {});
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigurationError(`${WHAT} must be an object such as { app: "billing", connection: "redis://..." }, got ${describeValue(options)}.`);
+  }
+  assertKnownKeys(WHAT, options, REDFLOW_MODULE_OPTION_KEYS);
+  if (typeof options.app !== 'string' || !options.app) {
+    throw new ConfigurationError(
+      `RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got ${describeValue(options.app)}.`,
+    );
+  }
+  checkUserName(options.app, 'RedflowModule option "app"');
+  if (options.prefix !== undefined) checkResourceName(options.prefix, 'RedflowModule option "prefix"');
+  const shutdownTimeoutMs =
+    options.shutdownTimeoutMs === undefined ? 10_000 : checkDuration(options.shutdownTimeoutMs, 'RedflowModule option "shutdownTimeoutMs"', { allowZero: true });
+
+  if (options.worker !== undefined && options.worker !== false && (options.worker === null || typeof options.worker !== 'object')) {
+    throw new ConfigurationError(`RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got ${describeValue(options.worker)}.`);
+  }
+  const worker: RedflowWorkerOptions = options.worker === false ? { enabled: false } : (options.worker ?? {});
+  assertKnownKeys('RedflowModule option "worker"', worker, REDFLOW_WORKER_OPTION_KEYS);
+  assertKnownKeys('RedflowModule option "worker.runtime"', worker.runtime, WORKER_RUNTIME_KEYS);
+  checkBoolean(worker.enabled, 'RedflowModule option "worker.enabled"');
+  const concurrency = worker.concurrency === undefined ? 10 : checkPositiveCount(worker.concurrency, 'RedflowModule option "worker.concurrency"');
+  if (worker.queues !== undefined) {
+    if (!Array.isArray(worker.queues)) {
+      throw new ConfigurationError(`RedflowModule option "worker.queues" must be an array of queue names, got ${describeValue(worker.queues)}.`);
+    }
+    worker.queues.forEach((queue, i) => checkResourceName(queue, `RedflowModule option "worker.queues[${i}]"`));
+  }
+
+  assertKnownKeys('RedflowModule option "defaults"', options.defaults, REDFLOW_DEFAULTS_KEYS);
+  const maxConcurrency = options.defaults?.maxConcurrency;
+  if (maxConcurrency !== undefined && maxConcurrency !== Infinity && !(Number.isInteger(maxConcurrency) && maxConcurrency >= 1)) {
+    throw new ConfigurationError(
+      `RedflowModule option "defaults.maxConcurrency" must be an integer >= 1, or Infinity for no limit, got ${describeValue(maxConcurrency)}.`,
+    );
+  }
+  assertKnownKeys('RedflowModule option "dashboard"', options.dashboard, DASHBOARD_OPTION_KEYS);
+  assertKnownKeys('RedflowModule option "redis"', options.redis, REDFLOW_REDIS_OPTION_KEYS);
+  checkBoolean(options.redis?.requireNoEviction, 'RedflowModule option "redis.requireNoEviction"');
+
   return {
     ...options,
-    worker: { ...worker, enabled: worker.enabled ?? true, concurrency: worker.concurrency ?? 10 },
-    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
+    worker: { ...worker, enabled: worker.enabled ?? true, concurrency },
+    shutdownTimeoutMs,
   };
 }

@@ -1,4 +1,4 @@
-import type { Type } from '@nestjs/common';
+import { Logger, type Type } from '@nestjs/common';
 import { Cluster, Redis } from 'ioredis';
 import {
   ConfigurationError,
@@ -11,7 +11,8 @@ import {
   type WorkflowRegistry,
 } from '../core';
 import { openConnection } from '../core/connection';
-import type { RedflowModuleOptions } from './redflow-options.interface';
+import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
+import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 import { workflowName } from './decorators/workflow.decorator';
 import type { RedflowMetadataAccessor } from './redflow-metadata.accessor';
 
@@ -59,8 +60,17 @@ export class RedflowClient extends WorkflowClient {
 
 /** Builds the module's client from its connection option (a URL or options are owned and closed). */
 export function createRedflowClient(options: RedflowModuleOptions, registry: WorkflowRegistry, accessor: RedflowMetadataAccessor): RedflowClient {
+  // Bad options fail here, before a connection is opened (and then left open).
+  resolveRedflowOptions(options);
   const { connection } = options;
-  const clientOptions = { prefix: options.prefix, registry, maxPayloadBytes: options.maxPayloadBytes };
+  const clientOptions: ClientOptions = {
+    prefix: options.prefix,
+    registry,
+    maxPayloadBytes: options.maxPayloadBytes,
+    commandTimeoutMs: options.commandTimeoutMs,
+    requireNoEviction: options.redis?.requireNoEviction,
+    logger: new Logger(REDFLOW_LOGGER_CONTEXT),
+  };
   if (connection instanceof Redis || connection instanceof Cluster) return new RedflowClient(connection, false, clientOptions, accessor);
   if (connection !== undefined && typeof connection !== 'string') {
     return new RedflowClient(new Redis({ maxRetriesPerRequest: null, ...connection }), true, clientOptions, accessor);

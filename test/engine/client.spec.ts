@@ -73,7 +73,7 @@ describe('client', () => {
   it('rejects an input that is not JSON with InputValidationError', async () => {
     engine.registry.define('json-only', {}, () => 1);
     await expect(engine.client.runByName('json-only', { when: new Map() })).rejects.toThrow(
-      'Input for workflow "json-only" is invalid: The input of workflow "json-only" cannot be stored as JSON (a Map is not JSON).',
+      'Input for workflow "json-only" is invalid: $.when is a Map (JSON would store {}; convert it with Object.fromEntries(map)). Fix the input to match the workflow\'s schema.',
     );
     expect(await runKeys()).toBe(0);
   });

@@ -38,7 +38,7 @@ describe('flow control', () => {
   const active = (workflow: string) => engine.redis.zrange(`${base()}wf:${workflow}:active`, 0, '-1');
   const parked = (workflow: string) => engine.redis.lrange(`${base()}wf:${workflow}:parked`, 0, -1);
   const mutexHolder = (key: string) => engine.redis.get(`${base()}mutex:${key}`);
-  const mutexParked = (key: string) => engine.redis.lrange(`${base()}mutex:${key}:parked`, 0, -1);
+  const mutexParked = (key: string) => engine.redis.lrange(`${base()}mutex-parked:${key}`, 0, -1);
   const statusOf = async (handle: RunHandle<unknown>) => (await handle.getState())?.status;
   const statuses = async (handles: RunHandle<unknown>[]) => Promise.all(handles.map(statusOf));
   const count = (list: (RunStatus | undefined)[], status: RunStatus) => list.filter((s) => s === status).length;

@@ -341,7 +341,7 @@ describe('worker', () => {
       const error = await handle.result({ timeoutMs: 3000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OutputSerializationError);
       expect((error as Error).message).toBe(
-        'The output of workflow "bigint" cannot be stored as JSON (Do not know how to serialize a BigInt). Use plain JSON data: objects, arrays, strings, numbers, booleans or null.',
+        'The output of workflow "bigint" cannot be stored as JSON: $.total is a BigInt (JSON cannot store BigInts; store it as a string). Use plain JSON data: objects, arrays, strings, numbers, booleans, null or Dates (stored as ISO strings).',
       );
       expect((await handle.getState())?.attempt).toBe(1);
     });
@@ -394,7 +394,7 @@ describe('worker', () => {
       const runs = 5;
       const handles = await Promise.all(Array.from({ length: runs }, () => engine.client.start(wf, {})));
       const counts = countScriptCalls(engine.redis);
-      await engine.worker({ concurrency: 1, runtime: { heartbeatMs: 60_000, reaperIntervalMs: 60_000, blockTimeoutMs: 60_000 } });
+      await engine.worker({ concurrency: 1, runtime: { leaseMs: 120_000, heartbeatMs: 60_000, reaperIntervalMs: 60_000, blockTimeoutMs: 60_000 } });
       for (const h of handles) await h.result({ timeoutMs: 5000 });
       expect(counts.checkpoint ?? 0).toBe(runs * checkpointsPerRun);
       expect(counts.finish).toBe(runs);

@@ -10,6 +10,7 @@
 --!include common.lua
 
 local base, now = ARGV[1], ARGV[3]
+assert_writable(base)
 
 local function cancel_one(runId, errorJson, reason)
   local runKey = k_run(base, runId)
@@ -36,7 +37,7 @@ if result ~= 'ok' then return result end
 local stack = { ARGV[2] }
 while #stack > 0 do
   local parentId = table.remove(stack)
-  for _, childId in ipairs(redis.call('SMEMBERS', k_run(base, parentId) .. ':children')) do
+  for _, childId in ipairs(redis.call('SMEMBERS', k_children(base, parentId))) do
     local message = 'Run "' .. childId .. '" was canceled because its parent run "' .. parentId .. '" was canceled.'
     local errorJson = cjson.encode({ name = 'CanceledError', message = message })
     if cancel_one(childId, errorJson, 'parent canceled') == 'ok' then stack[#stack + 1] = childId end

@@ -5,4 +5,5 @@
 -- Returns { runId, flat run hash } or nil when the queue is empty.
 --!include common.lua
 
+assert_writable(ARGV[1])
 return claim_next(ARGV[1], KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[4])

@@ -23,7 +23,7 @@ for i = 1, 3 do
         if value and string.sub(value, 1, #runId + 1) == runId .. '|' then redis.call('DEL', idemKey) end
       end
     end
-    redis.call('DEL', runKey, runKey .. ':children', runKey .. ':waiters')
+    redis.call('DEL', runKey, k_children(base, runId), k_waiters(base, runId))
     redis.call('ZREM', KEYS[i], runId)
   end
   deleted = deleted + #ids

@@ -9,12 +9,26 @@ local function k_meta(base, workflow) return base .. 'workflow:' .. workflow end
 local function k_active(base, workflow) return base .. 'wf:' .. workflow .. ':active' end
 local function k_parked(base, workflow) return base .. 'wf:' .. workflow .. ':parked' end
 local function k_mutex(base, key) return base .. 'mutex:' .. key end
+-- User-chosen parts (run ids, mutex keys) always end a key, and each kind of key has its own
+-- fixed first segment: a mutex named "m:parked" can never be the parked list of mutex "m".
+local function k_mutex_parked(base, key) return base .. 'mutex-parked:' .. key end
+local function k_children(base, runId) return base .. 'children:' .. runId end
+local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
 local function k_idempotency(base, workflow, key) return base .. 'idem:' .. workflow .. '|' .. key end
 local function k_event_subs(base, event) return base .. 'event:' .. event .. ':subs' end
 local function k_event_data(base, eventId) return base .. 'evdata:' .. eventId end
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
+
+-- Called first by every script that may grow memory. Redis refuses a script's first
+-- memory-growing write when it is over maxmemory (OOM), a replica (READONLY) or cannot persist
+-- (MISCONF), but lets every later write of that script through. A script whose first write is
+-- an LPOP or a ZREM would therefore get half-way on a full Redis. This no-op write (SET XX of a
+-- key that never exists) makes the refusal happen here, before anything has changed.
+local function assert_writable(base)
+  redis.call('SET', base .. 'write-check', '1', 'XX')
+end
 
 -- Moves a run between status indexes. Score: creation time for live statuses; finish time for
 -- terminal ones, so they list most recently finished first and retention walks them oldest first.
@@ -55,6 +69,77 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
   return true
 end
 
+local function k_debounce(base, workflow, key) return base .. 'debounce:' .. workflow .. '|' .. key end
+
+-- Debounce: a start with the key of a run that has never started merges into it (trailing edge:
+-- its due time moves to now + period, never past its first start + timeout, and the latest input
+-- wins); returns that run's id. Otherwise `runId` becomes the key's pending run, due after the
+-- quiet period: returns nil and the new run's due time.
+-- d = { key (Redis key), period (ms), timeout (ms, 0 = none) }
+local function debounce_start(base, d, runId, input, now, availableAt)
+  local pendingId = redis.call('GET', d.key)
+  if pendingId then
+    local pendingKey = k_run(base, pendingId)
+    local pending = redis.call('HMGET', pendingKey, 'status', 'createdAt', 'queue', 'attempt', 'resume')
+    -- Only a run that has never started merges: one waiting or retrying is already under way.
+    if pending[1] == 'scheduled' and pending[4] == '0' and not pending[5] then
+      local due = math.max(availableAt, now + d.period)
+      if d.timeout > 0 then due = math.min(due, tonumber(pending[2]) + d.timeout) end
+      redis.call('HSET', pendingKey, 'input', input, 'availableAt', due)
+      redis.call('ZADD', k_scheduled(base, pending[3]), due, pendingId)
+      redis.call('PEXPIRE', d.key, d.period + d.timeout + 60000)
+      return pendingId
+    end
+  end
+  local due = math.max(availableAt, now + d.period)
+  if d.timeout > 0 then due = math.min(due, now + d.timeout) end
+  redis.call('SET', d.key, runId, 'PX', d.period + d.timeout + 60000)
+  return nil, due
+end
+
+-- The flow control of a workflow as its registry entry holds it (static keys only): extra run
+-- fields (mutex, throttle, rateLimit pairs), a debounce spec or nil, and whether the definition
+-- computes a key with a function (which only a process holding the definition can run).
+local function registry_flow(base, workflow)
+  local f = redis.call('HMGET', k_meta(base, workflow), 'fmutex', 'fthrottle', 'frateLimit', 'fdebounce', 'fdynamic')
+  local extra = {}
+  if f[1] then extra[#extra + 1] = 'mutex'; extra[#extra + 1] = f[1] end
+  if f[2] then extra[#extra + 1] = 'throttle'; extra[#extra + 1] = f[2] end
+  if f[3] then extra[#extra + 1] = 'rateLimit'; extra[#extra + 1] = f[3] end
+  local debounce
+  if f[4] then
+    local period, timeout, key = string.match(f[4], '^(%d+)|(%d+)|(.*)$')
+    debounce = { key = k_debounce(base, workflow, key), period = tonumber(period), timeout = tonumber(timeout) }
+  end
+  return extra, debounce, f[5] == '1'
+end
+
+-- Starts a run the same way from every entry point (enqueue, child, event, cron), with its
+-- workflow's flow control: the caller's own (`r.localFlow`: it had the definition and computed
+-- the keys, `r.extra` and `r.debounce`) or else the registry entry's static keys.
+-- r = { runId, workflow, queue, maxAttempts, input, now, availableAt, extra, debounce, localFlow, ifAbsent }
+-- Returns the run id and 'created', 'exists' (ifAbsent and the id exists), 'merged' (debounced
+-- into the pending run, whose id is returned) or nil and 'dynamic' (no definition here for a
+-- workflow whose keys come from a function; nothing was written).
+local function start_run(base, r)
+  if r.ifAbsent and redis.call('EXISTS', k_run(base, r.runId)) == 1 then return r.runId, 'exists' end
+  local extra, debounce = r.extra or {}, r.debounce
+  if not r.localFlow then
+    local dynamic
+    extra, debounce, dynamic = registry_flow(base, r.workflow)
+    if dynamic then return nil, 'dynamic' end
+    for _, v in ipairs(r.extra or {}) do extra[#extra + 1] = v end
+  end
+  local availableAt = r.availableAt
+  if debounce then
+    local pendingId, due = debounce_start(base, debounce, r.runId, r.input, r.now, availableAt)
+    if pendingId then return pendingId, 'merged' end
+    availableAt = due
+  end
+  create_run(base, r.runId, r.workflow, r.queue, r.maxAttempts, r.input, r.now, availableAt, extra, false)
+  return r.runId, 'created'
+end
+
 -- Moves a scheduled run to the front of its queue (a child finished, a parked slot freed).
 local function wake(base, runId, run)
   -- run = { status, queue, createdAt }
@@ -85,7 +170,7 @@ local function release_slots(base, runId, workflow, mutex, slot)
     local mutexKey = k_mutex(base, mutex)
     if redis.call('GET', mutexKey) == runId then
       redis.call('DEL', mutexKey)
-      unpark_one(base, mutexKey .. ':parked')
+      unpark_one(base, k_mutex_parked(base, mutex))
     end
   end
   if slot and workflow and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
@@ -106,7 +191,7 @@ end
 -- parents that are suspended. Callers check the run's `waited` field first (set by start-child),
 -- so runs nobody waits on pay nothing here.
 local function notify_waiters(base, runId, ok, payload, now)
-  local waitersKey = k_run(base, runId) .. ':waiters'
+  local waitersKey = k_waiters(base, runId)
   for _, waiter in ipairs(redis.call('SMEMBERS', waitersKey)) do
     local sep = string.find(waiter, '|', 1, true)
     local parentId, field = string.sub(waiter, 1, sep - 1), string.sub(waiter, sep + 1)
@@ -132,7 +217,7 @@ local function offer_capacity(base, workflow, mutex)
   end
   if mutex then
     local mutexKey = k_mutex(base, mutex)
-    if not redis.call('GET', mutexKey) then unpark_one(base, mutexKey .. ':parked') end
+    if not redis.call('GET', mutexKey) then unpark_one(base, k_mutex_parked(base, mutex)) end
   end
 end
 
@@ -164,7 +249,7 @@ local function admit(base, runId, runKey, run, now)
     mutexKey = k_mutex(base, mutex)
     local holder = redis.call('GET', mutexKey)
     if holder and holder ~= runId then
-      redis.call('RPUSH', mutexKey .. ':parked', runId)
+      redis.call('RPUSH', k_mutex_parked(base, mutex), runId)
       return false
     end
   end

@@ -9,6 +9,7 @@
 --!include common.lua
 
 local base, cronId, tick, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[7])
+assert_writable(base)
 local current = redis.call('ZSCORE', KEYS[1], cronId)
 if not current or tonumber(current) ~= tonumber(tick) then return 'taken' end
 redis.call('ZADD', KEYS[1], ARGV[4], cronId)
@@ -17,5 +18,6 @@ local meta = redis.call('HMGET', k_meta(base, workflow), 'queue', 'maxAttempts',
 if not meta[1] then return 'unknown' end
 local limit = tonumber(meta[3] or '0')
 if limit > 0 and redis.call('ZCARD', k_active(base, workflow)) >= limit then return 'skipped' end
-create_run(base, 'cron.' .. cronId .. '.' .. tick, workflow, meta[1], meta[2] or '1', ARGV[6], now, now, nil, true)
+start_run(base, { runId = 'cron.' .. cronId .. '.' .. tick, workflow = workflow, queue = meta[1], maxAttempts = meta[2] or '1',
+  input = ARGV[6], now = now, availableAt = now, ifAbsent = true })
 return 'fired'

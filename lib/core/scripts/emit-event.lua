@@ -14,6 +14,7 @@
 
 local base, eventId, name, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now, emitAt, parentId = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[9]
+assert_writable(base)
 local parentKey = k_run(base, parentId)
 if parentId ~= '' then
   local parent = redis.call('HMGET', parentKey, 'status', 'lease')

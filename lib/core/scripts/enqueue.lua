@@ -7,14 +7,18 @@
 -- ARGV[6] input JSON          ARGV[7] now (ms)    ARGV[8] runAt (ms, 0 = now)
 -- ARGV[9] idempotency key or ''                   ARGV[10] idempotency TTL (s)
 -- ARGV[11] debounce key or '' ARGV[12] debounce period (ms)   ARGV[13] debounce timeout (ms, 0 = none)
--- ARGV[14..] extra run fields (pairs): mutex, throttle, rateLimit
+-- ARGV[14] '1' when the caller has the definition and computed the flow-control keys (ARGV[11..13]
+--          and ARGV[15..]); '0' to take the static ones of the registry entry
+-- ARGV[15..] extra run fields (pairs): mutex, throttle, rateLimit
 -- Returns { 'created', runId } | { 'existing', runId } | { 'conflict', runId } | { 'unknown', '' }
+--   | { 'dynamic', '' } (the workflow computes a flow-control key with a function this caller lacks)
 --!include common.lua
 
 local base, runId, workflow = ARGV[1], ARGV[2], ARGV[3]
+assert_writable(base)
 local input = ARGV[6]
 local now, runAt = tonumber(ARGV[7]), tonumber(ARGV[8])
-local idemKey, debounceKey = ARGV[9], ARGV[11]
+local idemKey = ARGV[9]
 
 local inputHash
 if idemKey ~= '' then
@@ -31,37 +35,19 @@ end
 local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[4], ARGV[5])
 if not queue then return { 'unknown', '' } end
 
-local availableAt = now
-if runAt > now then availableAt = runAt end
-
-if debounceKey ~= '' then
-  local period, timeout = tonumber(ARGV[12]), tonumber(ARGV[13])
-  local pendingId = redis.call('GET', KEYS[3])
-  if pendingId then
-    local pendingKey = k_run(base, pendingId)
-    local pending = redis.call('HMGET', pendingKey, 'status', 'createdAt', 'queue', 'attempt', 'resume')
-    -- Only a run that has never started merges: one waiting or retrying is already under way.
-    if pending[1] == 'scheduled' and pending[4] == '0' and not pending[5] then
-      -- Trailing edge: the window restarts, the latest input wins, never past first enqueue + timeout.
-      local due = math.max(availableAt, now + period)
-      if timeout > 0 then due = math.min(due, tonumber(pending[2]) + timeout) end
-      redis.call('HSET', pendingKey, 'input', input, 'availableAt', due)
-      redis.call('ZADD', k_scheduled(base, pending[3]), due, pendingId)
-      redis.call('PEXPIRE', KEYS[3], period + timeout + 60000)
-      return { 'existing', pendingId }
-    end
-  end
-  availableAt = math.max(availableAt, now + period)
-  if timeout > 0 then availableAt = math.min(availableAt, now + timeout) end
-  redis.call('SET', KEYS[3], runId, 'PX', period + timeout + 60000)
-end
-
 local extra = {}
-for i = 14, #ARGV do extra[#extra + 1] = ARGV[i] end
+for i = 15, #ARGV do extra[#extra + 1] = ARGV[i] end
 if idemKey ~= '' then
   extra[#extra + 1] = 'idempotencyKey'
   extra[#extra + 1] = idemKey
-  redis.call('SET', KEYS[2], runId .. '|' .. inputHash, 'EX', ARGV[10])
 end
-create_run(base, runId, workflow, queue, maxAttempts, input, now, availableAt, extra, false)
+local debounce
+if ARGV[11] ~= '' then debounce = { key = KEYS[3], period = tonumber(ARGV[12]), timeout = tonumber(ARGV[13]) } end
+
+local id, outcome = start_run(base, { runId = runId, workflow = workflow, queue = queue, maxAttempts = maxAttempts,
+  input = input, now = now, availableAt = math.max(now, runAt), extra = extra, debounce = debounce,
+  localFlow = ARGV[14] == '1' })
+if not id then return { outcome, '' } end
+if outcome == 'merged' then return { 'existing', id } end
+if idemKey ~= '' then redis.call('SET', KEYS[2], runId .. '|' .. inputHash, 'EX', ARGV[10]) end
 return { 'created', runId }

@@ -8,9 +8,10 @@ local function fan_out(base, subsKey, eventId, payload, now)
     if not meta[1] then
       redis.call('SREM', subsKey, workflow)
     else
-      local runId = eventId .. '.' .. workflow
-      create_run(base, runId, workflow, meta[1], meta[2] or '1', payload, now, now, nil, true)
-      runIds[#runIds + 1] = runId
+      -- Event runs have no definition at hand: the registry's static flow-control keys apply.
+      local runId = start_run(base, { runId = eventId .. '.' .. workflow, workflow = workflow, queue = meta[1],
+        maxAttempts = meta[2] or '1', input = payload, now = now, availableAt = now, ifAbsent = true })
+      if runId then runIds[#runIds + 1] = runId end
     end
   end
   return runIds

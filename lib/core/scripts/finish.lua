@@ -19,6 +19,7 @@
 --!include common.lua
 
 local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+assert_writable(base)
 local runKey = KEYS[1]
 local code = 'ok'
 local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')

@@ -6,6 +6,7 @@
 --!include fan-out.lua
 
 local base, now = ARGV[1], tonumber(ARGV[2])
+assert_writable(base)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 for _, eventId in ipairs(due) do
   local dataKey = k_event_data(base, eventId)

@@ -5,6 +5,11 @@
 -- Returns the ids of runs the worker no longer holds (canceled, taken over or gone).
 --!include common.lua
 
+-- No write check here: a heartbeat must keep leases alive while Redis is full, so that a worker
+-- waiting to store a step does not lose its run. PERSIST of the leases zset (which has no TTL)
+-- is a write that never grows memory; after it, Redis lets the script's ZADD XX through, and
+-- ZADD XX only moves scores of members that exist.
+redis.call('PERSIST', KEYS[1])
 local lost = {}
 for i = 3, #ARGV, 2 do
   local runId = ARGV[i]

@@ -5,6 +5,7 @@
 --!include common.lua
 
 local base = ARGV[1]
+assert_writable(base)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 local moved = 0
 for _, runId in ipairs(due) do

@@ -8,6 +8,7 @@
 --!include common.lua
 
 local base = ARGV[1]
+assert_writable(base)
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 local recovered = {}
 for _, runId in ipairs(expired) do

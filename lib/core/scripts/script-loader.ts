@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Bumped whenever a script's KEYS/ARGV contract changes, so old and new workers never mix shapes. */
-export const SCRIPT_VERSION = 1;
+export const SCRIPT_VERSION = 2;
 
 /** Every state-transition script and its number of KEYS. */
 export const SCRIPTS = {

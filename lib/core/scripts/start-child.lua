@@ -12,12 +12,16 @@
 -- ARGV[10] workflow           ARGV[11] queue or ''    ARGV[12] maxAttempts or ''
 -- ARGV[13] input JSON         ARGV[14] runAt (ms, 0 = now)
 -- ARGV[15] idempotency key or ''  ARGV[16] idempotency TTL (s)  ARGV[17] wait deadline (ms, 0 = none)
--- ARGV[18..] extra child fields (pairs): mutex, throttle, rateLimit
--- Returns { 'lost' } | { 'unknown' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
+-- ARGV[18] '1' when the caller has the child's definition and computed its flow control
+--          (ARGV[19..21], ARGV[22..]); '0' to take the registry entry's static keys
+-- ARGV[19] debounce key or ''  ARGV[20] debounce period (ms)  ARGV[21] debounce timeout (ms)
+-- ARGV[22..] extra child fields (pairs): mutex, throttle, rateLimit
+-- Returns { 'lost' } | { 'unknown' } | { 'dynamic' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
 --   stepRecord starts with '[3' while the parent must wait.
 --!include common.lua
 
 local base, parentId, now = ARGV[1], ARGV[2], tonumber(ARGV[7])
+assert_writable(base)
 local parent = redis.call('HMGET', KEYS[1], 'status', 'lease')
 if parent[1] ~= 'running' or parent[2] ~= ARGV[3] then return { 'lost' } end
 
@@ -35,26 +39,32 @@ if idemKey ~= '' then
   end
 end
 
-local childKey = k_run(base, childId)
-if redis.call('EXISTS', childKey) == 0 then
+if redis.call('EXISTS', k_run(base, childId)) == 0 then
   local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[11], ARGV[12])
   if not queue then return { 'unknown' } end
   local extra = { 'parent', parentId }
-  for i = 18, #ARGV do extra[#extra + 1] = ARGV[i] end
+  for i = 22, #ARGV do extra[#extra + 1] = ARGV[i] end
   if idemKey ~= '' then
     extra[#extra + 1] = 'idempotencyKey'
     extra[#extra + 1] = idemKey
-    redis.call('SET', idemRedisKey, childId .. '|' .. inputHash, 'EX', ARGV[16])
   end
-  create_run(base, childId, workflow, queue, maxAttempts, input, now, math.max(now, tonumber(ARGV[14])), extra, false)
+  local debounce
+  if ARGV[19] ~= '' then debounce = { key = ARGV[19], period = tonumber(ARGV[20]), timeout = tonumber(ARGV[21]) } end
+  local id, outcome = start_run(base, { runId = childId, workflow = workflow, queue = queue, maxAttempts = maxAttempts,
+    input = input, now = now, availableAt = math.max(now, tonumber(ARGV[14])), extra = extra, debounce = debounce,
+    localFlow = ARGV[18] == '1' })
+  if not id then return { outcome } end
+  if outcome == 'created' and idemKey ~= '' then redis.call('SET', idemRedisKey, childId .. '|' .. inputHash, 'EX', ARGV[16]) end
+  childId = id
 end
+local childKey = k_run(base, childId)
 
 local field, seq, attempt = ARGV[4], ARGV[5], ARGV[6]
 local record
 if ARGV[8] == 'emit' then
   record = '[1,' .. seq .. ',' .. attempt .. ',' .. now .. ',0,' .. cjson.encode(childId) .. ']'
 else
-  redis.call('SADD', KEYS[1] .. ':children', childId)
+  redis.call('SADD', k_children(base, parentId), childId)
   local child = redis.call('HMGET', childKey, 'status', 'output', 'error')
   local waiting = '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. ARGV[17] .. ']'
   if child[1] == 'succeeded' then
@@ -62,7 +72,7 @@ else
   elseif child[1] == 'failed' or child[1] == 'canceled' then
     record = resolved_record(waiting, false, child[3] or '{}', now)
   else
-    redis.call('SADD', childKey .. ':waiters', parentId .. '|' .. field)
+    redis.call('SADD', k_waiters(base, childId), parentId .. '|' .. field)
     redis.call('HSET', childKey, 'waited', '1')
     record = waiting
   end

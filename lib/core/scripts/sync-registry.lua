@@ -5,11 +5,13 @@
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
 -- ARGV[4] '1' to remove this owner's workflows that are not listed, '0' to keep them
 -- ARGV[5..] one JSON per workflow: { name, queue, maxAttempts, maxConcurrency, events: [name],
---           crons: [{ id, def (JSON text), next }] }
+--           crons: [{ id, def (JSON text), next }], flow: { mutex?, throttle?, rateLimit?, debounce?, dynamic } }
+--           (flow: the static flow-control keys runs started without the definition get)
 -- Returns the names of the pruned workflows.
 --!include common.lua
 
 local base, owner, now = ARGV[1], ARGV[2], ARGV[3]
+assert_writable(base)
 
 local function set_events(name, old, new)
   local keep = {}
@@ -51,6 +53,12 @@ for i = 5, #ARGV do
   remove_crons(old[2], keepCrons)
   redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,
     'owner', owner, 'updatedAt', now, 'events', table.concat(wf.events, '\n'), 'crons', table.concat(cronIds, '\n'))
+  local flow = wf.flow or {}
+  for _, kind in ipairs({ 'mutex', 'throttle', 'rateLimit', 'debounce' }) do
+    local value = flow[kind]
+    if type(value) == 'string' then redis.call('HSET', metaKey, 'f' .. kind, value) else redis.call('HDEL', metaKey, 'f' .. kind) end
+  end
+  if flow.dynamic then redis.call('HSET', metaKey, 'fdynamic', '1') else redis.call('HDEL', metaKey, 'fdynamic') end
 end
 
 local pruned = {}

@@ -1,5 +1,8 @@
+import type { StepOptions } from '../../core';
+import { assertKnownKeys, checkDuration, checkUserName, STEP_OPTION_KEYS } from '../../core/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
+import { methodLabel } from './workflow.decorator';
 
 /** Options of `@Step`. */
 export interface StepDecoratorOptions {
@@ -11,12 +14,22 @@ export interface StepDecoratorOptions {
 /**
  * Makes every call of this method inside a running workflow a durable step (`step.run`
  * semantics: stored once, replayed afterwards; repeated calls get `#2`, `#3` suffixes). Called
- * outside a run, the method just runs.
+ * outside a run, the method just runs. Unknown options, a name with `#` or `|`, or an invalid
+ * `timeoutMs` throw `ConfigurationError` when the class is decorated.
  */
 export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecorator {
-  return (_target, key, descriptor: PropertyDescriptor) => {
+  return (target, key, descriptor: PropertyDescriptor) => {
+    const where = methodLabel(target, key);
     const options = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : (nameOrOptions ?? {});
-    const stepOptions = { name: options.name ?? String(key), timeoutMs: options.timeoutMs };
+    assertKnownKeys(`@Step options of ${where}`, options, STEP_OPTION_KEYS);
+    const name = checkUserName(options.name ?? String(key), `@Step name of ${where}`, {
+      forbid: '#|',
+      reason: '"#" is reserved for the "#2" suffix of repeated calls and "|" separates stored fields; choose another character',
+    });
+    const stepOptions: StepOptions = {
+      name,
+      timeoutMs: options.timeoutMs === undefined ? undefined : checkDuration(options.timeoutMs, `@Step timeoutMs of ${where}`),
+    };
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const durable = function (this: unknown, ...args: unknown[]) {
       return runAsStep(stepOptions, () => original.apply(this, args));

@@ -1,5 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import type { InputSchema, WorkflowOptions } from '../../core';
+import { assertWorkflowOptionKeys, optionKeys, WORKFLOW_OPTION_KEYS } from '../../core/option-checks';
 import { REDFLOW_WORKFLOW } from '../redflow.constants';
 
 /** Options of `@Workflow`: the workflow options of `defineWorkflow`, with `input` for the schema. */
@@ -16,13 +17,38 @@ export interface WorkflowDecoratorOptions
   onFailure?: string | ((ctx: { error: unknown; run: unknown; input: unknown }) => unknown);
 }
 
+// The defineWorkflow options the decorator takes under another name or through another decorator.
+const REPLACED: Readonly<Record<string, string>> = {
+  schema: 'Pass the schema or DTO class as "input".',
+  event: 'Add @OnEvent(name) to the method instead.',
+  cron: 'Add @Cron(expression) to the method instead.',
+};
+
+/** Keys of `WorkflowDecoratorOptions`: those of `WORKFLOW_OPTION_KEYS` it keeps, plus `name` and `input`. */
+export const WORKFLOW_DECORATOR_OPTION_KEYS = optionKeys<WorkflowDecoratorOptions>()([
+  'name',
+  'input',
+  ...WORKFLOW_OPTION_KEYS.filter((key): key is Exclude<typeof key, 'schema' | 'event' | 'cron'> => !(key in REPLACED)),
+]);
+
 /**
  * Makes a provider method a workflow. The method receives the handler context
- * (`{ input, run, signal, step }`) and runs with `this` = the provider instance.
+ * (`{ input, run, signal, step }`) and runs with `this` = the provider instance. Unknown options
+ * (typos included) throw `ConfigurationError` when the class is decorated.
  */
 export function Workflow(nameOrOptions?: string | WorkflowDecoratorOptions): MethodDecorator {
   const options = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : (nameOrOptions ?? {});
-  return SetMetadata(REDFLOW_WORKFLOW, options);
+  const decorate = SetMetadata(REDFLOW_WORKFLOW, options);
+  return (target, key, descriptor) => {
+    assertWorkflowOptionKeys(`@Workflow options of ${methodLabel(target, key)}`, options, WORKFLOW_DECORATOR_OPTION_KEYS, REPLACED);
+    return decorate(target, key, descriptor);
+  };
+}
+
+/** "Class.method" of a decorated method, for error messages (a static method's target is the class). */
+export function methodLabel(target: object, key: string | symbol): string {
+  const className = typeof target === 'function' ? target.name : target.constructor.name;
+  return `${className}.${String(key)}`;
 }
 
 /** The name of a `@Workflow` method: its `name` option, else "<Class>.<method>". */

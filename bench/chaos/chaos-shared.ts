@@ -1,0 +1,29 @@
+/** What bench/chaos/chaos.ts and its worker processes (chaos-worker.ts) agree on. */
+
+/** The workflow the workers serve. */
+export const CHAOS_WORKFLOW = 'chaos';
+
+/** Its steps, run in this order. */
+export const STEPS = ['a', 'b', 'c'] as const;
+
+export interface ChaosInput {
+  n: number;
+}
+
+/** Short timings (as FAST_RUNTIME in test/support/engine.ts) so recovery happens within seconds. */
+export const FAST_RUNTIME = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
+
+/** What step `name` of the run with input n returns. */
+export function stepValue(n: number, name: (typeof STEPS)[number]): number {
+  return (STEPS.indexOf(name) + 1) * n + 1;
+}
+
+/** The output a run with input n must end with: the sum of its step values. */
+export function expectedOutput(n: number): number {
+  return STEPS.reduce((sum, name) => sum + stepValue(n, name), 0);
+}
+
+/** Hash of every step-body execution: field `<runId>|<step>|<execution id>`, value `<stored>|<startedAt>`. */
+export function execsKey(prefix: string): string {
+  return `{${prefix}}:chaos:execs`;
+}

@@ -1,0 +1,366 @@
+/**
+ * Checks of option values and option objects, run before anything reaches Redis. Pure: no I/O and
+ * no Nest imports, so the engine and the Nest layer share them. Every failure is a
+ * `ConfigurationError` whose one sentence names the option, the value given and what is allowed.
+ */
+import { ConfigurationError } from './errors';
+import type { InputSchema } from './validation';
+import type { ClientOptions, EmitEventOptions, ListRunsOptions, RunOptions } from './client';
+import type { WorkerOptions, WorkerRuntimeOptions } from './worker';
+import type {
+  ChildRunOptions,
+  CronTrigger,
+  DebounceOptions,
+  EmitEventStepOptions,
+  EventTrigger,
+  LimitOptions,
+  RetryPolicy,
+  StepOptions,
+  WorkflowOptions,
+} from './workflow';
+
+const DAY_MS = 86_400_000;
+
+/** The longest duration, and the furthest future timestamp, any option accepts: 10 years in ms. */
+export const MAX_DURATION_MS = 10 * 365 * DAY_MS;
+
+/** Longest idempotency key, in characters. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 512;
+
+/** Longest queue name or key prefix, in characters. */
+export const MAX_RESOURCE_NAME_LENGTH = 128;
+
+/** Longest user-chosen name (step, mutex, debounce or throttle key, event), in characters, unless a check sets its own. */
+export const MAX_USER_NAME_LENGTH = 512;
+
+/**
+ * Returns a function that returns its argument, an array of option names, and fails to compile
+ * ("An argument for 'missing' was not provided") unless the array lists every key of `T`. So a new
+ * option added to an interface cannot be forgotten here and then rejected as unknown at runtime.
+ */
+export function optionKeys<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K,
+    ..._complete: [Exclude<keyof T, K[number]>] extends [never] ? [] : [missing: Exclude<keyof T, K[number]>]
+  ): K => keys;
+}
+
+/** Keys of `WorkflowOptions` (the options of `defineWorkflow`). */
+export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | undefined, unknown>>()([
+  'queue',
+  'maxAttempts',
+  'retries',
+  'schema',
+  'onFailure',
+  'maxConcurrency',
+  'debounce',
+  'throttle',
+  'rateLimit',
+  'mutex',
+  'event',
+  'cron',
+]);
+
+/** Keys of `RetryPolicy` (the `retries` option). */
+export const RETRY_POLICY_KEYS = optionKeys<RetryPolicy>()(['maxAttempts', 'delay', 'shouldRetry']);
+
+/** Keys of `DebounceOptions` (the `debounce` option). */
+export const DEBOUNCE_KEYS = optionKeys<DebounceOptions>()(['period', 'timeout', 'key']);
+
+/** Keys of `LimitOptions` (the `throttle` and `rateLimit` options). */
+export const LIMIT_KEYS = optionKeys<LimitOptions>()(['limit', 'period', 'key']);
+
+/** Keys of `CronTrigger` (an item of the `cron` option). */
+export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()(['id', 'expression', 'timezone', 'input']);
+
+/** Keys of `EventTrigger` (an item of the `event` option). */
+export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
+
+/** Keys of `StepOptions` (`step.run`, `step.waitFor`, `@Step`). */
+export const STEP_OPTION_KEYS = optionKeys<StepOptions>()(['name', 'timeoutMs']);
+
+/** Keys of `ChildRunOptions` (`step.runWorkflow`, `step.emitWorkflow`). */
+export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'timeoutMs', 'runAt', 'idempotencyKey', 'idempotencyTtl']);
+
+/** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
+export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
+
+/** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
+export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
+  'leaseMs',
+  'heartbeatMs',
+  'reaperIntervalMs',
+  'blockTimeoutMs',
+  'cleanupIntervalMs',
+  'maxRecoveries',
+]);
+
+/** Keys of `ClientOptions` (`createClient`). */
+export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
+  'redis',
+  'url',
+  'prefix',
+  'registry',
+  'maxPayloadBytes',
+  'commandTimeoutMs',
+  'requireNoEviction',
+  'logger',
+]);
+
+/** Keys of `WorkerOptions` (`startWorker`). */
+export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
+  'redis',
+  'url',
+  'app',
+  'client',
+  'prefix',
+  'queues',
+  'concurrency',
+  'registry',
+  'runtime',
+  'logger',
+  'maxPayloadBytes',
+  'defaultMaxConcurrency',
+  'retentionDays',
+  'commandTimeoutMs',
+  'requireNoEviction',
+]);
+
+/** Keys of `RunOptions` (starting a run). */
+export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride']);
+
+/** Keys of `EmitEventOptions`. */
+export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempotencyKey', 'idempotencyTtl', 'emitAt']);
+
+/** Keys of `ListRunsOptions`. */
+export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'limit', 'offset']);
+
+/**
+ * A short, printable description of any value for an error message: `NaN`, `"5x"`, `an array`,
+ * and for long strings their start and length, so a 1 MiB value never ends up in a log line.
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') {
+    return value.length > 64 ? `${JSON.stringify(value.slice(0, 32))}… (a string of ${value.length} characters)` : JSON.stringify(value);
+  }
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : value.toISOString();
+  if (Array.isArray(value)) return 'an array';
+  if (value !== null && typeof value === 'object') return 'an object';
+  return String(value);
+}
+
+/** True for option objects: object literals and class instances, not arrays, Dates, Maps, functions or null. */
+function isOptionObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.prototype.toString.call(value) === '[object Object]';
+}
+
+/** Levenshtein distance: single-character insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+/**
+ * The candidate closest to `word`, compared case-insensitively, if it is close enough to be a
+ * likely typo: within an edit distance of max(2, ⌊length/3⌋), or one containing the other (at
+ * least 3 characters long). Ties go to the earlier candidate. `undefined` when none is close.
+ */
+export function nearestName(word: string, candidates: readonly string[]): string | undefined {
+  const lower = word.toLowerCase();
+  const threshold = Math.max(2, Math.floor(word.length / 3));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const other = candidate.toLowerCase();
+    const distance = editDistance(lower, other);
+    const contains = Math.min(lower.length, other.length) >= 3 && (other.includes(lower) || lower.includes(other));
+    if ((distance <= threshold || contains) && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/**
+ * Throws `ConfigurationError` unless `value` is undefined or an options object whose own keys are
+ * all in `known`. An unknown key is named with the nearest known one ("Did you mean ...?") and the
+ * full list, so a typo fails loudly instead of being silently ignored. `hints` gives a sentence to
+ * show instead of the suggestion for keys that are known elsewhere (e.g. "Use @Cron instead.").
+ */
+export function assertKnownKeys(what: string, value: unknown, known: readonly string[], hints: Readonly<Record<string, string>> = {}): void {
+  if (value === undefined) return;
+  if (!isOptionObject(value)) throw new ConfigurationError(`${what} must be an object, got ${describeValue(value)}.`);
+  for (const key of Object.keys(value)) {
+    if (known.includes(key)) continue;
+    const hint = Object.prototype.hasOwnProperty.call(hints, key) ? hints[key] : undefined;
+    const nearest = hint === undefined ? nearestName(key, known) : undefined;
+    const advice = hint !== undefined ? ` ${hint}` : nearest !== undefined ? ` Did you mean "${nearest}"?` : '';
+    throw new ConfigurationError(`Unknown option ${JSON.stringify(key)} in ${what}.${advice} Known options: ${known.join(', ')}.`);
+  }
+}
+
+/**
+ * Checks the keys of workflow options and of their nested option objects (`retries`, `debounce`,
+ * `throttle`, `rateLimit`, each `cron` and `event` item). `known` is the top-level list:
+ * `WORKFLOW_OPTION_KEYS` for `defineWorkflow`, a variant of it for `@Workflow`.
+ */
+export function assertWorkflowOptionKeys(
+  what: string,
+  options: unknown,
+  known: readonly string[] = WORKFLOW_OPTION_KEYS,
+  hints: Readonly<Record<string, string>> = {},
+): void {
+  assertKnownKeys(what, options, known, hints);
+  if (options === undefined) return;
+  const o = options as Record<string, unknown>;
+  assertKnownKeys(`retries of ${what}`, o.retries, RETRY_POLICY_KEYS);
+  assertKnownKeys(`debounce of ${what}`, o.debounce, DEBOUNCE_KEYS);
+  assertKnownKeys(`throttle of ${what}`, o.throttle, LIMIT_KEYS);
+  assertKnownKeys(`rateLimit of ${what}`, o.rateLimit, LIMIT_KEYS);
+  for (const [option, keys] of [
+    ['cron', CRON_TRIGGER_KEYS],
+    ['event', EVENT_TRIGGER_KEYS],
+  ] as const) {
+    const list = o[option];
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) throw new ConfigurationError(`${option} of ${what} must be an array, got ${describeValue(list)}.`);
+    list.forEach((item, i) => assertKnownKeys(`${option}[${i}] of ${what}`, item, keys));
+  }
+}
+
+const DURATION = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: DAY_MS };
+
+/**
+ * A duration in whole milliseconds (rounded up, so a positive duration never becomes 0): a number
+ * of ms, or a string like "500ms", "5s", "1.5m", "2h", "1d" (the syntax of `toMs`). It must be
+ * > 0 (>= 0 with `allowZero`) and at most `MAX_DURATION_MS`: a larger value is a unit mistake,
+ * and would overflow the timers and Redis expiries it ends up in.
+ */
+export function checkDuration(value: unknown, what: string, opts: { allowZero?: boolean } = {}): number {
+  let ms = NaN;
+  if (typeof value === 'number') ms = value;
+  else if (typeof value === 'string') {
+    const m = DURATION.exec(value);
+    if (m) ms = Number(m[1]) * UNIT_MS[m[2]];
+  }
+  const low = opts.allowZero ? ms >= 0 : ms > 0;
+  if (!low || !(ms <= MAX_DURATION_MS)) {
+    throw new ConfigurationError(
+      `${what} must be a duration ${opts.allowZero ? '>= 0' : '> 0'} and at most 10 years (a number of ms or a string like "5s"), got ${describeValue(value)}.`,
+    );
+  }
+  return Math.ceil(ms);
+}
+
+/**
+ * A point in time in epoch ms (rounded up): a valid Date or a finite number of epoch ms, at most
+ * 10 years after `now`. A time in the past is allowed and means now.
+ */
+export function checkTimestamp(value: unknown, what: string, now: number = Date.now()): number {
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'number' ? value : NaN;
+  if (!Number.isFinite(ms) || ms > now + MAX_DURATION_MS) {
+    throw new ConfigurationError(
+      `${what} must be a valid Date or epoch milliseconds at most 10 years from now (a past time means now), got ${describeValue(value)}.`,
+    );
+  }
+  return Math.ceil(ms);
+}
+
+/** An idempotency key: a string of 1 to `MAX_IDEMPOTENCY_KEY_LENGTH` characters. */
+export function checkIdempotencyKey(value: unknown, what: string): string {
+  if (value === '') {
+    throw new ConfigurationError(
+      `${what} is an empty string: an empty idempotency key would be ignored and every call would start a new run; pass a key of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters or omit the option.`,
+    );
+  }
+  if (typeof value !== 'string' || value.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new ConfigurationError(
+      `${what} must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters, got ${describeValue(value)}; hash a longer key (e.g. SHA-256) first.`,
+    );
+  }
+  return value;
+}
+
+/** Index of the first control character (C0, DEL or C1) in `s`, or -1. */
+function controlCharIndex(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return i;
+  }
+  return -1;
+}
+
+/**
+ * A queue name or key prefix, which becomes part of every Redis key: a non-empty printable string
+ * of at most `MAX_RESOURCE_NAME_LENGTH` characters with no whitespace, no `{`/`}` (they would change
+ * the Redis Cluster hash tag that keeps a prefix's keys in one slot) and no `*` (a key pattern,
+ * so scans for one prefix would match others).
+ */
+export function checkResourceName(value: unknown, what: string): string {
+  const got = describeValue(value);
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_RESOURCE_NAME_LENGTH) {
+    throw new ConfigurationError(`${what} must be a name of 1 to ${MAX_RESOURCE_NAME_LENGTH} characters, got ${got}.`);
+  }
+  if (/\s/.test(value)) {
+    throw new ConfigurationError(`${what} must not contain whitespace, got ${got}: it is part of every Redis key; use "-", "_", "." or ":" instead.`);
+  }
+  if (controlCharIndex(value) >= 0) {
+    throw new ConfigurationError(`${what} must be printable, got ${got} with a control character: it is part of every Redis key.`);
+  }
+  if (/[{}]/.test(value)) {
+    throw new ConfigurationError(
+      `${what} must not contain "{" or "}", got ${got}: braces would change the Redis Cluster hash tag that keeps its keys in one slot.`,
+    );
+  }
+  if (value.includes('*')) {
+    throw new ConfigurationError(`${what} must not contain "*", got ${got}: "*" is a Redis key pattern, so key scans would match other names.`);
+  }
+  return value;
+}
+
+/** An integer from `min` to `max` (inclusive). */
+export function checkInteger(value: unknown, what: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    const range = max >= Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new ConfigurationError(`${what} must be an integer ${range}, got ${describeValue(value)}.`);
+  }
+  return value;
+}
+
+/** A count: an integer from 1 to `max` (by default any safe integer). */
+export function checkPositiveCount(value: unknown, what: string, max: number = Number.MAX_SAFE_INTEGER): number {
+  return checkInteger(value, what, 1, max);
+}
+
+/**
+ * A user-chosen name (step name, mutex, debounce or throttle key, event name): a non-empty string
+ * of at most `max` characters (default `MAX_USER_NAME_LENGTH`), with no control characters such as
+ * a newline, and none of the characters of `forbid`; `reason` says why those are reserved.
+ */
+export function checkUserName(value: unknown, what: string, opts: { max?: number; forbid?: string; reason?: string } = {}): string {
+  const max = opts.max ?? MAX_USER_NAME_LENGTH;
+  const got = describeValue(value);
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
+    throw new ConfigurationError(`${what} must be a non-empty string of at most ${max} characters, got ${got}.`);
+  }
+  if (controlCharIndex(value) >= 0) {
+    throw new ConfigurationError(`${what} must not contain control characters such as a newline or tab, got ${got}.`);
+  }
+  const forbidden = [...(opts.forbid ?? '')].find((c) => value.includes(c));
+  if (forbidden !== undefined) {
+    const list = [...(opts.forbid ?? '')].map((c) => JSON.stringify(c)).join(' or ');
+    throw new ConfigurationError(`${what} must not contain ${list}, got ${got}${opts.reason ? `: ${opts.reason}` : ''}.`);
+  }
+  return value;
+}

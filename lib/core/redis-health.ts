@@ -1,0 +1,199 @@
+import { Cluster, ReplyError } from 'ioredis';
+import { isWriteRefusedReply, RedisUnavailableError, RedisWriteRefusedError } from './errors';
+import type { RedisConnection } from './redis-scripts';
+import type { RedflowLogger } from './types';
+
+/** Why Redis cannot take our writes right now. */
+export type OutageKind = 'unreachable' | 'write-refused';
+
+/** At most one "still down" line per this many ms while an outage goes on. */
+const REPEAT_LOG_MS = 30_000;
+/** Longest pause between two probes of a Redis that is down. */
+const MAX_PROBE_DELAY_MS = 5_000;
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNAVAILABLE_MESSAGE = /Connection is closed|Stream isn't writeable|Command timed out|refresh slots cache|None of startup nodes|^(LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN)\b/;
+
+/** The kind of outage an error of a Redis call shows, or undefined for any other error. */
+export function outageKind(error: unknown): OutageKind | undefined {
+  if (error instanceof RedisWriteRefusedError) return 'write-refused';
+  if (error instanceof RedisUnavailableError) return 'unreachable';
+  if (!(error instanceof Error)) return undefined;
+  if (error instanceof ReplyError) {
+    if (isWriteRefusedReply(error.message)) return 'write-refused';
+    return UNAVAILABLE_MESSAGE.test(error.message) ? 'unreachable' : undefined;
+  }
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return 'unreachable';
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return 'unreachable';
+  return UNAVAILABLE_MESSAGE.test(error.message) ? 'unreachable' : undefined;
+}
+
+/** "host:port" of a connection (the first startup node of a cluster), never with its password. */
+export function redisAddress(redis: RedisConnection): string {
+  if (redis instanceof Cluster) {
+    const node = (redis as unknown as { startupNodes: unknown[] }).startupNodes[0] as { host?: string; port?: number } | string | number | undefined;
+    if (typeof node === 'object' && node) return `${node.host ?? '127.0.0.1'}:${node.port ?? 6379} (cluster)`;
+    return `${String(node ?? 'unknown')} (cluster)`;
+  }
+  const { host, port, path } = redis.options;
+  return path ? path : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
+}
+
+/** Resolves `promise`, or rejects with `RedisUnavailableError` once `timeoutMs` passed. */
+export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, address: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedisUnavailableError(address, `no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+/**
+ * The state of one Redis as seen by a client and its worker: up, unreachable, or refusing
+ * writes (full, a replica, or unable to persist). It logs one line when an outage starts, at
+ * most one every 30 s while it lasts, and one when it ends, with its length; connection errors
+ * of every connection the library opened land here too, so stderr never fills with them. While
+ * Redis is down, a probe write runs with backoff (up to 5 s) and `whenHealthy()` waiters resume
+ * when it succeeds.
+ */
+export class RedisHealth {
+  private outage: { kind: OutageKind; since: number; loggedAt: number } | undefined;
+  private waiters: Array<() => void> = [];
+  private probing = false;
+  private closed = false;
+  private probeTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly address: string,
+    private readonly logger: RedflowLogger,
+    /** A write that fails while Redis is down or refuses writes. */
+    private readonly probe: () => Promise<unknown>,
+  ) {}
+
+  /** True unless an outage is going on. */
+  get healthy(): boolean {
+    return this.outage === undefined;
+  }
+
+  /** The kind of the outage going on, if any. */
+  get state(): OutageKind | undefined {
+    return this.outage?.kind;
+  }
+
+  /**
+   * Reports a failed Redis call. Returns true when the error shows an outage: it is then
+   * logged here (de-duplicated) and the caller should wait for `whenHealthy()` and retry.
+   */
+  report(error: unknown): boolean {
+    const kind = outageKind(error);
+    if (!kind) return false;
+    this.down(kind, (error as Error).message);
+    return true;
+  }
+
+  /** Watches a connection the library opened: its errors are routed here instead of stderr. */
+  watch(connection: RedisConnection): void {
+    connection.on('error', (error: Error) => {
+      if (!this.report(error)) this.logOnce(`Redis connection error at ${this.address}: ${error.message}`);
+    });
+    connection.on('ready', () => {
+      if (this.outage?.kind === 'unreachable') this.up();
+    });
+  }
+
+  /** Resolves when Redis is healthy again (at once when it is), or when `stopped()` says so. */
+  whenHealthy(stopped: () => boolean = () => false): Promise<void> {
+    if (!this.outage || this.closed || stopped()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (!this.outage || this.closed || stopped()) resolve();
+        else this.waiters.push(check);
+      };
+      this.waiters.push(check);
+    });
+  }
+
+  /** Wakes waiters so they can re-check their own stop condition (a worker stopping). */
+  nudge(): void {
+    this.wake();
+  }
+
+  /** Stops probing and releases every waiter. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.probeTimer);
+    this.wake();
+  }
+
+  private lastOther: string | undefined;
+  private logOnce(message: string): void {
+    if (message === this.lastOther) return;
+    this.lastOther = message;
+    this.logger.warn(message);
+  }
+
+  private down(kind: OutageKind, detail: string): void {
+    const now = Date.now();
+    const firstLine = detail.split('\n')[0].slice(0, 300);
+    if (!this.outage || this.outage.kind !== kind) {
+      const was = this.outage;
+      this.outage = { kind, since: was?.since ?? now, loggedAt: now };
+      this.logger.warn(
+        kind === 'write-refused'
+          ? `Redis at ${this.address} refuses writes (${firstLine}). Workers stop claiming runs and retry every few seconds; free memory or raise maxmemory (OOM), connect to the primary (READONLY) or fix the disk Redis persists to (MISCONF).`
+          : `Redis at ${this.address} is unreachable (${firstLine}). Workers wait and retry every few seconds; client calls reject with RedisUnavailableError. Check that Redis is running and reachable.`,
+      );
+      this.startProbing();
+      return;
+    }
+    if (now - this.outage.loggedAt >= REPEAT_LOG_MS) {
+      this.outage.loggedAt = now;
+      const what = kind === 'write-refused' ? 'still refuses writes' : 'is still unreachable';
+      this.logger.warn(`Redis at ${this.address} ${what} after ${seconds(now - this.outage.since)} (${firstLine}).`);
+    }
+  }
+
+  private up(): void {
+    const outage = this.outage;
+    if (!outage) return;
+    this.outage = undefined;
+    this.lastOther = undefined;
+    const what = outage.kind === 'write-refused' ? 'accepts writes again' : 'is reachable again';
+    this.logger.warn(`Redis at ${this.address} ${what} after ${seconds(Date.now() - outage.since)}; workers resume.`);
+    this.wake();
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  private startProbing(): void {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    let delay = 100;
+    const attempt = () => {
+      this.probeTimer = setTimeout(async () => {
+        if (this.closed || !this.outage) {
+          this.probing = false;
+          return;
+        }
+        try {
+          await this.probe();
+          this.probing = false;
+          this.up();
+        } catch (error) {
+          this.report(error);
+          delay = Math.min(MAX_PROBE_DELAY_MS, delay * 2);
+          attempt();
+        }
+      }, delay);
+      this.probeTimer.unref?.();
+    };
+    attempt();
+  }
+}

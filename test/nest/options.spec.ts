@@ -1,0 +1,242 @@
+import 'reflect-metadata';
+import { Injectable, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { randomBytes } from 'node:crypto';
+import { ConfigurationError, Cron, OnEvent, RedflowModule, Step, Workflow, createClient, type RedflowModuleOptions, type WorkflowContext } from '../../lib';
+import { resolveRedflowOptions } from '../../lib/nest/redflow-options.interface';
+import { connect } from '../support/engine';
+
+/** The message of the ConfigurationError `fn` throws (decorating a class, for most tests here). */
+function configError(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigurationError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigurationError, nothing was thrown');
+}
+
+// Decorators are plain functions: applying one to a method is what `@Decorator` does at class definition.
+class Target {
+  method(): void {}
+}
+const descriptor = () => Object.getOwnPropertyDescriptor(Target.prototype, 'method')!;
+const decorate = (decorator: MethodDecorator) => decorator(Target.prototype, 'method', descriptor());
+
+describe('@Workflow options', () => {
+  it('throws at decoration for a misspelt option, suggesting the right one', () => {
+    const message = configError(() => {
+      class Billing {
+        // @ts-expect-error the typo is the point of the test
+        @Workflow({ maxAtempts: 3 })
+        bill(_ctx: WorkflowContext<unknown>) {}
+      }
+      return Billing;
+    });
+    expect(message).toBe(
+      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, maxAttempts, retries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex.',
+    );
+  });
+
+  it('checks nested option objects', () => {
+    expect(configError(() => decorate(Workflow({ retries: { maxAttempts: 2, dealy: 10 } as never })))).toBe(
+      'Unknown option "dealy" in retries of @Workflow options of Target.method. Did you mean "delay"? Known options: maxAttempts, delay, shouldRetry.',
+    );
+    expect(configError(() => decorate(Workflow({ debounce: { period: '1s', key: 'k', timout: '5s' } as never })))).toContain(
+      'Unknown option "timout" in debounce of @Workflow options of Target.method. Did you mean "timeout"?',
+    );
+    expect(configError(() => decorate(Workflow({ throttle: { limit: 1, period: '1s', keys: 'k' } as never })))).toContain('Did you mean "key"?');
+    expect(configError(() => decorate(Workflow({ rateLimit: { limit: 1, perid: '1s' } as never })))).toContain('Did you mean "period"?');
+  });
+
+  it('points options that belong to another decorator to it', () => {
+    expect(configError(() => decorate(Workflow({ schema: {} } as never)))).toContain(
+      'Unknown option "schema" in @Workflow options of Target.method. Pass the schema or DTO class as "input".',
+    );
+    expect(configError(() => decorate(Workflow({ cron: [] } as never)))).toContain('Add @Cron(expression) to the method instead.');
+    expect(configError(() => decorate(Workflow({ event: [] } as never)))).toContain('Add @OnEvent(name) to the method instead.');
+  });
+
+  it('accepts every documented option', () => {
+    expect(() =>
+      decorate(
+        Workflow({
+          name: 'w',
+          input: undefined,
+          queue: 'q',
+          maxAttempts: 2,
+          retries: { maxAttempts: 2, delay: '1s', shouldRetry: () => true },
+          onFailure: 'method',
+          maxConcurrency: Infinity,
+          debounce: { period: '1s', timeout: '5s', key: 'k' },
+          throttle: { limit: 1, period: '1s', key: 'k' },
+          rateLimit: { limit: 1, period: '1s' },
+          mutex: 'm',
+        }),
+      ),
+    ).not.toThrow();
+    expect(() => decorate(Workflow('by-name'))).not.toThrow();
+    expect(() => decorate(Workflow())).not.toThrow();
+  });
+});
+
+describe('@Step options', () => {
+  it('rejects a name with the reserved "#" or "|"', () => {
+    const message = configError(() => {
+      class Billing {
+        @Step('charge#2')
+        charge() {}
+      }
+      return Billing;
+    });
+    expect(message).toBe(
+      '@Step name of Billing.charge must not contain "#" or "|", got "charge#2": "#" is reserved for the "#2" suffix of repeated calls and "|" separates stored fields; choose another character.',
+    );
+    expect(configError(() => decorate(Step({ name: 'a|b' })))).toContain('@Step name of Target.method must not contain "#" or "|", got "a|b"');
+  });
+
+  it('rejects an empty name, a name with a newline and an unknown option', () => {
+    expect(configError(() => decorate(Step({ name: '' })))).toBe('@Step name of Target.method must be a non-empty string of at most 512 characters, got "".');
+    expect(configError(() => decorate(Step('a\nb')))).toBe('@Step name of Target.method must not contain control characters such as a newline or tab, got "a\\nb".');
+    expect(configError(() => decorate(Step({ name: 'charge', timeout: 5 } as never)))).toBe(
+      'Unknown option "timeout" in @Step options of Target.method. Did you mean "timeoutMs"? Known options: name, timeoutMs.',
+    );
+  });
+
+  it('checks timeoutMs as a duration', () => {
+    for (const timeoutMs of [0, -1, NaN, Infinity, 1e20]) {
+      expect(configError(() => decorate(Step({ timeoutMs })))).toBe(
+        `@Step timeoutMs of Target.method must be a duration > 0 and at most 10 years (a number of ms or a string like "5s"), got ${timeoutMs === 1e20 ? '100000000000000000000' : timeoutMs}.`,
+      );
+    }
+    expect(() => decorate(Step({ name: 'charge', timeoutMs: 500 }))).not.toThrow();
+  });
+});
+
+describe('@Cron options', () => {
+  it('suggests "timezone" for "timeZone"', () => {
+    const message = configError(() => {
+      class Reports {
+        // @ts-expect-error the typo is the point of the test
+        @Cron('* * * * *', { timeZone: 'UTC' })
+        nightly() {}
+      }
+      return Reports;
+    });
+    expect(message).toBe('Unknown option "timeZone" in @Cron options of Reports.nightly. Did you mean "timezone"? Known options: id, timezone, input.');
+  });
+
+  it('rejects an expression in the options and a non-string expression', () => {
+    expect(configError(() => decorate(Cron('* * * * *', { expression: '* * * * *' } as never)))).toContain(
+      'Unknown option "expression" in @Cron options of Target.method. Pass the expression as the first argument of @Cron.',
+    );
+    expect(configError(() => decorate(Cron(undefined as never)))).toBe(
+      '@Cron expression of Target.method must be a non-empty string, got undefined; use croner syntax, e.g. "0 9 * * 1-5".',
+    );
+    expect(() => decorate(Cron('0 9 * * 1-5', { id: 'morning', timezone: 'Europe/Paris', input: { a: 1 } }))).not.toThrow();
+  });
+});
+
+describe('@OnEvent name', () => {
+  it.each([
+    ['', '""'],
+    [undefined, 'undefined'],
+    [42, '42'],
+  ])('rejects %p', (name, text) => {
+    expect(configError(() => decorate(OnEvent(name as never)))).toBe(
+      `@OnEvent name of Target.method must be a non-empty string of at most 512 characters, got ${text}.`,
+    );
+  });
+
+  it('accepts an event name', () => {
+    expect(() => decorate(OnEvent('invoice.paid'))).not.toThrow();
+  });
+});
+
+describe('RedflowModule options', () => {
+  it('applies defaults', () => {
+    expect(resolveRedflowOptions({ app: 'x' })).toMatchObject({ app: 'x', worker: { enabled: true, concurrency: 10 }, shutdownTimeoutMs: 10_000 });
+    expect(resolveRedflowOptions({ app: 'x', worker: false, shutdownTimeoutMs: 0 })).toMatchObject({ worker: { enabled: false }, shutdownTimeoutMs: 0 });
+  });
+
+  it('accepts every documented option', () => {
+    const options: RedflowModuleOptions = {
+      app: 'x',
+      connection: 'redis://localhost:6379',
+      prefix: 'redflow:eu',
+      worker: { enabled: true, queues: ['default', 'emails'], concurrency: 3, retentionDays: 1, runtime: { leaseMs: 1000, heartbeatMs: 300, reaperIntervalMs: 100, blockTimeoutMs: 100, cleanupIntervalMs: 1000, maxRecoveries: 3 } },
+      defaults: { maxConcurrency: Infinity },
+      shutdownTimeoutMs: 5000,
+      maxPayloadBytes: 1024,
+      dashboard: { path: '/flows', authorize: () => true, readOnly: true },
+      redis: { requireNoEviction: true },
+      commandTimeoutMs: 5000,
+    };
+    expect(() => resolveRedflowOptions(options)).not.toThrow();
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['a misspelt worker option', { app: 'x', worker: { concurency: 2 } }, 'Unknown option "concurency" in RedflowModule option "worker". Did you mean "concurrency"?'],
+    ['a misspelt runtime option', { app: 'x', worker: { runtime: { leaseMS: 1 } } }, 'Unknown option "leaseMS" in RedflowModule option "worker.runtime". Did you mean "leaseMs"?'],
+    ['a misspelt defaults option', { app: 'x', defaults: { maxConcurency: 1 } }, 'Did you mean "maxConcurrency"?'],
+    ['a misspelt dashboard option', { app: 'x', dashboard: { authorise: () => true } }, 'Unknown option "authorise" in RedflowModule option "dashboard". Did you mean "authorize"?'],
+    ['a misspelt redis option', { app: 'x', redis: { requireNoEvictions: true } }, 'Did you mean "requireNoEviction"?'],
+    ['a missing app', { connection: 'redis://x' }, 'RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got undefined.'],
+    ['an empty app', { app: '' }, 'RedflowModule option "app" must be a non-empty string'],
+    ['a prefix with a hash tag', { app: 'x', prefix: '{redflow}' }, 'RedflowModule option "prefix" must not contain "{" or "}", got "{redflow}"'],
+    ['a prefix with a space', { app: 'x', prefix: 'red flow' }, 'RedflowModule option "prefix" must not contain whitespace, got "red flow"'],
+    ['a negative shutdownTimeoutMs', { app: 'x', shutdownTimeoutMs: -1 }, 'RedflowModule option "shutdownTimeoutMs" must be a duration >= 0 and at most 10 years'],
+    ['a zero concurrency', { app: 'x', worker: { concurrency: 0 } }, 'RedflowModule option "worker.concurrency" must be an integer >= 1, got 0.'],
+    ['a fractional concurrency', { app: 'x', worker: { concurrency: 1.5 } }, 'RedflowModule option "worker.concurrency" must be an integer >= 1, got 1.5.'],
+    ['worker: true', { app: 'x', worker: true }, 'RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got true.'],
+    ['a queue with "*"', { app: 'x', worker: { queues: ['a*'] } }, 'RedflowModule option "worker.queues[0]" must not contain "*"'],
+    ['a zero defaults.maxConcurrency', { app: 'x', defaults: { maxConcurrency: 0 } }, 'RedflowModule option "defaults.maxConcurrency" must be an integer >= 1, or Infinity for no limit, got 0.'],
+    ['a non-boolean requireNoEviction', { app: 'x', redis: { requireNoEviction: 'yes' } }, 'RedflowModule option "redis.requireNoEviction" must be true or false, got "yes".'],
+  ])('rejects %s', (_case, options, message) => {
+    expect(configError(() => resolveRedflowOptions(options as unknown as RedflowModuleOptions))).toContain(message);
+  });
+});
+
+@Injectable()
+class Jobs {
+  @Workflow('options-spec.job')
+  async job() {
+    return 'ok';
+  }
+}
+
+describe('RedflowModule.forRoot', () => {
+  const redis = connect();
+  let app: INestApplication | undefined;
+  let prefix: string;
+
+  beforeEach(() => {
+    prefix = `test:options:${randomBytes(4).toString('hex')}`;
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await createClient({ redis, prefix }).resetState();
+  });
+  afterAll(() => redis.quit());
+
+  it('fails to compile with a misspelt option, naming it and the right one', async () => {
+    // The connection is this test's own, so the client the module built before failing is not left open.
+    const options = { app: 'x', connection: redis, prefix, wroker: {} } as unknown as RedflowModuleOptions;
+    const compiling = Test.createTestingModule({ imports: [RedflowModule.forRoot(options)], providers: [Jobs] }).compile();
+    await expect(compiling).rejects.toThrow(ConfigurationError);
+    await expect(compiling).rejects.toThrow(
+      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeoutMs, maxPayloadBytes, dashboard, redis, commandTimeoutMs.',
+    );
+  });
+
+  it('starts with valid options', async () => {
+    const module = await Test.createTestingModule({
+      imports: [RedflowModule.forRoot({ app: 'x', connection: process.env.REDFLOW_TEST_REDIS_URL, prefix, worker: false, redis: { requireNoEviction: false } })],
+      providers: [Jobs],
+    }).compile();
+    app = module.createNestApplication({ logger: false });
+    await app.init();
+  });
+});
