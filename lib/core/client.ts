@@ -8,8 +8,6 @@ import {
   ConfigurationError,
   CorruptRunDataError,
   IdempotencyConflictError,
-  InputValidationError,
-  OutputSerializationError,
   RedisUnavailableError,
   RunNotFoundError,
   TimeoutError,
@@ -29,12 +27,12 @@ import {
   RUN_OPTION_KEYS,
 } from './option-checks';
 import { RedisScripts, type RedisConnection } from './redis-scripts';
-import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from './serialization';
 import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
 import { RUN_STATUSES, stderrLogger, TERMINAL_STATUSES, type CronState, type RedflowLogger, type RunState, type RunStats, type RunStatus, type StepState, type WorkflowMeta } from './types';
 import { dynamicFlowError, flowControlFor, registryFlowControl, type RunFlowControl } from './flow-control';
 import { validateInput } from './validation';
-import { cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
+import { checkEventName, cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
 
 /** Options of `createClient`. */
 export interface ClientOptions extends ConnectionOptions {
@@ -211,7 +209,7 @@ export class WorkflowClient {
     this.scripts = new RedisScripts(redis, this.keys);
     this.registry = options.registry ?? getDefaultRegistry();
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
-    this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs');
+    this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });
     this.requireNoEviction = options.requireNoEviction ?? false;
     this.logger = options.logger ?? stderrLogger;
     this.health = new RedisHealth(redisAddress(redis), this.logger, () => this.redis.set(this.keys.probe(), String(Date.now()), 'PX', 60_000));
@@ -275,6 +273,9 @@ export class WorkflowClient {
 
   /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
+    if (!definition || typeof definition.name !== 'string' || typeof definition.handler !== 'function') {
+      throw new ConfigurationError(`start() needs a workflow definition (the value defineWorkflow returned), got ${definition === null ? 'null' : typeof definition}. Use runByName() to start a workflow by name.`);
+    }
     checkRunOptions(options);
     await validateInput(definition.name, definition.options.schema, input);
     const flow = flowControlFor(definition as WorkflowDefinition<unknown, unknown>, input);
@@ -308,13 +309,7 @@ export class WorkflowClient {
     flow: RunFlowControl,
     localFlow: boolean,
   ): Promise<RunHandle<TOutput>> {
-    let encoded: string;
-    try {
-      encoded = encodeJson(input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
-    } catch (error) {
-      if (error instanceof OutputSerializationError) throw new InputValidationError(workflow, [{ message: `${error.path} is ${error.reason}` }]);
-      throw error;
-    }
+    const encoded = encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
     const now = Date.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options.idempotencyTtl);
@@ -382,7 +377,7 @@ export class WorkflowClient {
     return {
       id,
       getState: () => this.getRun<TOutput>(id),
-      result: (options) => {
+      result: async (options) => {
         assertKnownKeys('result() options', options, ['timeoutMs']);
         return this.waitForResult<TOutput>(id, options?.timeoutMs);
       },
@@ -395,9 +390,7 @@ export class WorkflowClient {
    * `commandTimeoutMs` rejects with RedisUnavailableError.
    */
   private async waitForResult<TOutput>(id: string, timeoutMs?: number): Promise<TOutput> {
-    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
-      throw new ConfigurationError(`result() timeoutMs must be a number of ms >= 0, got ${String(timeoutMs)}.`);
-    }
+    if (timeoutMs !== undefined) checkDuration(timeoutMs, 'result() timeoutMs', { allowZero: true, timer: true });
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
     const timedOut = (why = '') => new TimeoutError(`Waiting for the result of run "${id}"${why}`, timeoutMs!);
     let pause = 5;
@@ -407,7 +400,7 @@ export class WorkflowClient {
       let fields: (string | null)[];
       try {
         const read = this.call(() => this.redis.hmget(this.keys.run(id), 'status', 'output', 'error', 'cancelReason'));
-        fields = left === Infinity ? await read : await withTimeout(read, left, this.health.address);
+        fields = left === Infinity ? await read : await withTimeout(read, Math.min(left, this.commandTimeoutMs), this.health.address);
       } catch (error) {
         if (!(error instanceof RedisUnavailableError) || deadline === Infinity) throw error;
         if (Date.now() >= deadline) throw timedOut(` (Redis at ${this.health.address} did not answer)`);
@@ -461,9 +454,8 @@ export class WorkflowClient {
     }
     const limit = options.limit ?? 50;
     const offset = options.offset ?? 0;
-    for (const [name, value] of [['limit', limit], ['offset', offset]] as const) {
-      if (!Number.isInteger(value) || value < 0) throw new ConfigurationError(`listRuns ${name} must be a whole number >= 0, got ${value}.`);
-    }
+    checkInteger(limit, 'listRuns limit', 0, 10_000);
+    checkInteger(offset, 'listRuns offset', 0, 1_000_000_000);
     if (limit === 0) return [];
     if (options.workflow) return this.listWorkflowRuns(options.workflow, options.status, limit, offset);
     const statuses = options.status ? [options.status] : RUN_STATUSES;
@@ -613,7 +605,7 @@ export class WorkflowClient {
    */
   async emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
     assertKnownKeys('emitEvent options', options, EMIT_EVENT_OPTION_KEYS);
-    checkUserName(event, 'The event name', { forbid: '|', reason: '"|" separates an event name from its idempotency key' });
+    checkEventName(event, 'The event name of emitEvent');
     const { runIds } = await this.call(() => this.scripts.emitEvent({
       eventId: `ev${newRunId()}`,
       event,
@@ -627,7 +619,7 @@ export class WorkflowClient {
   }
 
   /** Emits an event at a later time; same as `emitEvent(event, payload, { emitAt, ... })`. */
-  scheduleEvent(event: string, payload: unknown, options: EmitEventOptions & { emitAt: Date | number }): Promise<string[]> {
+  async scheduleEvent(event: string, payload: unknown, options: EmitEventOptions & { emitAt: Date | number }): Promise<string[]> {
     assertKnownKeys('scheduleEvent options', options, EMIT_EVENT_OPTION_KEYS);
     if (options?.emitAt === undefined) throw new ConfigurationError('scheduleEvent needs an emitAt option: the Date (or epoch ms) to fan the event out at.');
     return this.emitEvent(event, payload, options);
@@ -641,6 +633,10 @@ export class WorkflowClient {
   async syncRegistry(registry: WorkflowRegistry, options: { owner: string; defaultMaxConcurrency?: number; prune?: boolean }): Promise<string[]> {
     assertKnownKeys('syncRegistry options', options, ['owner', 'defaultMaxConcurrency', 'prune']);
     if (!options.owner) throw new ConfigurationError('syncRegistry needs an owner: a stable id of the app that defines these workflows.');
+    checkUserName(options.owner, 'syncRegistry owner');
+    if (options.defaultMaxConcurrency !== undefined && options.defaultMaxConcurrency !== Infinity) {
+      checkInteger(options.defaultMaxConcurrency, 'syncRegistry defaultMaxConcurrency', 1, 1_000_000);
+    }
     const now = Date.now();
     const entries = registry.list().map((d) => {
       const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? 1;

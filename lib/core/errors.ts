@@ -86,14 +86,17 @@ export class NonRetriableError extends RedflowError {}
 function describeDelay(delay: unknown): string {
   if (typeof delay === 'string') return JSON.stringify(delay);
   if (typeof delay === 'number') return String(delay);
-  if (delay instanceof Date) return 'an invalid Date';
+  if (delay instanceof Date) return Number.isNaN(delay.getTime()) ? 'an invalid Date' : delay.toISOString();
   if (delay === null || delay === undefined) return String(delay);
   return typeof delay === 'object' ? 'an object' : `a ${typeof delay}`;
 }
 
+/** 10 years: a longer delay is a unit mistake (the same bound as every duration option). */
+const MAX_DELAY_MS = 10 * 365 * 86_400_000;
+
 function isValidDelay(delay: unknown): boolean {
-  if (delay instanceof Date) return !Number.isNaN(delay.getTime());
-  if (typeof delay === 'number') return Number.isFinite(delay) && delay >= 0;
+  if (delay instanceof Date) return !Number.isNaN(delay.getTime()) && delay.getTime() <= Date.now() + MAX_DELAY_MS;
+  if (typeof delay === 'number') return Number.isFinite(delay) && delay >= 0 && delay <= MAX_DELAY_MS;
   if (typeof delay !== 'string') return false;
   try {
     toMs(delay);
@@ -117,7 +120,7 @@ export class RetryAfterError extends RedflowError {
     // reported far from the code that made it.
     if (!isValidDelay(delay)) {
       throw new TypeError(
-        `RetryAfterError delay ${describeDelay(delay)} is not valid. Use milliseconds (a finite number >= 0), a duration string such as "500ms", "30s", "5m", "2h" or "1d", or a valid Date.`,
+        `RetryAfterError delay ${describeDelay(delay)} is not valid. Use milliseconds (a finite number from 0 to 10 years), a duration string such as "500ms", "30s", "5m", "2h" or "1d", or a valid Date at most 10 years ahead.`,
       );
     }
     super(message);

@@ -24,6 +24,9 @@ const DAY_MS = 86_400_000;
 /** The longest duration, and the furthest future timestamp, any option accepts: 10 years in ms. */
 export const MAX_DURATION_MS = 10 * 365 * DAY_MS;
 
+/** The longest duration a Node.js timer can wait (2^31 - 1 ms, about 24.8 days): options that become a timer stop there. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Longest idempotency key, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 512;
 
@@ -247,7 +250,7 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_0
  * > 0 (>= 0 with `allowZero`) and at most `MAX_DURATION_MS`: a larger value is a unit mistake,
  * and would overflow the timers and Redis expiries it ends up in.
  */
-export function checkDuration(value: unknown, what: string, opts: { allowZero?: boolean } = {}): number {
+export function checkDuration(value: unknown, what: string, opts: { allowZero?: boolean; timer?: boolean } = {}): number {
   let ms = NaN;
   if (typeof value === 'number') ms = value;
   else if (typeof value === 'string') {
@@ -255,9 +258,10 @@ export function checkDuration(value: unknown, what: string, opts: { allowZero?: 
     if (m) ms = Number(m[1]) * UNIT_MS[m[2]];
   }
   const low = opts.allowZero ? ms >= 0 : ms > 0;
-  if (!low || !(ms <= MAX_DURATION_MS)) {
+  const max = opts.timer ? MAX_TIMER_MS : MAX_DURATION_MS;
+  if (!low || !(ms <= max)) {
     throw new ConfigurationError(
-      `${what} must be a duration ${opts.allowZero ? '>= 0' : '> 0'} and at most 10 years (a number of ms or a string like "5s"), got ${describeValue(value)}.`,
+      `${what} must be a duration ${opts.allowZero ? '>= 0' : '> 0'} and at most ${opts.timer ? '24 days (the longest Node.js timer)' : '10 years'} (a number of ms or a string like "5s"), got ${describeValue(value)}.`,
     );
   }
   return Math.ceil(ms);

@@ -92,7 +92,14 @@ export class RedisHealth {
   report(error: unknown): boolean {
     const kind = outageKind(error);
     if (!kind) return false;
-    this.down(kind, (error as Error).message);
+    // Redis's own reply, not our sentence around it: the log line adds its own advice.
+    const detail =
+      error instanceof RedisWriteRefusedError
+        ? `${error.reply}, in script "${error.script}"`
+        : error instanceof RedisUnavailableError
+          ? error.detail
+          : (error as Error).message;
+    this.down(kind, detail);
     return true;
   }
 

@@ -1,4 +1,4 @@
-import { CorruptRunDataError, errorClassNamed, OutputSerializationError, PayloadTooLargeError, RedflowError, WorkflowRunError } from './errors';
+import { CorruptRunDataError, errorClassNamed, InputValidationError, OutputSerializationError, PayloadTooLargeError, RedflowError, WorkflowRunError } from './errors';
 
 /**
  * The stored form of an error. `fields` (since the error table) holds the own data fields of our
@@ -159,6 +159,19 @@ export function encodeJson(value: unknown, what: string, limit: number): string 
     if (bytes > limit) throw new PayloadTooLargeError(what, bytes, limit);
   }
   return text;
+}
+
+/**
+ * Encodes a workflow's input: like `encodeJson`, but a value JSON would change is the caller's
+ * mistake, so it is an `InputValidationError` naming the path.
+ */
+export function encodeInput(workflow: string, input: unknown, what: string, limit: number): string {
+  try {
+    return encodeJson(input, what, limit);
+  } catch (error) {
+    if (error instanceof OutputSerializationError) throw new InputValidationError(workflow, [{ message: `${error.path} is ${error.reason}` }]);
+    throw error;
+  }
 }
 
 /** Decodes a stored JSON value; the empty string is `undefined`. Throws `CorruptRunDataError`. */

@@ -11,9 +11,9 @@ import {
   STEP_OPTION_KEYS,
 } from './option-checks';
 import type { RedisScripts, StepTarget } from './redis-scripts';
-import { decodeJson, deserializeError, encodeJson, serializeError } from './serialization';
+import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from './serialization';
 import { validateInput } from './validation';
-import type { ChildRunOptions, EmitEventStepOptions, StepApi, StepOptions, WorkflowRef, WorkflowRegistry } from './workflow';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WorkflowRef, type WorkflowRegistry } from './workflow';
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
@@ -146,7 +146,7 @@ export class StepRuntime {
   ): { opts: O; name: string; field: string; record?: StepRecord } {
     const opts = (typeof options === 'string' ? { name: options } : options) as O;
     assertKnownKeys(`step.${api} options`, opts, known);
-    if (opts?.timeoutMs !== undefined) checkDuration(opts.timeoutMs, `timeoutMs of step.${api}`);
+    if (opts?.timeoutMs !== undefined) checkDuration(opts.timeoutMs, `timeoutMs of step.${api}`, { timer: true });
     if (!opts || typeof opts.name !== 'string' || opts.name === '') {
       throw new ConfigurationError(`step.${api} needs a non-empty name: step.${api}({ name: "charge" }, ...) or step.${api}("charge", ...).`);
     }
@@ -207,7 +207,7 @@ export class StepRuntime {
       workflow: workflowName,
       queue: definition?.queue ?? '',
       maxAttempts: definition ? String(definition.maxAttempts) : '',
-      input: encodeJson(input, `The input of child workflow "${workflowName}" (step "${name}")`, this.ctx.maxPayloadBytes),
+      input: encodeInput(workflowName, input, `The input of child workflow "${workflowName}" (step "${name}")`, this.ctx.maxPayloadBytes),
       runAt: timeOption(opts.runAt, 'runAt'),
       idempotencyKey: opts.idempotencyKey === undefined ? '' : checkIdempotencyKey(opts.idempotencyKey, `idempotencyKey of step "${name}"`),
       idempotencyTtlSec: idempotencyTtlSec(opts.idempotencyTtl),
@@ -229,7 +229,7 @@ export class StepRuntime {
 
   private async emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]> {
     const { opts, name, field, record } = this.begin<EmitEventStepOptions>('emitEvent', options, EMIT_EVENT_STEP_OPTION_KEYS);
-    checkUserName(event, `The event name of step "${name}"`, { forbid: '|', reason: '"|" separates an event name from its idempotency key' });
+    checkEventName(event, `The event name of step "${name}"`);
     if (record?.[0] === 1) return record[5] as string[];
     await this.ready();
     const result = await this.ctx.call(() => this.ctx.scripts.emitEvent({

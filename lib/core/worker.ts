@@ -98,6 +98,12 @@ export class Worker implements ExecutorHost {
   private claims = 0;
   private timersStopped = false;
   private stopped: Promise<void> | undefined;
+  /** Resolves when stop() begins: waits of the queue loops end then, even on a dead connection. */
+  private readonly stopRequested: { promise: Promise<void>; resolve: () => void } = (() => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  })();
   private slotWaiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
   private readonly blocking: RedisConnection[] = [];
@@ -121,13 +127,22 @@ export class Worker implements ExecutorHost {
     this.workerId = `${options.app}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.scripts = client.scripts;
     this.registry = options.registry ?? client.registry;
+    if (options.queues !== undefined && !Array.isArray(options.queues)) {
+      throw new ConfigurationError(`startWorker queues must be an array of queue names, got ${typeof options.queues}.`);
+    }
+    if (options.client) {
+      const ignored = (['redis', 'url', 'prefix', 'commandTimeoutMs', 'requireNoEviction'] as const).filter((k) => options[k] !== undefined);
+      if (ignored.length) {
+        throw new ConfigurationError(`startWorker got both client and ${ignored.join(', ')}: the client already has its connection and settings. Set ${ignored.join(', ')} on the client, or pass no client.`);
+      }
+    }
     this.queues = (options.queues ?? this.registry.queues()).map((q, i) => checkResourceName(q, `startWorker queues[${i}]`));
     if (!this.queues.length) this.queues = ['default'];
     this.concurrency = checkInteger(options.concurrency ?? 1, 'Worker concurrency', 1, 100_000);
     const runtime = options.runtime ?? {};
     assertKnownKeys('startWorker runtime options', runtime, WORKER_RUNTIME_KEYS);
     const duration = (value: number | undefined, name: keyof WorkerRuntimeOptions, fallback: number) =>
-      value === undefined ? fallback : checkDuration(value, `runtime.${name}`);
+      value === undefined ? fallback : checkDuration(value, `runtime.${name}`, { timer: true });
     this.leaseMs = duration(runtime.leaseMs, 'leaseMs', 10_000);
     this.heartbeatMs = duration(runtime.heartbeatMs, 'heartbeatMs', Math.max(50, Math.floor(this.leaseMs / 3)));
     if (this.heartbeatMs >= this.leaseMs) {
@@ -146,7 +161,7 @@ export class Worker implements ExecutorHost {
       checkInteger(options.defaultMaxConcurrency, 'defaultMaxConcurrency', 1, 1_000_000);
     }
     this.defaultMaxConcurrency = options.defaultMaxConcurrency;
-    this.maxPayloadBytes = options.maxPayloadBytes ?? client.maxPayloadBytes;
+    this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? client.maxPayloadBytes, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.logger = options.logger ?? client.logger ?? stderrLogger;
     this.health = client.health;
   }
@@ -245,6 +260,7 @@ export class Worker implements ExecutorHost {
 
   private async shutdown(timeoutMs: number): Promise<void> {
     this.stopping = true;
+    this.stopRequested.resolve();
     this.health.nudge();
     clearInterval(this.lagTimer);
     this.wake(this.slotWaiters);
@@ -309,7 +325,8 @@ export class Worker implements ExecutorHost {
         const { moved, nextDue } = await this.scripts.promote(queue, now, PROMOTE_BATCH);
         if (moved || this.stopping) continue;
         const waitMs = nextDue < 0 ? this.blockTimeoutMs : Math.min(this.blockTimeoutMs, nextDue - now);
-        if (waitMs >= 1) await blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000);
+        // A connection that is reconnecting when it is closed never answers: stop() must not wait on it.
+        if (waitMs >= 1) await Promise.race([blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000), this.stopRequested.promise]);
       } catch (error) {
         if (this.stopping) break;
         if (this.health.report(error)) continue;

@@ -224,6 +224,19 @@ export function getDefaultRegistry(): WorkflowRegistry {
 
 const NAME = /^[A-Za-z0-9][\w.:\-/]{0,199}$/;
 
+/**
+ * An event name, checked where events are emitted: the same rule as the event names workflows
+ * subscribe to, so an emit can never use a name no workflow could subscribe to.
+ */
+export function checkEventName(event: unknown, what: string): string {
+  if (typeof event !== 'string' || !NAME.test(event)) {
+    throw new ConfigurationError(
+      `${what} ${JSON.stringify(event)} is invalid. Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit, as in the event triggers of workflows.`,
+    );
+  }
+  return event;
+}
+
 function createDefinition<TInput, TOutput>(
   name: string,
   options: WorkflowOptions<InputSchema | undefined, any>,
@@ -251,13 +264,14 @@ function createDefinition<TInput, TOutput>(
     options,
     handler,
     run(input, runOptions) {
-      const client = runOptions?.client ?? defaultClient;
+      const { client: given, ...startOptions } = runOptions ?? {};
+      const client = given ?? defaultClient;
       if (!client) {
         throw new ConfigurationError(
           `Workflow "${name}" has no client to run with. Pass { client } to run() or call setDefaultClient(createClient(...)) first.`,
         );
       }
-      return client.start(definition, input, runOptions);
+      return client.start(definition, input, startOptions);
     },
   };
   return definition;

@@ -123,7 +123,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   checkUserName(options.app, 'RedflowModule option "app"');
   if (options.prefix !== undefined) checkResourceName(options.prefix, 'RedflowModule option "prefix"');
   const shutdownTimeoutMs =
-    options.shutdownTimeoutMs === undefined ? 10_000 : checkDuration(options.shutdownTimeoutMs, 'RedflowModule option "shutdownTimeoutMs"', { allowZero: true });
+    options.shutdownTimeoutMs === undefined ? 10_000 : checkDuration(options.shutdownTimeoutMs, 'RedflowModule option "shutdownTimeoutMs"', { allowZero: true, timer: true });
 
   if (options.worker !== undefined && options.worker !== false && (options.worker === null || typeof options.worker !== 'object')) {
     throw new ConfigurationError(`RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got ${describeValue(options.worker)}.`);

@@ -156,8 +156,8 @@ describe('RetryAfterError', () => {
     expect(thrown).toBeInstanceOf(TypeError);
     expect(thrown).not.toBeInstanceOf(RedflowError);
     expect((thrown as Error).message).toContain(`RetryAfterError ${text}`);
-    expect((thrown as Error).message).toContain('Use milliseconds (a finite number >= 0), a duration string such as');
-    expect((thrown as Error).message).toContain('or a valid Date.');
+    expect((thrown as Error).message).toContain('Use milliseconds (a finite number from 0 to 10 years), a duration string such as');
+    expect((thrown as Error).message).toContain('or a valid Date at most 10 years ahead.');
     expect(isRetryable(thrown)).toBe(true);
   });
 

@@ -28,7 +28,7 @@ export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecor
     });
     const stepOptions: StepOptions = {
       name,
-      timeoutMs: options.timeoutMs === undefined ? undefined : checkDuration(options.timeoutMs, `@Step timeoutMs of ${where}`),
+      timeoutMs: options.timeoutMs === undefined ? undefined : checkDuration(options.timeoutMs, `@Step timeoutMs of ${where}`, { timer: true }),
     };
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const durable = function (this: unknown, ...args: unknown[]) {

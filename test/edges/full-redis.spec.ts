@@ -1,0 +1,160 @@
+import { randomBytes } from 'node:crypto';
+import { createClient, RedisWriteRefusedError, startWorker, WorkflowRegistry, type RedflowLogger, type Worker, type WorkflowClient } from '../../lib';
+import { deferred, eventually, FAST_RUNTIME } from '../support/engine';
+import { OwnRedis } from '../support/own-redis';
+
+/** Collects what the engine logs, to count lines. */
+function captureLogger(): RedflowLogger & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    log: (m) => lines.push(m),
+    warn: (m) => lines.push(m),
+    error: (m, stack) => lines.push(stack ? `${m}\n${stack}` : m),
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a Redis that refuses writes (maxmemory reached, noeviction)', () => {
+  let server: OwnRedis;
+  let client: WorkflowClient;
+  let worker: Worker | undefined;
+  let idleClient: WorkflowClient | undefined;
+  let idleWorker: Worker | undefined;
+  const logger = captureLogger();
+
+  beforeAll(async () => {
+    server = await OwnRedis.start(['--maxmemory-policy', 'noeviction']);
+  });
+
+  afterAll(async () => {
+    server.cli('CONFIG', 'SET', 'maxmemory', '0');
+    await worker?.stop({ timeoutMs: 1000 });
+    await idleWorker?.stop({ timeoutMs: 1000 });
+    await client?.close();
+    await idleClient?.close();
+    await server.stop();
+  });
+
+  it('stops claiming, keeps leases, runs each step body once, logs one line each way, and completes every run after memory is freed', async () => {
+    const registry = new WorkflowRegistry();
+    const executions = new Map<string, number>();
+    const ran = (runId: string, step: string) => executions.set(`${runId}:${step}`, (executions.get(`${runId}:${step}`) ?? 0) + 1);
+    const gate = deferred();
+    let inGate = 0;
+    const wf = registry.define('charge', { maxConcurrency: Infinity }, async ({ run, step }) => {
+      const a = await step.run('a', () => {
+        ran(run.id, 'a');
+        return 1;
+      });
+      const b = await step.run('b', async () => {
+        ran(run.id, 'b');
+        inGate++;
+        await gate.promise;
+        return 2;
+      });
+      const c = await step.run('c', () => {
+        ran(run.id, 'c');
+        return 3;
+      });
+      return a + b + c;
+    });
+    client = createClient({ url: server.url, prefix: `full:${randomBytes(4).toString('hex')}`, registry, logger });
+    worker = await startWorker({ app: 'full', client, registry, concurrency: 4, runtime: FAST_RUNTIME, logger });
+    // A second worker with free slots and its own connection, which has seen no failure yet: its
+    // promote and claim scripts must be refused before they change anything.
+    idleClient = createClient({ url: server.url, prefix: client.keys.prefix, registry, logger });
+    idleWorker = await startWorker({ app: 'full', client: idleClient, registry, concurrency: 4, runtime: FAST_RUNTIME, logger });
+
+    const running = await Promise.all([1, 2, 3, 4].map((i) => client.start(wf, { i })));
+    await eventually(() => inGate === 4);
+    // Due while Redis is full: their promotion and claim must wait.
+    const later = await Promise.all([5, 6].map((i) => client.start(wf, { i }, { runAt: Date.now() + 300 })));
+
+    server.cli('CONFIG', 'SET', 'maxmemory', '1');
+    gate.resolve();
+    // A client call is refused with a named error, not a raw OOM reply.
+    const refused = await client.start(wf, { i: 7 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RedisWriteRefusedError);
+    expect((refused as Error).message).toContain('Redis refused a write in script "enqueue": OOM command not allowed');
+
+    // Longer than two leases: heartbeats keep the leases, nothing is reaped or claimed.
+    await sleep(2_500);
+    const during = logger.lines.join('\n');
+    // One line per client that saw it (the busy worker's and the idle worker's).
+    expect(logger.lines.filter((l) => l.includes('refuses writes')).length).toBeLessThanOrEqual(2);
+    expect(during).not.toMatch(/redis\.call|local function|KEYS\[1\]/);
+    for (const h of later) {
+      expect(executions.get(`${h.id}:a`)).toBeUndefined();
+      expect((await client.getRun(h.id))?.status).toBe('scheduled');
+    }
+    for (const h of running) {
+      expect((await client.getRun(h.id))?.status).toBe('running');
+      expect(executions.get(`${h.id}:c`)).toBeUndefined();
+    }
+
+    server.cli('CONFIG', 'SET', 'maxmemory', '0');
+    for (const h of [...running, ...later]) expect(await h.result({ timeoutMs: 10_000 })).toBe(6);
+    for (const h of [...running, ...later]) {
+      for (const stepName of ['a', 'b', 'c']) expect(executions.get(`${h.id}:${stepName}`)).toBe(1);
+      const state = await client.getRun(h.id);
+      expect(state?.attempt).toBe(1);
+      expect(await client.redis.hget(client.keys.run(h.id), 'recoveries')).toBeNull();
+    }
+    expect(logger.lines.filter((l) => l.includes('accepts writes again after')).length).toBe(logger.lines.filter((l) => l.includes('refuses writes')).length);
+    expect(logger.lines.join('\n')).not.toMatch(/RunStalledError|redis\.call/);
+  });
+});
+
+describe('scripts on a full Redis', () => {
+  let server: OwnRedis;
+  let client: WorkflowClient;
+
+  beforeAll(async () => {
+    server = await OwnRedis.start(['--maxmemory-policy', 'noeviction']);
+  });
+
+  afterAll(async () => {
+    server.cli('CONFIG', 'SET', 'maxmemory', '0');
+    await client?.close();
+    await server.stop();
+  });
+
+  /** Every key of the prefix with its serialized value. */
+  async function snapshot(): Promise<Map<string, string>> {
+    const keys = (await client.redis.keys(`${client.keys.base}*`)).sort();
+    const out = new Map<string, string>();
+    for (const key of keys) out.set(key, ((await client.redis.dumpBuffer(key)) ?? Buffer.alloc(0)).toString('hex'));
+    return out;
+  }
+
+  it('are refused before they change anything: the first write of each is the write check', async () => {
+    const registry = new WorkflowRegistry();
+    const wf = registry.define('w', { event: [{ name: 'e' }] }, () => 1);
+    client = createClient({ url: server.url, prefix: `atomic:${randomBytes(4).toString('hex')}`, registry, logger: captureLogger() });
+    await client.syncRegistry(registry, { owner: 'atomic' });
+    const queued = await client.start(wf, { n: 1 });
+    await client.start(wf, { n: 2 }, { runAt: Date.now() - 1 });
+    const before = await snapshot();
+    expect(before.size).toBeGreaterThan(3);
+
+    server.cli('CONFIG', 'SET', 'maxmemory', '1');
+    const scripts = client.scripts;
+    const now = Date.now();
+    const attempts: Array<[string, Promise<unknown>]> = [
+      ['claim', scripts.claim('default', 'token-1', now, 1000)],
+      ['promote', scripts.promote('default', now + 10_000, 10)],
+      ['reap', scripts.reap(now + 10_000, 10, 10)],
+      ['cancel', scripts.cancel(queued.id, now, '{}', 'test')],
+      ['emit-event', scripts.emitEvent({ eventId: 'ev1', event: 'e', payload: '1', now, emitAt: 0, idempotencyKey: '', idempotencyTtlSec: 1 })],
+      ['fire-events', scripts.fireEvents(now + 10_000, 10)],
+    ];
+    for (const [name, attempt] of attempts) {
+      const error = await attempt.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RedisWriteRefusedError);
+      expect((error as RedisWriteRefusedError).script).toBe(name);
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+});
