@@ -123,3 +123,39 @@ describe('Redis unreachable', () => {
     expect(logger.lines.filter((l) => l.includes('is unreachable'))).toHaveLength(1);
   });
 });
+
+describe('Redis paused under a running worker', () => {
+  it('the worker logs once when Redis stops answering and once when it answers again, and the run completes', async () => {
+    const server = await OwnRedis.start();
+    const registry = new WorkflowRegistry();
+    const gate = deferred();
+    let second = 0;
+    const wf = registry.define('w', {}, async ({ step }) => {
+      await step.run('first', () => gate.promise);
+      await step.run('second', () => ++second);
+      return 'done';
+    });
+    const logger = captureLogger();
+    const client = createClient({ url: server.url, prefix: `pause:${randomBytes(4).toString('hex')}`, registry, logger, commandTimeoutMs: 500 });
+    const worker = await startWorker({ app: 'pause', client, registry, concurrency: 2, runtime: FAST_RUNTIME, logger });
+    try {
+      const handle = await client.start(wf, {});
+      await eventually(async () => (await client.getRunSteps(handle.id)).length === 0 && (await client.getRun(handle.id))?.status === 'running');
+      server.pause();
+      gate.resolve();
+      await eventually(() => logger.lines.some((l) => l.includes('is unreachable')), 5_000);
+      await sleep(1_000);
+      server.resume();
+      expect(await handle.result({ timeoutMs: 10_000 })).toBe('done');
+      expect(second).toBe(1);
+      expect(logger.lines.filter((l) => l.includes('is unreachable'))).toHaveLength(1);
+      await eventually(() => logger.lines.some((l) => l.includes('is reachable again after')), 6_000);
+      expect(logger.lines.filter((l) => l.includes('is reachable again after'))).toHaveLength(1);
+    } finally {
+      server.resume();
+      await worker.stop({ timeoutMs: 1000 });
+      await client.close();
+      await server.stop();
+    }
+  });
+});
