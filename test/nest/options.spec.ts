@@ -107,7 +107,7 @@ describe('@Step options', () => {
   it('checks timeoutMs as a duration', () => {
     for (const timeoutMs of [0, -1, NaN, Infinity, 1e20]) {
       expect(configError(() => decorate(Step({ timeoutMs })))).toBe(
-        `@Step timeoutMs of Target.method must be a duration > 0 and at most 10 years (a number of ms or a string like "5s"), got ${timeoutMs === 1e20 ? '100000000000000000000' : timeoutMs}.`,
+        `@Step timeoutMs of Target.method must be a duration > 0 and at most 24 days (the longest Node.js timer) (a number of ms or a string like "5s"), got ${timeoutMs === 1e20 ? '100000000000000000000' : timeoutMs}.`,
       );
     }
     expect(() => decorate(Step({ name: 'charge', timeoutMs: 500 }))).not.toThrow();
@@ -186,7 +186,7 @@ describe('RedflowModule options', () => {
     ['an empty app', { app: '' }, 'RedflowModule option "app" must be a non-empty string'],
     ['a prefix with a hash tag', { app: 'x', prefix: '{redflow}' }, 'RedflowModule option "prefix" must not contain "{" or "}", got "{redflow}"'],
     ['a prefix with a space', { app: 'x', prefix: 'red flow' }, 'RedflowModule option "prefix" must not contain whitespace, got "red flow"'],
-    ['a negative shutdownTimeoutMs', { app: 'x', shutdownTimeoutMs: -1 }, 'RedflowModule option "shutdownTimeoutMs" must be a duration >= 0 and at most 10 years'],
+    ['a negative shutdownTimeoutMs', { app: 'x', shutdownTimeoutMs: -1 }, 'RedflowModule option "shutdownTimeoutMs" must be a duration >= 0 and at most 24 days'],
     ['a zero concurrency', { app: 'x', worker: { concurrency: 0 } }, 'RedflowModule option "worker.concurrency" must be an integer >= 1, got 0.'],
     ['a fractional concurrency', { app: 'x', worker: { concurrency: 1.5 } }, 'RedflowModule option "worker.concurrency" must be an integer >= 1, got 1.5.'],
     ['worker: true', { app: 'x', worker: true }, 'RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got true.'],
