@@ -8,6 +8,8 @@ export type OutageKind = 'unreachable' | 'write-refused';
 
 /** At most one "still down" line per this many ms while an outage goes on. */
 const REPEAT_LOG_MS = 30_000;
+/** An outage is over, for the log, once Redis has stayed up this long. */
+const QUIET_MS = 2_000;
 /** Longest pause between two probes of a Redis that is down. */
 const MAX_PROBE_DELAY_MS = 5_000;
 
@@ -63,6 +65,13 @@ function seconds(ms: number): string {
  */
 export class RedisHealth {
   private outage: { kind: OutageKind; since: number; loggedAt: number } | undefined;
+  /** The outage as logged: from its first failure until Redis stayed up for QUIET_MS. */
+  private episode: { kind: OutageKind; since: number; loggedAt: number } | undefined;
+  private episodeTimer: NodeJS.Timeout | undefined;
+  /** Backoff of the probe; it starts again from 100 ms only once an episode is over. */
+  private probeDelay = 100;
+  /** When Redis last came back after an outage (0: never down). */
+  recoveredAt = 0;
   private waiters: Array<() => void> = [];
   private probing = false;
   private closed = false;
@@ -134,6 +143,7 @@ export class RedisHealth {
   close(): void {
     this.closed = true;
     clearTimeout(this.probeTimer);
+    clearTimeout(this.episodeTimer);
     this.wake();
   }
 
@@ -144,35 +154,51 @@ export class RedisHealth {
     this.logger.warn(message);
   }
 
+  /**
+   * An outage starts. Redis near its memory limit flaps (small writes pass, larger ones do not),
+   * so an outage that starts again within QUIET_MS of the last one ending continues the same
+   * episode: it is not logged again.
+   */
   private down(kind: OutageKind, detail: string): void {
     const now = Date.now();
     const firstLine = detail.split('\n')[0].slice(0, 300);
-    if (!this.outage || this.outage.kind !== kind) {
-      const was = this.outage;
-      this.outage = { kind, since: was?.since ?? now, loggedAt: now };
+    clearTimeout(this.episodeTimer);
+    const episode = this.episode;
+    if (!this.outage) this.outage = { kind, since: episode?.since ?? now, loggedAt: episode?.loggedAt ?? now };
+    if (!episode || episode.kind !== kind) {
+      this.episode = { kind, since: episode?.since ?? now, loggedAt: now };
+      this.outage.kind = kind;
       this.logger.warn(
         kind === 'write-refused'
           ? `Redis at ${this.address} refuses writes (${firstLine}). Workers stop claiming runs and retry every few seconds; free memory or raise maxmemory (OOM), connect to the primary (READONLY) or fix the disk Redis persists to (MISCONF).`
           : `Redis at ${this.address} is unreachable (${firstLine}). Workers wait and retry every few seconds; client calls reject with RedisUnavailableError. Check that Redis is running and reachable.`,
       );
-      this.startProbing();
-      return;
-    }
-    if (now - this.outage.loggedAt >= REPEAT_LOG_MS) {
-      this.outage.loggedAt = now;
+    } else if (now - episode.loggedAt >= REPEAT_LOG_MS) {
+      episode.loggedAt = now;
       const what = kind === 'write-refused' ? 'still refuses writes' : 'is still unreachable';
-      this.logger.warn(`Redis at ${this.address} ${what} after ${seconds(now - this.outage.since)} (${firstLine}).`);
+      this.logger.warn(`Redis at ${this.address} ${what} after ${seconds(now - episode.since)} (${firstLine}).`);
     }
+    this.startProbing();
   }
 
+  /** Redis answers writes again: waiters resume now; the episode is logged as over once it stays up. */
   private up(): void {
-    const outage = this.outage;
-    if (!outage) return;
+    if (!this.outage) return;
     this.outage = undefined;
     this.lastOther = undefined;
-    const what = outage.kind === 'write-refused' ? 'accepts writes again' : 'is reachable again';
-    this.logger.warn(`Redis at ${this.address} ${what} after ${seconds(Date.now() - outage.since)}; workers resume.`);
+    this.recoveredAt = Date.now();
     this.wake();
+    const episode = this.episode;
+    if (!episode) return;
+    const endedAt = Date.now();
+    clearTimeout(this.episodeTimer);
+    this.episodeTimer = setTimeout(() => {
+      this.episode = undefined;
+      this.probeDelay = 100;
+      const what = episode.kind === 'write-refused' ? 'accepts writes again' : 'is reachable again';
+      this.logger.warn(`Redis at ${this.address} ${what} after ${seconds(endedAt - episode.since)}; workers resume.`);
+    }, QUIET_MS);
+    this.episodeTimer.unref?.();
   }
 
   private wake(): void {
@@ -182,8 +208,8 @@ export class RedisHealth {
   private startProbing(): void {
     if (this.probing || this.closed) return;
     this.probing = true;
-    let delay = 100;
     const attempt = () => {
+      const delay = this.probeDelay;
       this.probeTimer = setTimeout(async () => {
         if (this.closed || !this.outage) {
           this.probing = false;
@@ -195,7 +221,7 @@ export class RedisHealth {
           this.up();
         } catch (error) {
           this.report(error);
-          delay = Math.min(MAX_PROBE_DELAY_MS, delay * 2);
+          this.probeDelay = Math.min(MAX_PROBE_DELAY_MS, this.probeDelay * 2);
           attempt();
         }
       }, delay);

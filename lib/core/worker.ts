@@ -388,6 +388,9 @@ export class Worker implements ExecutorHost {
   }
 
   private async reap(): Promise<void> {
+    // Leases that expired during an outage expired because no worker could renew them: give live
+    // workers one lease to renew theirs before taking their runs.
+    if (Date.now() - this.health.recoveredAt < this.leaseMs) return;
     // After the event loop was blocked, renew this worker's own leases before reaping: they
     // expired only because the heartbeat could not run, and their runs are still here.
     if (Date.now() - this.lastHeartbeatAt > this.heartbeatMs * 2) await this.heartbeat();

@@ -22,13 +22,34 @@ export class RedflowExplorer {
   /** Defines every discovered workflow in `registry`; throws `ConfigurationError` on mistakes. */
   explore(registry: WorkflowRegistry): void {
     const definedBy = new Map<string, string>();
+    // One object can be registered under several tokens (`useValue: obj` twice, or a `useFactory`
+    // returning another provider's instance). Its workflows are the same ones, so each instance is
+    // explored once (deduplication by instance) instead of failing with "defined twice".
+    const explored = new WeakSet<object>();
     for (const wrapper of this.discovery.getProviders()) {
-      if (wrapper.isAlias || !wrapper.metatype) continue;
+      // `useExisting` aliases point at a provider that is explored under its own token.
+      if (wrapper.isAlias) continue;
       const isStatic = wrapper.isDependencyTreeStatic();
-      const instance = isStatic ? (wrapper.instance as object | undefined) : undefined;
-      const prototype = instance ? Object.getPrototypeOf(instance) : (wrapper.metatype as { prototype?: object }).prototype;
+      const value: unknown = isStatic ? wrapper.instance : undefined;
+      // Only objects carry methods: null/undefined values and primitives (`useValue: 42`, a factory
+      // returning a string) are skipped, and so are functions (`useValue: SomeClass`).
+      const instance = typeof value === 'object' && value !== null ? value : undefined;
+      let prototype: object | null | undefined;
+      // Like @nestjs/bullmq: the class is the instance's for `useValue` (no metatype) and `useFactory`
+      // (the metatype is the factory, and `inject` is set), and the metatype for class providers.
+      if (!wrapper.metatype || wrapper.inject) {
+        // A request-scoped factory has no instance outside a request and cannot be inspected.
+        if (!instance) continue;
+        prototype = Object.getPrototypeOf(instance) as object | null;
+      } else {
+        prototype = instance ? (Object.getPrototypeOf(instance) as object | null) : (wrapper.metatype as { prototype?: object }).prototype;
+      }
       if (!prototype) continue;
-      const className = (instance?.constructor ?? wrapper.metatype).name;
+      if (instance) {
+        if (explored.has(instance)) continue;
+        explored.add(instance);
+      }
+      const className = (prototype as { constructor?: { name?: string } }).constructor?.name || String(wrapper.name);
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const handler = (prototype as Record<string, Handler>)[method];
         const where = `${className}.${method}`;

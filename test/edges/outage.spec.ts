@@ -117,6 +117,7 @@ describe('Redis unreachable', () => {
     expect(await handle.result({ timeoutMs: 10_000 })).toBe('done');
     expect(executions.first).toBeLessThanOrEqual(2);
     expect(executions.second).toBe(1);
+    await eventually(() => logger.lines.some((l) => l.includes('is reachable again after')));
     const back = logger.lines.filter((l) => l.includes('is reachable again after'));
     expect(back).toHaveLength(1);
     expect(back[0]).toMatch(/after \d+\.\d s/);
