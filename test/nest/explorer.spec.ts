@@ -1,11 +1,23 @@
 import 'reflect-metadata';
-import { Injectable, Scope, type Type } from '@nestjs/common';
+import { Injectable, Scope, type INestApplication, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
-import { ConfigurationError, Cron, OnEvent, Workflow, WorkflowRegistry, type WorkflowContext } from '../../lib';
+import { randomBytes } from 'node:crypto';
+import {
+  ConfigurationError,
+  createClient,
+  Cron,
+  OnEvent,
+  RedflowClient,
+  RedflowModule,
+  Workflow,
+  WorkflowRegistry,
+  type WorkflowContext,
+} from '../../lib';
 import { RedflowExplorer } from '../../lib/nest/redflow.explorer';
 import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
 import { IsString } from 'class-validator';
+import { connect, FAST_RUNTIME } from '../support/engine';
 
 class GreetDto {
   @IsString() who!: string;
@@ -37,7 +49,7 @@ class GreetingWorkflows {
   }
 }
 
-async function explore(...providers: Type[]): Promise<WorkflowRegistry> {
+async function explore(...providers: Provider[]): Promise<WorkflowRegistry> {
   const module = await Test.createTestingModule({
     imports: [DiscoveryModule],
     providers: [RedflowExplorer, RedflowMetadataAccessor, ...providers],
@@ -113,5 +125,133 @@ describe('RedflowExplorer', () => {
       run() {}
     }
     await expect(explore(Broken)).rejects.toThrow('onFailure of Broken.run names "nope", which is not a method of Broken. Name a method of the same provider.');
+  });
+
+  describe('useValue and useFactory providers', () => {
+    class Tax {
+      constructor(readonly rate: number) {}
+    }
+
+    // Not @Injectable: built by hand for useValue and useFactory.
+    class PricingWorkflows {
+      constructor(
+        private readonly tax: Tax,
+        readonly label = 'pricing',
+      ) {}
+
+      @Workflow('price')
+      price({ input }: WorkflowContext<{ cents: number }>) {
+        return { label: this.label, total: Math.round(input.cents * (1 + this.tax.rate)) };
+      }
+    }
+
+    class ValueWorkflows {
+      readonly greeting = 'hi from useValue';
+
+      @Workflow()
+      hello({ input }: WorkflowContext<string>) {
+        return `${this.greeting}, ${input}`;
+      }
+    }
+
+    it('defines workflows of useValue and useFactory providers, with string and Symbol tokens', async () => {
+      const TOKEN = Symbol('pricing');
+      const registry = await explore(
+        { provide: 'values', useValue: new ValueWorkflows() },
+        { provide: Tax, useValue: new Tax(0.5) },
+        { provide: TOKEN, useFactory: (tax: Tax) => new PricingWorkflows(tax, 'symbol'), inject: [Tax] },
+      );
+      expect(registry.list().map((d) => d.name).sort()).toEqual(['ValueWorkflows.hello', 'price']);
+    });
+
+    it('explores an instance registered under two tokens once', async () => {
+      const shared = new ValueWorkflows();
+      const registry = await explore(
+        { provide: 'a', useValue: shared },
+        { provide: 'b', useValue: shared },
+        { provide: 'c', useFactory: (value: ValueWorkflows) => value, inject: ['a'] },
+        { provide: 'd', useExisting: 'a' },
+      );
+      expect(registry.list().map((d) => d.name)).toEqual(['ValueWorkflows.hello']);
+    });
+
+    it('still rejects one workflow name on two distinct instances', async () => {
+      await expect(explore({ provide: 'a', useValue: new ValueWorkflows() }, { provide: 'b', useFactory: () => new ValueWorkflows() })).rejects.toThrow(
+        new ConfigurationError('Workflow "ValueWorkflows.hello" is defined twice (ValueWorkflows.hello and ValueWorkflows.hello). Rename one of them.'),
+      );
+    });
+
+    it('ignores null, undefined, primitive, function and prototype-less values', async () => {
+      const registry = await explore(
+        { provide: 'number', useValue: 42 },
+        { provide: 'string', useValue: 'text' },
+        { provide: 'boolean', useValue: false },
+        { provide: 'symbol', useValue: Symbol('s') },
+        { provide: 'null', useValue: null },
+        { provide: 'undefined', useValue: undefined },
+        { provide: 'class', useValue: ValueWorkflows },
+        { provide: 'bare', useValue: Object.create(null) },
+        { provide: 'plain', useValue: { run: () => 1 } },
+        { provide: 'factory-string', useFactory: () => 'made' },
+        { provide: 'factory-null', useFactory: () => null },
+        { provide: 'factory-async-number', useFactory: async () => 7 },
+      );
+      expect(registry.list()).toEqual([]);
+    });
+
+    it('rejects a @Workflow in a request-scoped useClass provider', async () => {
+      @Injectable({ scope: Scope.REQUEST })
+      class PerRequestImpl {
+        @Workflow('per-request')
+        run() {}
+      }
+      await expect(explore({ provide: 'per-request', useClass: PerRequestImpl })).rejects.toThrow(
+        'PerRequestImpl.run is a @Workflow in a request-scoped provider.',
+      );
+    });
+
+    describe('end to end', () => {
+      const redis = connect();
+      let app: INestApplication | undefined;
+      let prefix: string;
+
+      beforeEach(() => {
+        prefix = `test:nest:explorer:${randomBytes(4).toString('hex')}`;
+      });
+      afterEach(async () => {
+        await app?.close();
+        app = undefined;
+        await createClient({ redis, prefix }).resetState();
+      });
+      afterAll(() => redis.quit());
+
+      it('runs workflows of a useValue provider and of a useFactory provider with an injected dependency', async () => {
+        const value = new ValueWorkflows();
+        const module = await Test.createTestingModule({
+          imports: [RedflowModule.forRoot({ app: 'explorer', connection: redis, prefix, worker: { runtime: FAST_RUNTIME } })],
+          providers: [
+            { provide: 'VALUE_WORKFLOWS', useValue: value },
+            { provide: 'TAX', useValue: new Tax(0.2) },
+            { provide: PricingWorkflows, useFactory: (tax: Tax) => new PricingWorkflows(tax, 'built by factory'), inject: ['TAX'] },
+            { provide: 'answer', useValue: 42 },
+            { provide: 'greeting', useFactory: () => 'a string' },
+          ],
+        }).compile();
+        app = module.createNestApplication({ logger: false });
+        await app.init();
+        const client = app.get(RedflowClient);
+
+        const hello = await client.runByName<string>('ValueWorkflows.hello', 'ada');
+        await expect(hello.result({ timeoutMs: 5000 })).resolves.toBe('hi from useValue, ada');
+
+        const price = await client.runByName<{ label: string; total: number }>('price', { cents: 1000 });
+        await expect(price.result({ timeoutMs: 5000 })).resolves.toEqual({ label: 'built by factory', total: 1200 });
+        // The class-based client entry point resolves the name the same way.
+        const again = await client.run(PricingWorkflows, 'price', { cents: 50 });
+        await expect(again.result({ timeoutMs: 5000 })).resolves.toEqual({ label: 'built by factory', total: 60 });
+
+        expect((await client.listWorkflows()).map((w) => w.name).sort()).toEqual(['ValueWorkflows.hello', 'price']);
+      });
+    });
   });
 });
