@@ -324,6 +324,26 @@ describe('worker', () => {
       await expect(good.result({ timeoutMs: 3000 })).resolves.toEqual({ ok: 2 });
     });
 
+    it('ends a child normally when its waiting parent holds a damaged record; the parent fails with CorruptRunDataError', async () => {
+      const release = deferred();
+      const child = engine.registry.define('garbled-child', {}, async ({ step }) => {
+        await step.run('hold', () => release.promise);
+        return 'child done';
+      });
+      const parent = engine.registry.define('garbled-parent', {}, ({ step }) => step.runWorkflow('invoke', child, {}));
+      await engine.worker({ concurrency: 2 });
+      const handle = await engine.client.start(parent, {});
+      const childId = `${handle.id}.invoke`;
+      await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled');
+      // The parent's waiting record is damaged while the child runs.
+      await engine.redis.hset(engine.client.keys.run(handle.id), 's:invoke', '[3,1');
+      release.resolve();
+      await expect(engine.client.handle(childId).result({ timeoutMs: 3000 })).resolves.toBe('child done');
+      const error = await handle.result({ timeoutMs: 3000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(CorruptRunDataError);
+      expect((error as Error).message).toContain('step "invoke"');
+    });
+
     it('fails a run whose hash lost its fields', async () => {
       const wf = engine.registry.define('stripped', {}, () => 1);
       const bad = await engine.client.start(wf, {});

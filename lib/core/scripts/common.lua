@@ -179,10 +179,13 @@ local function release_slots(base, runId, workflow, mutex, slot)
 end
 
 -- Step record of a resolved child wait: [1, seq, attempt, finishedAt, 0, output] or
--- [0, seq, attempt, finishedAt, 0, error]; `payload` is JSON ('' = no output).
+-- [0, seq, attempt, finishedAt, 0, error]; `payload` is JSON ('' = no output). Parsed with a
+-- pattern, not cjson, so a damaged record cannot raise an error after this script has written:
+-- it returns nil and the record is left for the run's replay to report as corrupt.
 local function resolved_record(waiting, ok, payload, now)
-  local rec = cjson.decode(waiting)
-  local head = '[' .. (ok and 1 or 0) .. ',' .. rec[2] .. ',' .. rec[3] .. ',' .. now .. ',0'
+  local seq, attempt = string.match(waiting, '^%[3,(%d+),(%d+),')
+  if not seq then return nil end
+  local head = '[' .. (ok and 1 or 0) .. ',' .. seq .. ',' .. attempt .. ',' .. now .. ',0'
   if payload == '' then return head .. ']' end
   return head .. ',' .. payload .. ']'
 end
@@ -200,7 +203,8 @@ local function notify_waiters(base, runId, ok, payload, now)
     if parent[1] and not TERMINAL[parent[1]] then
       local waiting = redis.call('HGET', parentKey, field)
       if waiting and string.sub(waiting, 1, 2) == '[3' then
-        redis.call('HSET', parentKey, field, resolved_record(waiting, ok, payload, now))
+        local record = resolved_record(waiting, ok, payload, now)
+        if record then redis.call('HSET', parentKey, field, record) end
         if parent[1] == 'scheduled' then wake(base, parentId, parent) end
       end
     end

@@ -11,6 +11,10 @@
 --!include common.lua
 
 local base, owner, now = ARGV[1], ARGV[2], ARGV[3]
+-- Decode every definition before the first write: a malformed one fails the script with nothing changed.
+local workflows = {}
+for i = 5, #ARGV do workflows[#workflows + 1] = cjson.decode(ARGV[i]) end
+
 assert_writable(base)
 
 local function set_events(name, old, new)
@@ -34,8 +38,7 @@ local function remove_crons(list, keep)
 end
 
 local defined = {}
-for i = 5, #ARGV do
-  local wf = cjson.decode(ARGV[i])
+for _, wf in ipairs(workflows) do
   local metaKey = k_meta(base, wf.name)
   defined[wf.name] = true
   redis.call('SADD', KEYS[1], wf.name)
