@@ -28,4 +28,4 @@ export {
 } from './workflow';
 export type { DtoClass, InferInput, InputSchema, StandardSchemaV1 } from './validation';
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './serialization';
-export type { CronState, RedflowLogger, RunState, RunStats, RunStatus, StepState, WorkflowMeta } from './types';
+export type { CronState, RedflowLogger, RunState, RunStats, RunStatus, StepState, StoredError, WorkflowMeta } from './types';

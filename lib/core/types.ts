@@ -7,6 +7,19 @@ export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'runni
 /** Statuses a run never leaves. */
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled']);
 
+/**
+ * An error as stored with a run or step. `fields` holds the own data fields of the library's error
+ * classes (`TimeoutError.timeoutMs`, `CanceledError.runId`, ...); `issues` the validation issues of
+ * an `InputValidationError`.
+ */
+export interface StoredError {
+  name: string;
+  message: string;
+  stack?: string;
+  issues?: unknown;
+  fields?: Record<string, unknown>;
+}
+
 /** A run as stored. */
 export interface RunState<TOutput = unknown> {
   id: string;
@@ -16,7 +29,7 @@ export interface RunState<TOutput = unknown> {
   input: unknown;
   output?: TOutput;
   /** The error of the last failed attempt, or of the run when it failed or was canceled. */
-  error?: { name: string; message: string; stack?: string; issues?: unknown };
+  error?: StoredError;
   attempt: number;
   maxAttempts: number;
   createdAt: number;
@@ -37,7 +50,7 @@ export interface StepState {
   /** `waiting`: a `waitFor` not yet due, or a child run not yet ended. */
   status: 'succeeded' | 'failed' | 'waiting';
   output?: unknown;
-  error?: { name: string; message: string; stack?: string };
+  error?: StoredError;
   /** Order in which the run's step records were stored. */
   seq: number;
   /** The attempt that ran it. */
