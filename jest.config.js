@@ -18,7 +18,8 @@ const project = (displayName, testMatch) => ({
   displayName,
   testMatch,
   transform,
-  transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
+  // Nest 12 and the path-to-regexp under Fastify's middie are ESM-only: SWC compiles them too.
+  transformIgnorePatterns: ['/node_modules/(?!@nestjs/|path-to-regexp/|@fastify/middie/node_modules/path-to-regexp/)'],
   testEnvironment: 'node',
 });
 

@@ -4,4 +4,7 @@
  */
 export * from './core';
 export * from './nest';
-export { createDashboardHandler, type DashboardOptions } from './dashboard/dashboard-handler';
+export { createDashboardHandler } from './dashboard/dashboard-handler';
+export { basicAuth, type BasicAuthOptions } from './dashboard/basic-auth';
+export type { DashboardAuthorize, DashboardDenial, DashboardGuardRef, DashboardOptions, DashboardRun } from './dashboard/dashboard-options';
+export { maskSecrets } from './dashboard/redact';

@@ -9,6 +9,7 @@ import {
   CorruptRunDataError,
   IdempotencyConflictError,
   RedisUnavailableError,
+  RedisWriteRefusedError,
   RunNotFoundError,
   TimeoutError,
   UnknownWorkflowError,
@@ -29,7 +30,21 @@ import {
 import { RedisScripts, type RedisConnection } from './redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from './serialization';
 import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
-import { RUN_STATUSES, stderrLogger, TERMINAL_STATUSES, type CronState, type RedflowLogger, type RunState, type RunStats, type RunStatus, type StepState, type WorkflowMeta } from './types';
+import {
+  RUN_STATUSES,
+  stderrLogger,
+  TERMINAL_STATUSES,
+  type CorruptRunSummary,
+  type CronState,
+  type IntactRunSummary,
+  type RedflowLogger,
+  type RunState,
+  type RunStats,
+  type RunStatus,
+  type RunSummary,
+  type StepState,
+  type WorkflowMeta,
+} from './types';
 import { dynamicFlowError, flowControlFor, registryFlowControl, type RunFlowControl } from './flow-control';
 import { validateInput } from './validation';
 import { checkEventName, cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
@@ -82,7 +97,7 @@ export interface EmitEventOptions {
   emitAt?: Date | number;
 }
 
-/** Filters of `listRuns`; results are newest first. */
+/** Filters of `listRuns` and `listRunSummaries`; results are newest first. */
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
@@ -153,6 +168,101 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
   if (f.parent) run.parentId = f.parent;
   return run;
+}
+
+/** What a run summary is read from: never input, output or step records. */
+const SUMMARY_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error'] as const;
+
+/** Longest error message of a run summary, '…' included. */
+const SUMMARY_MESSAGE_CHARS = 200;
+
+/** The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. */
+const RUN_INDEX_VERSION = '1';
+/** How long the marker stays taken without a chunk from its builder before another worker takes over. */
+export const RUN_INDEX_LEASE_MS = 30_000;
+/** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
+const RUN_INDEX_CHUNK = 500;
+
+function isRunStatus(value: string | null | undefined): value is RunStatus {
+  return (RUN_STATUSES as readonly (string | null | undefined)[]).includes(value);
+}
+
+/** The filters of a list call, checked, with their defaults. */
+function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; limit: number; offset: number } {
+  assertKnownKeys(`${what} options`, options, LIST_RUNS_OPTION_KEYS);
+  if (options.status !== undefined && !isRunStatus(options.status)) {
+    throw new ConfigurationError(`${what} status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(options.status)}.`);
+  }
+  if (options.workflow !== undefined && typeof options.workflow !== 'string') {
+    throw new ConfigurationError(`${what} workflow must be a workflow name, got ${typeof options.workflow}.`);
+  }
+  const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
+  const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
+  return { workflow: options.workflow || undefined, status: options.status, limit, offset };
+}
+
+/** `text` cut to `max` characters, the last one '…', without splitting a surrogate pair. */
+function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}
+
+/**
+ * A list row from a run's summary fields. Never throws: a field that is missing or cannot be
+ * read is left out and named in `corrupt`, and a bad status is replaced by the status of the
+ * index the run was listed from, when there is one.
+ */
+export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[number], string | null>, indexStatus?: RunStatus): RunSummary {
+  const problems: string[] = [];
+  const row: Partial<IntactRunSummary> & { id: string } = { id };
+  const text = (field: 'workflow' | 'queue') => {
+    if (f[field]) row[field] = f[field];
+    else problems.push(`field "${field}" is missing`);
+  };
+  const number = (field: 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt', required: boolean) => {
+    const value = f[field];
+    if (value === null) {
+      if (required) problems.push(`field "${field}" is missing`);
+      return;
+    }
+    const n = value.trim() === '' ? NaN : Number(value);
+    if (Number.isFinite(n)) row[field] = n;
+    else problems.push(`field "${field}" is not a number`);
+  };
+  text('workflow');
+  text('queue');
+  if (isRunStatus(f.status)) row.status = f.status;
+  else {
+    problems.push(f.status === null ? 'field "status" is missing' : `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);
+    if (indexStatus) row.status = indexStatus;
+  }
+  number('attempt', true);
+  number('maxAttempts', true);
+  number('createdAt', true);
+  number('availableAt', true);
+  number('startedAt', false);
+  number('finishedAt', false);
+  if (row.startedAt !== undefined && row.finishedAt !== undefined) row.durationMs = row.finishedAt - row.startedAt;
+  if (f.parent) row.parentId = f.parent;
+  if (f.error !== null) {
+    let error: unknown;
+    try {
+      error = JSON.parse(f.error);
+    } catch {
+      problems.push('field "error" is not valid JSON');
+    }
+    if (error !== undefined) {
+      const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+      if (typeof name === 'string' && typeof message === 'string') row.error = { name, message: cutText(message, SUMMARY_MESSAGE_CHARS) };
+      else problems.push('field "error" has no name and message');
+    }
+  }
+  if (!problems.length) return row as IntactRunSummary;
+  const corrupt: CorruptRunSummary = { ...row, corrupt: problems.join('; ') };
+  return corrupt;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -438,38 +548,85 @@ export class WorkflowClient {
 
   /**
    * Runs, newest first, filtered by workflow and/or status. Running runs come first, queued and
-   * scheduled runs sort by creation time, ended runs by finish time.
+   * scheduled runs sort by creation time, ended runs by finish time. Filtered by workflow alone,
+   * runs sort by creation time; filtered by workflow and status, as that status sorts, except
+   * running runs, which sort by creation time too. Each page reads one index and only its runs.
    */
   listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
-    return this.call(() => this.listRunsNow(options));
+    return this.call(() =>
+      this.listPage(options, 'listRuns', RUN_FIELDS, (id, f, pairStatus) => {
+        // Listed by workflow and status, a run with an unknown status is skipped, as when this
+        // list filtered the workflow's runs by status; a corrupt run still fails the list.
+        if (f.status === null || (pairStatus && f.status !== pairStatus)) return undefined;
+        return parseRun(id, f);
+      }),
+    );
   }
 
-  private async listRunsNow(options: ListRunsOptions): Promise<RunState[]> {
-    assertKnownKeys('listRuns options', options, LIST_RUNS_OPTION_KEYS);
-    if (options.status !== undefined && !RUN_STATUSES.includes(options.status)) {
-      throw new ConfigurationError(`listRuns status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(options.status)}.`);
-    }
-    if (options.workflow !== undefined && typeof options.workflow !== 'string') {
-      throw new ConfigurationError(`listRuns workflow must be a workflow name, got ${typeof options.workflow}.`);
-    }
-    const limit = options.limit ?? 50;
-    const offset = options.offset ?? 0;
-    checkInteger(limit, 'listRuns limit', 0, 10_000);
-    checkInteger(offset, 'listRuns offset', 0, 1_000_000_000);
+  /**
+   * Like `listRuns` (same filters, paging and order), but reads only what a list row shows: never
+   * input, output or step records. A run whose stored fields cannot be read comes back as a
+   * `CorruptRunSummary` (with `corrupt` set) instead of failing the page.
+   */
+  listRunSummaries(options: ListRunsOptions = {}): Promise<RunSummary[]> {
+    return this.call(() => this.listPage(options, 'listRunSummaries', SUMMARY_FIELDS, (id, f, _pairStatus, indexStatus) => summarizeRun(id, f, indexStatus)));
+  }
+
+  /**
+   * One page of runs: the ids from one index read, then the fields of those runs in one pipeline.
+   * Ids whose run no longer exists are skipped. A (workflow, status) entry whose run has another
+   * status was left by an older engine during a rolling deploy: it is skipped and pruned, and the
+   * page read again so that it stays full. `toRow` gets the status of a (workflow, status) page
+   * (`pairStatus`) and the status of the index each run was listed from (`indexStatus`).
+   */
+  private async listPage<F extends string, T>(
+    options: ListRunsOptions,
+    what: string,
+    fields: readonly F[],
+    toRow: (id: string, values: Record<F, string | null>, pairStatus: RunStatus | undefined, indexStatus: RunStatus | undefined) => T | undefined,
+  ): Promise<T[]> {
+    const { workflow, status, limit, offset } = checkListOptions(options, what);
     if (limit === 0) return [];
-    if (options.workflow) return this.listWorkflowRuns(options.workflow, options.status, limit, offset);
-    const statuses = options.status ? [options.status] : RUN_STATUSES;
-    // No index holds every run: merge the newest of each status index.
+    const pairStatus = workflow ? status : undefined;
+    const statusAt = fields.indexOf('status' as F);
+    for (let read = 1; ; read++) {
+      const entries = await this.pageEntries(workflow, status, limit, offset);
+      const values = await this.readRuns(entries.map((e) => e.id), fields);
+      const rows: T[] = [];
+      const stale: string[] = [];
+      entries.forEach(({ id, indexStatus }, i) => {
+        const v = values[i];
+        const gone = v.every((value) => value === null);
+        if (pairStatus && (gone || (v[statusAt] !== pairStatus && isRunStatus(v[statusAt])))) stale.push(id);
+        else if (!gone) {
+          const row = toRow(id, Object.fromEntries(fields.map((f, j) => [f, v[j]])) as Record<F, string | null>, pairStatus, indexStatus);
+          if (row !== undefined) rows.push(row);
+        }
+      });
+      if (!workflow || !pairStatus || !stale.length || read === 3 || !(await this.pruneRunIndex(pairStatus, workflow, stale))) return rows;
+    }
+  }
+
+  /**
+   * The ids of a page, newest first, each with the status of the index it came from (none when
+   * listed by workflow alone). Workflow and status: that pair's index. Workflow: its runs index.
+   * Status: its status index. Neither: the newest entries of the status indexes, merged (no index
+   * holds every run).
+   */
+  private async pageEntries(workflow: string | undefined, status: RunStatus | undefined, limit: number, offset: number): Promise<Array<{ id: string; indexStatus?: RunStatus }>> {
+    if (workflow && status) return (await this.redis.zrevrange(this.keys.workflowStatusRuns(status, workflow), offset, offset + limit - 1)).map((id) => ({ id, indexStatus: status }));
+    if (workflow) return (await this.redis.zrevrange(this.keys.workflowRuns(workflow), offset, offset + limit - 1)).map((id) => ({ id }));
+    if (status) return (await this.redis.zrevrange(this.statusIndex(status), offset, offset + limit - 1)).map((id) => ({ id, indexStatus: status }));
     const pipeline = this.redis.pipeline();
-    for (const status of statuses) pipeline.zrevrange(this.statusIndex(status), 0, offset + limit - 1, 'WITHSCORES');
-    const merged: Array<[string, number]> = [];
-    for (const [error, reply] of (await pipeline.exec()) ?? []) {
+    for (const s of RUN_STATUSES) pipeline.zrevrange(this.statusIndex(s), 0, offset + limit - 1, 'WITHSCORES');
+    const merged: Array<{ id: string; indexStatus: RunStatus; score: number }> = [];
+    ((await pipeline.exec()) ?? []).forEach(([error, reply], i) => {
       if (error) throw error;
       const flat = reply as string[];
-      for (let i = 0; i < flat.length; i += 2) merged.push([flat[i], Number(flat[i + 1])]);
-    }
-    merged.sort((a, b) => b[1] - a[1]);
-    return this.loadRuns(merged.slice(offset, offset + limit).map(([id]) => id));
+      for (let j = 0; j < flat.length; j += 2) merged.push({ id: flat[j], indexStatus: RUN_STATUSES[i], score: Number(flat[j + 1]) });
+    });
+    merged.sort((a, b) => b.score - a.score);
+    return merged.slice(offset, offset + limit).map(({ id, indexStatus }) => ({ id, indexStatus }));
   }
 
   /** Running runs are listed by the leases zset (newest lease first); other statuses have an index. */
@@ -477,37 +634,73 @@ export class WorkflowClient {
     return status === 'running' ? this.keys.leases() : this.keys.status(status);
   }
 
-  private async listWorkflowRuns(workflow: string, status: RunStatus | undefined, limit: number, offset: number): Promise<RunState[]> {
-    const index = this.keys.workflowRuns(workflow);
-    if (!status) return this.loadRuns(await this.redis.zrevrange(index, offset, offset + limit - 1));
-    const out: RunState[] = [];
-    let skipped = 0;
-    const page = 200;
-    for (let start = 0; out.length < limit; start += page) {
-      const ids = await this.redis.zrevrange(index, start, start + page - 1);
-      for (const run of await this.loadRuns(ids)) {
-        if (run.status !== status) continue;
-        if (skipped++ < offset) continue;
-        out.push(run);
-        if (out.length === limit) break;
-      }
-      if (ids.length < page) break;
-    }
-    return out;
-  }
-
-  /** Reads runs by id in one round trip, skipping ids whose run no longer exists. */
-  private async loadRuns(ids: string[]): Promise<RunState[]> {
+  /** Fields of runs by id, in one round trip. */
+  private async readRuns<F extends string>(ids: string[], fields: readonly F[]): Promise<(string | null)[][]> {
     if (!ids.length) return [];
     const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hmget(this.keys.run(id), ...RUN_FIELDS);
-    const replies = (await pipeline.exec()) ?? [];
-    const runs: RunState[] = [];
-    ids.forEach((id, i) => {
-      const values = replies[i][1] as (string | null)[];
-      if (values && values[2] !== null) runs.push(parseRun(id, Object.fromEntries(RUN_FIELDS.map((f, j) => [f, values[j]]))));
+    for (const id of ids) pipeline.hmget(this.keys.run(id), ...fields);
+    return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
+      if (error) throw error;
+      return reply as (string | null)[];
     });
-    return runs;
+  }
+
+  /**
+   * Prunes stale entries of a (workflow, status) index; false when none was taken out (or Redis
+   * refuses writes: the page is then shown without them, and pruned by a later read).
+   */
+  private async pruneRunIndex(status: RunStatus, workflow: string, ids: string[]): Promise<boolean> {
+    try {
+      return (await this.scripts.pruneRunIndex(status, workflow, ids)) > 0;
+    } catch (error) {
+      if (error instanceof RedisWriteRefusedError) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Builds the (workflow, status) index that `listRuns` and `listRunSummaries` read, for runs
+   * stored before it existed: a worker calls it when it starts. The first caller of a prefix
+   * takes the `index:wfstatus` marker (with a lease, renewed by each chunk) and indexes every
+   * workflow's runs, 500 per atomic call; the marker says the index is built only after the last
+   * chunk. Returns `built`, `done` (built before), `busy` (another process is building it: call
+   * again later, it takes over if that process stopped), or `stopped` (`stopped()` became true;
+   * the marker's lease runs out and a later call starts over). With `force`, builds it again even
+   * when it is built: after a rolling deploy during which workers older than the index moved runs.
+   */
+  backfillRunIndex(options: { force?: boolean; stopped?: () => boolean } = {}): Promise<'built' | 'done' | 'busy' | 'stopped'> {
+    assertKnownKeys('backfillRunIndex options', options, ['force', 'stopped']);
+    return this.backfillRunIndexNow(options.force ?? false, options.stopped ?? (() => false));
+  }
+
+  private async backfillRunIndexNow(force: boolean, stopped: () => boolean): Promise<'built' | 'done' | 'busy' | 'stopped'> {
+    const marker = this.keys.workflowStatusIndexMarker();
+    if (!force && (await this.call(() => this.redis.get(marker))) === RUN_INDEX_VERSION) return 'done';
+    const token = `building:${randomBytes(8).toString('hex')}`;
+    const taken = await this.call(() => (force ? this.redis.set(marker, token, 'PX', RUN_INDEX_LEASE_MS) : this.redis.set(marker, token, 'PX', RUN_INDEX_LEASE_MS, 'NX')));
+    if (taken !== 'OK') return 'busy';
+    for (const workflow of await this.call(() => this.workflowsWithRuns())) {
+      let cursor = '0';
+      do {
+        if (stopped()) return 'stopped';
+        const chunk = await this.call(() => this.scripts.backfillRunIndex({ workflow, token, leaseMs: RUN_INDEX_LEASE_MS, cursor, count: RUN_INDEX_CHUNK }));
+        if (!chunk) return 'busy';
+        cursor = chunk.cursor;
+      } while (cursor !== '0');
+    }
+    await this.call(() => this.redis.set(marker, RUN_INDEX_VERSION));
+    return 'built';
+  }
+
+  /** Names of the workflows that have a runs index, registered or not (a deleted workflow's runs stay). */
+  private async workflowsWithRuns(): Promise<string[]> {
+    const head = `${this.keys.base}wf:`;
+    const names: string[] = [];
+    // `wf:<name>:active` and `wf:<name>:parked` never end in ":runs"; `wfstatus:` keys do not start with "wf:".
+    await this.scanPrefix('wf:*:runs', async (keys) => {
+      for (const key of keys) names.push(key.slice(head.length, -':runs'.length));
+    });
+    return names.sort();
   }
 
   /** Ids of the child runs a run waits or waited on (`step.runWorkflow`). */
@@ -664,13 +857,21 @@ export class WorkflowClient {
   }
 
   private async resetStateNow(): Promise<void> {
-    const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    await this.scanPrefix('*', async (keys, node) => {
+      await node.unlink(...keys);
+    });
+  }
+
+  /** Calls `onKeys` with the keys of this prefix matching `pattern` (a glob after `{prefix}:`), on every master. */
+  private async scanPrefix(pattern: string, onKeys: (keys: string[], node: RedisConnection) => Promise<void>): Promise<void> {
+    const nodes = this.redis instanceof Cluster ? await this.clusterMasters() : [this.redis];
+    const match = `${this.keys.base.replace(/[*?[\]\\]/g, '\\$&')}${pattern}`;
     for (const node of nodes) {
       let cursor = '0';
       do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${this.keys.base.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000);
         cursor = next;
-        if (keys.length) await node.unlink(...keys);
+        if (keys.length) await onKeys(keys, node);
       } while (cursor !== '0');
     }
   }

@@ -28,4 +28,17 @@ export {
 } from './workflow';
 export type { DtoClass, InferInput, InputSchema, StandardSchemaV1 } from './validation';
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './serialization';
-export type { CronState, RedflowLogger, RunState, RunStats, RunStatus, StepState, StoredError, WorkflowMeta } from './types';
+export type {
+  CorruptRunSummary,
+  CronState,
+  IntactRunSummary,
+  RedflowLogger,
+  RunErrorSummary,
+  RunState,
+  RunStats,
+  RunStatus,
+  RunSummary,
+  StepState,
+  StoredError,
+  WorkflowMeta,
+} from './types';

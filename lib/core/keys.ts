@@ -32,6 +32,18 @@ export class RedflowKeys {
   workflowRuns(workflow: string): string {
     return `${this.base}wf:${workflow}:runs`;
   }
+  /**
+   * Runs of one workflow in one status, scored like the status indexes (running included, by
+   * creation time). The status is one of six words without `:` and the workflow name ends the key,
+   * so `wfstatus:<status>:<workflow>` splits one way only; its first segment is its own.
+   */
+  workflowStatusRuns(status: string, workflow: string): string {
+    return `${this.base}wfstatus:${status}:${workflow}`;
+  }
+  /** Set to the index version once the (workflow, status) index covers runs created before it existed. */
+  workflowStatusIndexMarker(): string {
+    return `${this.base}index:wfstatus`;
+  }
   /** `|` cannot occur in workflow names, so workflow "a:b" + key "c" and "a" + "b:c" stay apart. */
   idempotency(workflow: string, key: string): string {
     return `${this.base}idem:${workflow}|${key}`;
@@ -67,5 +79,9 @@ export class RedflowKeys {
   }
   cancelChannel(): string {
     return `${this.base}cancel`;
+  }
+  /** Signs the dashboard's anti-CSRF tokens; shared by every replica serving the dashboard. */
+  dashboardSecret(): string {
+    return `${this.base}dashboard-secret`;
   }
 }

@@ -290,6 +290,24 @@ export class RedisScripts {
 
   async cleanup(cutoff: number, batch: number): Promise<number> {
     const k = this.keys;
+    // This order: the script removes each run's (workflow, status) entry of the status its index stands for.
     return Number(await this.commands.cleanup(k.status('succeeded'), k.status('failed'), k.status('canceled'), k.base, cutoff, batch));
+  }
+
+  /**
+   * Indexes one chunk of a workflow's runs by (workflow, status) while `token` holds the index
+   * marker. Returns the next ZSCAN cursor ('0': the workflow is done), or null when the marker is
+   * no longer the caller's.
+   */
+  async backfillRunIndex(a: { workflow: string; token: string; leaseMs: number; cursor: string; count: number }): Promise<{ cursor: string; indexed: number } | null> {
+    const k = this.keys;
+    const reply = (await this.commands['backfill-run-index'](k.workflowStatusIndexMarker(), k.workflowRuns(a.workflow), k.base, a.token, a.leaseMs, a.cursor, a.count)) as [string, number];
+    return reply[0] === 'lost' ? null : { cursor: String(reply[0]), indexed: Number(reply[1]) };
+  }
+
+  /** Takes out of a (workflow, status) index those of `runIds` that left that status or no longer exist. */
+  async pruneRunIndex(status: string, workflow: string, runIds: string[]): Promise<number> {
+    const k = this.keys;
+    return Number(await this.commands['prune-run-index'](k.workflowStatusRuns(status, workflow), k.base, status, ...runIds));
   }
 }

@@ -44,6 +44,52 @@ export interface RunState<TOutput = unknown> {
   parentId?: string;
 }
 
+/** The error of a run in a list: its class name and the start of its message. */
+export interface RunErrorSummary {
+  name: string;
+  /** Cut to 200 characters, ending with '…' when it was longer. */
+  message: string;
+}
+
+/**
+ * A run as a list row shows it: read without its input, output or step records, so a page of
+ * summaries stays small whatever the runs carry.
+ */
+export interface IntactRunSummary {
+  id: string;
+  workflow: string;
+  queue: string;
+  status: RunStatus;
+  attempt: number;
+  maxAttempts: number;
+  createdAt: number;
+  /** When the run is or was due to start (after a delay or retry backoff). */
+  availableAt: number;
+  /** When the current or last attempt started. */
+  startedAt?: number;
+  finishedAt?: number;
+  /** `finishedAt - startedAt`: the length of the last attempt of an ended run that started. */
+  durationMs?: number;
+  /** The run that started this one with `step.runWorkflow` / `step.emitWorkflow`. */
+  parentId?: string;
+  error?: RunErrorSummary;
+  /** Never set here; lets `summary.corrupt !== undefined` tell a `CorruptRunSummary` apart. */
+  corrupt?: undefined;
+}
+
+/**
+ * A run whose stored hash could not be read (a field missing or undecodable): `corrupt` says
+ * what is wrong, and only the fields that could be read are set.
+ */
+export type CorruptRunSummary = Partial<Omit<IntactRunSummary, 'id' | 'corrupt'>> & {
+  id: string;
+  /** What could not be read, e.g. `field "error" is not valid JSON`. */
+  corrupt: string;
+};
+
+/** A row of `listRunSummaries`: check `corrupt !== undefined` before relying on the other fields. */
+export type RunSummary = IntactRunSummary | CorruptRunSummary;
+
 /** A stored step record. */
 export interface StepState {
   name: string;

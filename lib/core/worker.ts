@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { WorkflowClient, createClient, nextCronTick, type ClientOptions } from './client';
+import { WorkflowClient, createClient, nextCronTick, RUN_INDEX_LEASE_MS, type ClientOptions } from './client';
 import { duplicateConnection, type ConnectionOptions } from './connection';
 import { ConfigurationError } from './errors';
 import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, WORKER_OPTION_KEYS, WORKER_RUNTIME_KEYS } from './option-checks';
@@ -115,6 +115,7 @@ export class Worker implements ExecutorHost {
   private lastBlock: { endedAt: number; ms: number } | undefined;
   private lastLagWarningAt = 0;
   private lagTimer: NodeJS.Timeout | undefined;
+  private indexing: Promise<void> = Promise.resolve();
 
   constructor(
     readonly client: WorkflowClient,
@@ -175,6 +176,14 @@ export class Worker implements ExecutorHost {
     return `${this.workerId}:${++this.claims}`;
   }
 
+  /**
+   * Settles once the (workflow, status) index of runs covers the runs stored before it existed
+   * (built by this worker or another one), or the worker stopped first. Never rejects.
+   */
+  get runIndexReady(): Promise<void> {
+    return this.indexing;
+  }
+
   /** Ids of the runs executing now. */
   get activeRunIds(): string[] {
     return [...this.active.keys()];
@@ -184,6 +193,7 @@ export class Worker implements ExecutorHost {
   async start(): Promise<void> {
     await this.client.ready();
     await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.defaultMaxConcurrency });
+    this.indexing = this.backfillRunIndex();
     const subscriber = duplicateConnection(this.client.redis);
     this.health.watch(subscriber);
     this.subscriber = subscriber;
@@ -280,6 +290,7 @@ export class Worker implements ExecutorHost {
     this.health.nudge();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    await this.indexing;
     const cleanups = [
       async () => this.subscriber && (await this.subscriber.quit().catch(() => this.subscriber?.disconnect())),
       async () => this.ownsClient && (await this.client.close()),
@@ -396,6 +407,38 @@ export class Worker implements ExecutorHost {
     if (Date.now() - this.lastHeartbeatAt > this.heartbeatMs * 2) await this.heartbeat();
     const recovered = await this.scripts.reap(Date.now(), REAP_BATCH, this.maxRecoveries);
     if (recovered.length) this.logger.warn(`Recovered ${recovered.length} run(s) whose worker stopped renewing its lease: ${recovered.join(', ')}.`);
+  }
+
+  /**
+   * Indexes the runs stored before the (workflow, status) index existed, in the background. One
+   * worker of a prefix does it; the others look again when its lease may have run out, and take
+   * over if it stopped before it was done. A Redis outage pauses it until Redis is back.
+   */
+  private async backfillRunIndex(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        const result = await this.client.backfillRunIndex({ stopped: () => this.stopping });
+        if (result === 'built') this.logger.log(`Worker "${this.workerId}" indexed the stored runs of prefix "${this.client.keys.prefix}" by workflow and status.`);
+        if (result !== 'busy') return;
+      } catch (error) {
+        if (!this.health.report(error)) {
+          this.logger.error(
+            `Worker "${this.workerId}" could not index the stored runs by workflow and status: ${(error as Error).message}. Lists by workflow and status may miss runs stored before this version; the next worker start tries again.`,
+          );
+          return;
+        }
+        await this.waitForRedis();
+        continue;
+      }
+      await this.pause(RUN_INDEX_LEASE_MS);
+    }
+  }
+
+  /** Waits `ms`, or less when the worker stops meanwhile. */
+  private async pause(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))), this.stopRequested.promise]);
+    clearTimeout(timer);
   }
 
   /** Promotes due scheduled runs of the served queues and fans out due events. */

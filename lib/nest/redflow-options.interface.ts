@@ -10,7 +10,7 @@ import {
   optionKeys,
   WORKER_RUNTIME_KEYS,
 } from '../core/option-checks';
-import type { DashboardOptions } from '../dashboard/dashboard-handler';
+import { DASHBOARD_OPTION_KEYS, type DashboardOptions } from '../dashboard/dashboard-options';
 
 /** Worker settings of `RedflowModule`. */
 export interface RedflowWorkerOptions {
@@ -57,8 +57,9 @@ export interface RedflowModuleOptions {
   /** Largest input or step output in bytes. @default 1048576 */
   maxPayloadBytes?: number;
   /**
-   * Mounts the web dashboard on this app's HTTP server (Express): `{ path, authorize, readOnly }`.
-   * `authorize(request)` is required; pass `() => true` for open access.
+   * Serves the web dashboard as routes of this app (Express or Fastify): `{ path, authorize,
+   * readOnly, redact }`. `authorize` is required: `basicAuth(...)`, `guard(MyGuard)`, a function,
+   * or `() => true` for open access. With forRootAsync, give the path as `dashboardPath`.
    */
   dashboard?: DashboardOptions;
   /** Fail at startup, instead of warning, when Redis's maxmemory-policy is not noeviction. @default false */
@@ -90,8 +91,6 @@ export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['max
 /** Keys of `RedflowRedisOptions` (the `redis` option). */
 export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['requireNoEviction']);
 
-/** Keys of `DashboardOptions` (the `dashboard` option). */
-export const DASHBOARD_OPTION_KEYS = optionKeys<DashboardOptions>()(['path', 'authorize', 'readOnly']);
 
 /** The options with every default applied. The only place defaults are merged. */
 export interface ResolvedRedflowOptions extends RedflowModuleOptions {

@@ -9,3 +9,6 @@ export const REDFLOW_REGISTRY = Symbol('REDFLOW_REGISTRY');
 
 /** Logger context of everything the Nest layer logs. */
 export const REDFLOW_LOGGER_CONTEXT = 'Redflow';
+
+/** Injection token of the dashboard's API (`DashboardApi`, or null without the `dashboard` option). */
+export const REDFLOW_DASHBOARD = Symbol('REDFLOW_DASHBOARD');

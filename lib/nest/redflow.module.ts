@@ -1,17 +1,18 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { WorkflowRegistry } from '../core';
 import { createRedflowClient, RedflowClient } from './redflow.client';
 import { REDFLOW_REGISTRY } from './redflow.constants';
-import { RedflowDashboardMount } from './redflow-dashboard.mount';
+import { withDashboard } from './redflow-dashboard.providers';
 import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
-import { REDFLOW_MODULE_OPTIONS, RedflowConfigurableModule } from './redflow.module-definition';
+import { REDFLOW_ASYNC_OPTIONS_TYPE, REDFLOW_MODULE_OPTIONS, REDFLOW_OPTIONS_TYPE, RedflowConfigurableModule } from './redflow.module-definition';
 import { RedflowOrchestrator } from './redflow.orchestrator';
 
 /**
  * Durable workflows for a Nest app: `RedflowModule.forRoot({ app, connection, worker })` or
- * `forRootAsync(...)`. Discovers `@Workflow` methods, runs the worker and exports `RedflowClient`.
+ * `forRootAsync(...)`. Discovers `@Workflow` methods, runs the worker and exports `RedflowClient`;
+ * with the `dashboard` option it also serves the dashboard as Nest routes.
  */
 @Module({
   imports: [DiscoveryModule],
@@ -19,7 +20,6 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
     RedflowMetadataAccessor,
     RedflowExplorer,
     RedflowOrchestrator,
-    RedflowDashboardMount,
     { provide: REDFLOW_REGISTRY, useFactory: () => new WorkflowRegistry() },
     {
       provide: RedflowClient,
@@ -29,4 +29,12 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
   ],
   exports: [RedflowClient],
 })
-export class RedflowModule extends RedflowConfigurableModule {}
+export class RedflowModule extends RedflowConfigurableModule {
+  static forRoot(options: typeof REDFLOW_OPTIONS_TYPE): DynamicModule {
+    return withDashboard(super.forRoot(options), options?.dashboard?.path ?? (options?.dashboard ? '/redflow' : undefined), 'forRoot');
+  }
+
+  static forRootAsync(options: typeof REDFLOW_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return withDashboard(super.forRootAsync(options), options?.dashboardPath, 'forRootAsync');
+  }
+}

@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import request from 'supertest';
 import type { RedflowLogger, RunState, StepState, WorkflowContext, WorkflowMeta } from '../../lib';
 import { clusterMode, TestEngine } from '../support/engine';
+import { OwnRedis } from '../support/own-redis';
 
 /**
  * The `redflow` command as users run it: a child process on the test Redis, under a TestEngine's
@@ -20,10 +22,10 @@ interface Result {
   stderr: string;
 }
 
-/** The environment of a CLI process: no REDIS_URL / REDFLOW_PREFIX unless a test sets them. */
+/** The environment of a CLI process: no REDIS_URL / REDFLOW_PREFIX / REDFLOW_DASHBOARD_TOKEN unless a test sets them. */
 function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  for (const name of ['REDIS_URL', 'REDFLOW_PREFIX'] as const) if (!(name in env)) delete childEnv[name];
+  for (const name of ['REDIS_URL', 'REDFLOW_PREFIX', 'REDFLOW_DASHBOARD_TOKEN'] as const) if (!(name in env)) delete childEnv[name];
   return childEnv;
 }
 
@@ -221,6 +223,16 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       expect(result.stderr).not.toMatch(STACK_LINE);
     });
 
+    it('a Redis URL with a password: the password is never printed', async () => {
+      const [refused, notUrl] = await Promise.all([
+        run(['workflows', '--redis', 'redis://ops:hunter2-pass@127.0.0.1:1']),
+        run(['workflows', '--redis', 'redis:/ops:hunter2-pass@127.0.0.1:1']),
+      ]);
+      expect(refused).toMatchObject({ code: 1, stdout: '' });
+      expect(refused.stderr).toBe('Cannot connect to Redis at redis://ops:***@127.0.0.1:1 (connect ECONNREFUSED 127.0.0.1:1): check --redis or REDIS_URL, and that Redis is running.\n');
+      expect(notUrl).toEqual({ code: 1, stdout: '', stderr: '"redis:/ops:***@127.0.0.1:1" is not a Redis URL: use --redis redis://host:port (or set REDIS_URL).\n' });
+    });
+
     it('a --redis that is not a Redis URL', async () => {
       expect(await run(['workflows', '--redis', 'nope'])).toEqual({ code: 1, stdout: '', stderr: '"nope" is not a Redis URL: use --redis redis://host:port (or set REDIS_URL).\n' });
     });
@@ -257,54 +269,286 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       proc = undefined;
     });
 
-    /** Starts the dashboard on a free port; resolves with its URL line and base URL. */
-    async function dashboard(...args: string[]): Promise<{ line: string; base: string; stopped: Promise<number | null> }> {
-      proc = start(['dashboard', '--port', '0', ...args, ...common]);
-      const child = proc;
-      let stdout = '';
-      let stderr = '';
-      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      const stopped = new Promise<number | null>((resolve) => child.once('close', resolve));
-      const line = await new Promise<string>((resolve, reject) => {
-        child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-          stdout += chunk;
-          if (stdout.includes('\n')) resolve(stdout.split('\n')[0]);
-        });
-        void stopped.then((code) => reject(new Error(`redflow dashboard exited (${code}) before printing its URL:\n${stderr}`)));
-      });
-      const port = /on http:\/\/127\.0\.0\.1:(\d+)\//.exec(line)?.[1];
-      expect(Number(port)).toBeGreaterThan(0);
-      return { line, base: `http://127.0.0.1:${port}`, stopped };
+    /** A running `redflow dashboard`, with its output so far. */
+    interface Dashboard {
+      /** Its first line: the URL line. */
+      line: string;
+      base: string;
+      port: number;
+      output: { stdout: string; stderr: string };
+      /** Resolves with the match once `stream` matches `pattern`; rejects if the process ends first. */
+      until(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<RegExpExecArray>;
+      stopped: Promise<number | null>;
     }
 
-    it('--allow-actions: prints its URL, serves the page and the API, and cancels runs', async () => {
-      const { id } = await engine.client.runByName('parked-job', { via: 'dashboard' });
-      const { line, base, stopped } = await dashboard('--allow-actions');
-      expect(line).toMatch(new RegExp(`^Redflow dashboard for prefix "${engine.prefix}" on http://127\\.0\\.0\\.1:\\d+/$`));
+    /** Starts `redflow dashboard --port 0 <args>`; resolves once it printed its URL line. */
+    async function startDashboard(args: string[], env: Record<string, string> = {}): Promise<Dashboard> {
+      proc = start(['dashboard', '--port', '0', ...args], env);
+      const child = proc;
+      const output = { stdout: '', stderr: '' };
+      const waiters: Array<() => void> = [];
+      const stopped = new Promise<number | null>((resolve) => child.once('close', resolve));
+      for (const stream of ['stdout', 'stderr'] as const) {
+        child[stream]!.setEncoding('utf8').on('data', (chunk: string) => {
+          output[stream] += chunk;
+          for (const check of waiters.splice(0)) check();
+        });
+      }
+      const until = (stream: 'stdout' | 'stderr', pattern: RegExp) =>
+        new Promise<RegExpExecArray>((resolve, reject) => {
+          const check = () => {
+            const match = pattern.exec(output[stream]);
+            if (match) resolve(match);
+            else waiters.push(check);
+          };
+          check();
+          void stopped.then((code) => reject(new Error(`redflow dashboard exited (${code}) before its ${stream} matched ${pattern}:\n${output.stderr}`)));
+        });
+      const [, line, base, port] = await until('stdout', /^(Redflow dashboard for prefix "[^"\n]*" on (http:\/\/127\.0\.0\.1:(\d+))\/[^\n]*)\n/);
+      return { line, base, port: Number(port), output, until, stopped };
+    }
 
-      expect((await request(base).get('/api/meta').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
-      const page = await request(base).get('/').expect(200).expect('content-type', 'text/html; charset=utf-8');
-      expect(page.text).toContain('src="/app.js"');
-      expect(page.headers['content-security-policy']).toContain("default-src 'self'");
-      const runs = (await request(base).get('/api/runs?workflow=greet').expect(200)).body as { runs: RunState[] };
-      expect(runs.runs.map((r) => r.id)).toEqual([ids.greet]);
-      expect((await request(base).post(`/api/runs/${id}/cancel`).set('x-redflow-action', '1').expect(200)).body).toEqual({ canceled: true });
-      expect((await engine.client.getRun(id))!.status).toBe('canceled');
-      await request(base).get('/nothing-here').expect(404);
+    /** `redflow dashboard <args> --redis <test redis> --prefix <engine prefix>`. */
+    const dashboard = (...args: string[]) => startDashboard([...args, ...common]);
 
+    async function stopWithSigterm(dash: Dashboard): Promise<void> {
       proc!.kill('SIGTERM');
-      expect(await stopped).toBe(0);
+      expect(await dash.stopped).toBe(0);
+    }
+
+    it('--allow-actions: prints its URL, serves the page and the API, and stops on SIGTERM', async () => {
+      const dash = await dashboard('--allow-actions');
+      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/`);
+      expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
+      await request(dash.base).get('/').expect(200).expect('content-type', 'text/html; charset=utf-8');
+      await request(dash.base).get('/api/overview').expect(200);
+      await request(dash.base).get('/nothing-here').expect(404);
+      await stopWithSigterm(dash);
+      expect(dash.output).toEqual({ stdout: `${dash.line}\n`, stderr: '' });
     });
 
     it('without --allow-actions it is read-only', async () => {
-      const { id } = await engine.client.runByName('parked-job', { via: 'read-only dashboard' });
-      const { line, base, stopped } = await dashboard();
-      expect(line.endsWith('/ (read-only; --allow-actions enables cancel and re-run)')).toBe(true);
-      expect((await request(base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
-      expect((await request(base).post(`/api/runs/${id}/cancel`).set('x-redflow-action', '1').expect(403)).body.message).toBe('The dashboard is read-only: actions are disabled.');
-      expect((await engine.client.getRun(id))!.status).toBe('queued');
-      proc!.kill('SIGTERM');
-      expect(await stopped).toBe(0);
+      const dash = await dashboard();
+      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel and re-run)`);
+      expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
+      await stopWithSigterm(dash);
+    });
+
+    it('answers only requests for its own Host or an --allowed-host; others get 421 before anything else runs', async () => {
+      const dash = await dashboard('--allowed-host', 'Dashboard.Test:8080', '--allowed-host', 'ops.test');
+      const { port } = dash;
+      const statusFor = async (host: string) => (await request(dash.base).get('/api/meta').set('Host', host)).status;
+      const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `LocalHost:${port}`, `[::1]:${port}`, 'dashboard.test:8080', `ops.test:${port}`];
+      const strangers = ['evil.example', `evil.example:${port}`, `127.0.0.1:${port + 1}`, `dashboard.test:${port}`, 'ops.test:8080', `localhost.evil.example:${port}`, ''];
+      expect(await Promise.all(hosts.map(statusFor))).toEqual(hosts.map(() => 200));
+      expect(await Promise.all(strangers.map(statusFor))).toEqual(strangers.map(() => 421));
+
+      const refused = await request(dash.base).get('/').set('Host', `rebound.example:${port}`).expect(421).expect('content-type', 'application/json; charset=utf-8');
+      expect(refused.body).toEqual({
+        statusCode: 421,
+        code: 'MISDIRECTED',
+        message: `This dashboard answers to Host "127.0.0.1:${port}" only; start it with --allowed-host <name> to allow another.`,
+      });
+    });
+
+    it('with a token: 401 without it; the Bearer header; a one-time login link that sets a session cookie; the token is never printed', async () => {
+      const token = randomBytes(24).toString('hex');
+      const dash = await startDashboard(common, { REDFLOW_DASHBOARD_TOKEN: token });
+      const [, link, code] = await dash.until('stdout', /\nSign in at (http:\/\/127\.0\.0\.1:\d+\/\?login=([0-9a-f]{64})) \(the link works once; scripts send "Authorization: Bearer <token>"\)\.\n/);
+      expect(link).toBe(`${dash.base}/?login=${code}`);
+      const tokenRequired = {
+        statusCode: 401,
+        code: 'TOKEN_REQUIRED',
+        message: 'This dashboard requires a token: open the one-time login link that "redflow dashboard" printed when it started, or send the header "Authorization: Bearer <token>".',
+      };
+
+      const anonymous = await request(dash.base).get('/api/meta').expect(401).expect('www-authenticate', 'Bearer realm="redflow"');
+      expect(anonymous.body).toEqual(tokenRequired);
+      await request(dash.base).get('/').expect(401);
+      const wrongSameLength = randomBytes(24).toString('hex');
+      expect((await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${wrongSameLength}`).expect(401)).body).toEqual(tokenRequired);
+      await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token.slice(0, -1)}`).expect(401);
+      await request(dash.base).get('/api/meta').set('Authorization', token).expect(401);
+      expect((await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token}`).expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
+      // The Host check comes first, token or not.
+      await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token}`).set('Host', `evil.example:${dash.port}`).expect(421);
+
+      const signIn = await request(dash.base).get(`/?login=${code}`).expect(302).expect('location', '/');
+      const setCookie = signIn.headers['set-cookie'] as unknown as string[];
+      expect(setCookie).toHaveLength(1);
+      const session = /^redflow_session=([0-9a-f]{64}); HttpOnly; SameSite=Strict; Path=\/$/.exec(setCookie[0])?.[1];
+      expect(session).toBeDefined();
+      const again = await request(dash.base).get(`/?login=${code}`).expect(401);
+      expect(again.body).toEqual({
+        statusCode: 401,
+        code: 'TOKEN_REQUIRED',
+        message: 'This login link was used already or is not valid: each link works once. Restart "redflow dashboard" for a new one, or send the header "Authorization: Bearer <token>".',
+      });
+      expect(again.headers['set-cookie']).toBeUndefined();
+
+      const cookie = `theme=dark; redflow_session=${session}`;
+      expect((await request(dash.base).get('/api/meta').set('Cookie', cookie).expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
+      await request(dash.base).get('/').set('Cookie', cookie).expect(200).expect('content-type', 'text/html; charset=utf-8');
+      await request(dash.base).get('/api/meta').set('Cookie', `redflow_session=${randomBytes(32).toString('hex')}`).expect(401);
+
+      await stopWithSigterm(dash);
+      expect(dash.output.stdout + dash.output.stderr).not.toContain(token);
+      expect(lines(dash.output.stdout)).toEqual([dash.line, `Sign in at ${link} (the link works once; scripts send "Authorization: Bearer <token>").`]);
+    });
+
+    it('refuses a token shorter than 16 characters, and an --allowed-host that is not a host', async () => {
+      const [short, badHost] = await Promise.all([redflow('dashboard', '--port', '0', '--token', 'fifteen-chars!!'), redflow('dashboard', '--port', '0', '--allowed-host', 'http://ops.test/')]);
+      expect(short).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: 'The dashboard token (--token or REDFLOW_DASHBOARD_TOKEN) must be at least 16 characters long, got 15: generate one with "openssl rand -hex 32".\n',
+      });
+      expect(badHost).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: '--allowed-host takes a host name or address with an optional port, such as dashboard.internal or dashboard.internal:8080 ([fd00::1]:8080 for IPv6), got "http://ops.test/".\n',
+      });
+    });
+
+    it('refuses an address other than loopback without a token; --insecure starts it with a warning', async () => {
+      expect(await redflow('dashboard', '--port', '0', '--host', '0.0.0.0')).toEqual({
+        code: 1,
+        stdout: '',
+        stderr:
+          'Refusing to serve the dashboard on 0.0.0.0 without a token: anyone who can reach that address would see run inputs and outputs, and with --allow-actions could cancel runs. ' +
+          'Set REDFLOW_DASHBOARD_TOKEN (or pass --token) to require a token, or pass --insecure to accept the risk.\n',
+      });
+
+      // Listening on every interface, it prints (and answers to) the host it was told browsers use.
+      const dash = await dashboard('--host', '0.0.0.0', '--insecure', '--allowed-host', '127.0.0.1');
+      await dash.until('stderr', /\n/);
+      expect(dash.output.stderr).toBe(`Warning: the dashboard listens on 0.0.0.0:${dash.port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.\n`);
+      await request(dash.base).get('/api/meta').expect(200);
+      // Not a loopback bind: localhost is not one of its names.
+      await request(dash.base).get('/api/meta').set('Host', `localhost:${dash.port}`).expect(421);
+    });
+
+    it('with Redis down at start: it starts anyway, says so in one line without the password, and answers 503 for data', async () => {
+      const dash = await startDashboard(['--redis', 'redis://ops:hunter2-pass@127.0.0.1:1', '--prefix', 'cli-down']);
+      expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: 'cli-down' });
+      expect((await request(dash.base).get('/api/overview').expect(503)).body).toMatchObject({ statusCode: 503, code: 'REDIS_UNAVAILABLE' });
+      await stopWithSigterm(dash);
+      expect(dash.output.stderr).toBe('Redis at redis://ops:***@127.0.0.1:1 is unreachable (connect ECONNREFUSED 127.0.0.1:1); the dashboard keeps retrying and shows errors until it is back.\n');
+      expect(dash.output.stdout + dash.output.stderr).not.toContain('hunter2');
+    });
+
+    it('keeps working across a Redis restart, without being restarted itself', async () => {
+      const redis = await OwnRedis.start();
+      try {
+        const dash = await startDashboard(['--redis', redis.url, '--prefix', 'cli-restart']);
+        await request(dash.base).get('/api/overview').expect(200);
+
+        await redis.kill();
+        await dash.until('stderr', /is unreachable .*\n/);
+        expect((await request(dash.base).get('/api/overview').expect(503)).body).toMatchObject({ statusCode: 503, code: 'REDIS_UNAVAILABLE' });
+
+        await redis.restart();
+        await dash.until('stderr', /is reachable again\.\n/);
+        await request(dash.base).get('/api/overview').expect(200);
+
+        expect(lines(dash.output.stderr)).toEqual([
+          expect.stringMatching(new RegExp(`^Redis at redis://127\\.0\\.0\\.1:${redis.port} is unreachable \\(.+\\); the dashboard keeps retrying and shows errors until it is back\\.$`)),
+          `Redis at redis://127.0.0.1:${redis.port} is reachable again.`,
+        ]);
+        await stopWithSigterm(dash);
+      } finally {
+        await redis.stop();
+      }
+    });
+  });
+
+  describe('what reaches the terminal', () => {
+    /** Colours, a carriage return over the line, an 8-bit CSI (0x9b) that JSON.stringify leaves raw. */
+    const PAINT = '\u001b[31mRED\u001b[0m\rcover\u009b2J';
+    const PAINT_ERROR = '\u001b[31mRED\u001b[0m\r\bcover\nsecond line';
+    const SECRET_INPUT = { card: { number: '4242', cvcToken: 'abc' }, password: 'hunter2' };
+    let terminal: TestEngine;
+    let local: string[];
+    const runIds = {} as { painted: string; paintFailed: string; charge: string };
+
+    /** Characters a terminal acts on, except the newlines between lines. */
+    const rawControls = (text: string) => [...text].filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')));
+
+    beforeAll(async () => {
+      terminal = new TestEngine();
+      local = ['--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', terminal.prefix];
+      const { registry, client } = terminal;
+      const paint = registry.define('paint', {}, ({ input }: WorkflowContext<{ fail: boolean }>) => {
+        if (input.fail) throw new Error(PAINT_ERROR);
+        return PAINT;
+      });
+      const charge = registry.define('charge', {}, async ({ step }: WorkflowContext<typeof SECRET_INPUT>) => {
+        const { receipt } = await step.run('charge-card', () => ({ receipt: 'r-1', apiKey: 'key-in-step-output' }));
+        return { ok: true, receipt, token: 'token-in-output' };
+      });
+      await terminal.worker({ logger: silent });
+      const painted = await client.start(paint, { fail: false });
+      await painted.result({ timeoutMs: 5000 });
+      const paintFailed = await client.start(paint, { fail: true });
+      await expect(paintFailed.result({ timeoutMs: 5000 })).rejects.toThrow('second line');
+      const charged = await client.start(charge, SECRET_INPUT);
+      await charged.result({ timeoutMs: 5000 });
+      Object.assign(runIds, { painted: painted.id, paintFailed: paintFailed.id, charge: charged.id });
+    });
+    afterAll(() => terminal?.close());
+
+    const redflowHere = (...args: string[]) => run([...args, ...local]);
+
+    it('runs show: control characters in outputs and errors are printed escaped, never raw', async () => {
+      const [painted, failed] = await Promise.all([redflowHere('runs', 'show', runIds.painted), redflowHere('runs', 'show', runIds.paintFailed)]);
+      expect(painted).toMatchObject({ code: 0, stderr: '' });
+      expect(lines(painted.stdout)[3]).toBe('output: "\\u001b[31mRED\\u001b[0m\\rcover\\x9b2J"');
+      expect(rawControls(painted.stdout)).toEqual([]);
+
+      expect(failed).toMatchObject({ code: 0, stderr: '' });
+      expect(lines(failed.stdout)[3]).toBe('error: Error: \\x1b[31mRED\\x1b[0m\\r\\x08cover\\nsecond line');
+      expect(lines(failed.stdout)).toHaveLength(6);
+      expect(rawControls(failed.stdout)).toEqual([]);
+    });
+
+    it('--json: the same data as escapes that parse back to the stored strings', async () => {
+      const [shown, listed] = await Promise.all([redflowHere('runs', 'show', runIds.painted, '--json'), redflowHere('runs', 'list', '--workflow', 'paint', '--json')]);
+      for (const result of [shown, listed]) {
+        expect(result).toMatchObject({ code: 0, stderr: '' });
+        expect(rawControls(result.stdout)).toEqual([]);
+        expect(result.stdout).toContain('"\\u001b[31mRED\\u001b[0m\\rcover\\u009b2J"');
+      }
+      expect((JSON.parse(shown.stdout) as { run: RunState }).run.output).toBe(PAINT);
+      const runs = JSON.parse(listed.stdout) as RunState[];
+      expect(runs.map((r) => r.id)).toEqual([runIds.paintFailed, runIds.painted]);
+      expect(runs[0].error).toMatchObject({ name: 'Error', message: PAINT_ERROR });
+    });
+
+    it('an id with control characters is echoed escaped', async () => {
+      expect(await redflowHere('runs', 'show', '\u001b[2Jgone')).toEqual({ code: 1, stdout: '', stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n` });
+      expect(await redflowHere('runs', 'cancel', '\u001b[2Jgone')).toEqual({ code: 0, stdout: 'Run \\x1b[2Jgone was not canceled: it already ended or does not exist.\n', stderr: '' });
+    });
+
+    it('runs show and runs list --json mask the values of secret keys in inputs, outputs and step outputs', async () => {
+      // Stored as given: only what is printed is masked.
+      expect((await terminal.client.getRun(runIds.charge))!.input).toEqual(SECRET_INPUT);
+      const [text, asJson, listed] = await Promise.all([
+        redflowHere('runs', 'show', runIds.charge),
+        redflowHere('runs', 'show', runIds.charge, '--json'),
+        redflowHere('runs', 'list', '--workflow', 'charge', '--json'),
+      ]);
+      expect(text).toMatchObject({ code: 0, stderr: '' });
+      expect(lines(text.stdout).slice(2, 4)).toEqual(['input: {"card":{"number":"4242","cvcToken":"***"},"password":"***"}', 'output: {"ok":true,"receipt":"r-1","token":"***"}']);
+
+      const view = json<{ run: RunState; steps: StepState[] }>(asJson);
+      expect(view.run.input).toEqual({ card: { number: '4242', cvcToken: '***' }, password: '***' });
+      expect(view.run.output).toEqual({ ok: true, receipt: 'r-1', token: '***' });
+      expect(view.steps.map((s) => [s.name, s.output])).toEqual([['charge-card', { receipt: 'r-1', apiKey: '***' }]]);
+      expect(json<RunState[]>(listed).map((r) => r.input)).toEqual([{ card: { number: '4242', cvcToken: '***' }, password: '***' }]);
+
+      for (const result of [text, asJson, listed]) {
+        for (const secret of ['hunter2', '"abc"', 'key-in-step-output', 'token-in-output']) expect(result.stdout).not.toContain(secret);
+      }
     });
   });
 });

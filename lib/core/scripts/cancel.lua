@@ -27,7 +27,7 @@ local function cancel_one(runId, errorJson, reason)
     redis.call('PUBLISH', ARGV[6], runId)
   end
   redis.call('HSET', runKey, 'status', 'canceled', 'error', errorJson, 'cancelReason', reason, 'finishedAt', now)
-  move_index(base, runId, status, 'canceled', now)
+  move_index(base, runId, run[3], status, 'canceled', now)
   if run[6] then notify_waiters(base, runId, false, errorJson, now) end
   return 'ok'
 end

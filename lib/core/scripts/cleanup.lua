@@ -1,12 +1,14 @@
 -- cleanup: deletes up to a batch of ended runs that finished before the cutoff, with their step
 -- records, index entries, idempotency key and child/waiter sets, oldest first. Bounded so Redis is never blocked
 -- for long; the worker calls it again while it returns a full batch.
--- KEYS[1] succeeded index     KEYS[2] failed index    KEYS[3] canceled index
+-- KEYS[1] succeeded index     KEYS[2] failed index    KEYS[3] canceled index (in this order: the
+-- (workflow, status) index entry removed with each run is that of the status its index stands for)
 -- ARGV[1] base "{prefix}:"    ARGV[2] cutoff (finish time, ms)   ARGV[3] batch size
 -- Returns the number of runs deleted.
 --!include common.lua
 
 local base, budget = ARGV[1], tonumber(ARGV[3])
+local ENDED = { 'succeeded', 'failed', 'canceled' }
 local deleted = 0
 for i = 1, 3 do
   if budget <= 0 then break end
@@ -16,6 +18,7 @@ for i = 1, 3 do
     local run = redis.call('HMGET', runKey, 'workflow', 'idempotencyKey')
     if run[1] then
       redis.call('ZREM', k_workflow_runs(base, run[1]), runId)
+      redis.call('ZREM', k_workflow_status(base, ENDED[i], run[1]), runId)
       -- An idempotency key must not outlive its run: a new start would get a deleted run's id.
       if run[2] then
         local idemKey = k_idempotency(base, run[1], run[2])

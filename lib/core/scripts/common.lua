@@ -15,11 +15,16 @@ local function k_mutex_parked(base, key) return base .. 'mutex-parked:' .. key e
 local function k_children(base, runId) return base .. 'children:' .. runId end
 local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
+-- Runs of a workflow in a status. The status is one of six words without ':', and the workflow
+-- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named
+-- 'a:b' in status 'failed' is 'wfstatus:failed:a:b', which no other (status, workflow) pair builds.
+local function k_workflow_status(base, status, workflow) return base .. 'wfstatus:' .. status .. ':' .. workflow end
 local function k_idempotency(base, workflow, key) return base .. 'idem:' .. workflow .. '|' .. key end
 local function k_event_subs(base, event) return base .. 'event:' .. event .. ':subs' end
 local function k_event_data(base, eventId) return base .. 'evdata:' .. eventId end
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
+local STATUSES = { 'scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled' }
 
 -- Called first by every script that may grow memory. Redis refuses a script's first
 -- memory-growing write when it is over maxmemory (OOM), a replica (READONLY) or cannot persist
@@ -30,12 +35,18 @@ local function assert_writable(base)
   redis.call('SET', base .. 'write-check', '1', 'XX')
 end
 
--- Moves a run between status indexes. Score: creation time for live statuses; finish time for
--- terminal ones, so they list most recently finished first and retention walks them oldest first.
--- Running runs have no status index: the leases zset lists them.
-local function move_index(base, runId, from, to, score)
+-- Moves a run between status indexes, and between the (workflow, status) indexes of its
+-- workflow. Score: creation time for live statuses; finish time for terminal ones, so they list
+-- most recently finished first and retention walks them oldest first. Running runs have no status
+-- index (the leases zset lists them), but do have a (workflow, status) index, scored by creation
+-- time like the other live statuses. `workflow` is nil only for a corrupt run without one.
+local function move_index(base, runId, workflow, from, to, score)
   if from and from ~= 'running' then redis.call('ZREM', k_status(base, from), runId) end
   if to ~= 'running' then redis.call('ZADD', k_status(base, to), score, runId) end
+  if workflow then
+    if from then redis.call('ZREM', k_workflow_status(base, from, workflow), runId) end
+    redis.call('ZADD', k_workflow_status(base, to, workflow), score, runId)
+  end
 end
 
 -- Queue and maxAttempts of a workflow from its registry entry; nil when it is not registered.
@@ -60,7 +71,7 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
     'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
   if extra and #extra > 0 then redis.call('HSET', runKey, unpack(extra)) end
   redis.call('ZADD', k_workflow_runs(base, workflow), now, runId)
-  move_index(base, runId, nil, status, now)
+  move_index(base, runId, workflow, nil, status, now)
   if status == 'scheduled' then
     redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)
   else
@@ -142,10 +153,10 @@ end
 
 -- Moves a scheduled run to the front of its queue (a child finished, a parked slot freed).
 local function wake(base, runId, run)
-  -- run = { status, queue, createdAt }
+  -- run = { status, queue, createdAt, workflow }
   redis.call('ZREM', k_scheduled(base, run[2]), runId)
   redis.call('HSET', k_run(base, runId), 'status', 'queued')
-  move_index(base, runId, run[1], 'queued', run[3])
+  move_index(base, runId, run[4], run[1], 'queued', run[3])
   redis.call('LPUSH', k_ready(base, run[2]), runId)
 end
 
@@ -199,7 +210,7 @@ local function notify_waiters(base, runId, ok, payload, now)
     local sep = string.find(waiter, '|', 1, true)
     local parentId, field = string.sub(waiter, 1, sep - 1), string.sub(waiter, sep + 1)
     local parentKey = k_run(base, parentId)
-    local parent = redis.call('HMGET', parentKey, 'status', 'queue', 'createdAt')
+    local parent = redis.call('HMGET', parentKey, 'status', 'queue', 'createdAt', 'workflow')
     if parent[1] and not TERMINAL[parent[1]] then
       local waiting = redis.call('HGET', parentKey, field)
       if waiting and string.sub(waiting, 1, 2) == '[3' then
@@ -271,7 +282,7 @@ local function admit(base, runId, runKey, run, now)
     local due = window_full(throttleKey, now, l, p)
     if due then
       redis.call('HSET', runKey, 'status', 'scheduled', 'availableAt', due)
-      move_index(base, runId, 'queued', 'scheduled', run[2])
+      move_index(base, runId, workflow, 'queued', 'scheduled', run[2])
       redis.call('ZADD', k_scheduled(base, run[7]), due, runId)
       offer_capacity(base, workflow, mutex)
       return false
@@ -285,7 +296,7 @@ local function admit(base, runId, runKey, run, now)
         ' runs per ' .. p .. ' ms for key "' .. key .. '". Start it again later, or raise rateLimit.limit.'
       local errorJson = cjson.encode({ name = 'RateLimitExceededError', message = message })
       redis.call('HSET', runKey, 'status', 'failed', 'finishedAt', now, 'error', errorJson)
-      move_index(base, runId, 'queued', 'failed', now)
+      move_index(base, runId, workflow, 'queued', 'failed', now)
       if run[9] then notify_waiters(base, runId, false, errorJson, now) end
       offer_capacity(base, workflow, mutex)
       return false
@@ -335,7 +346,7 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
       else
         redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       end
-      move_index(base, runId, 'queued', 'running', run[2])
+      move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, now + tonumber(leaseMs), runId)
       return { runId, redis.call('HGETALL', runKey) }
     end

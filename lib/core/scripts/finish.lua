@@ -58,7 +58,7 @@ else
   redis.call('HSET', runKey, unpack(fields))
   if run[6] then redis.call('HDEL', runKey, 'lease', 'slot') else redis.call('HDEL', runKey, 'lease') end
   redis.call('ZREM', KEYS[2], runId)
-  move_index(base, runId, 'running', status, score)
+  move_index(base, runId, run[4], 'running', status, score)
   release_slots(base, runId, run[4], run[5], run[6])
   if run[7] and (outcome == 'succeeded' or outcome == 'failed') then
     notify_waiters(base, runId, outcome == 'succeeded', ARGV[6], now)

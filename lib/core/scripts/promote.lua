@@ -11,10 +11,10 @@ local moved = 0
 for _, runId in ipairs(due) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'createdAt')
+  local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow')
   if run[1] == 'scheduled' then
     redis.call('HSET', runKey, 'status', 'queued')
-    move_index(base, runId, 'scheduled', 'queued', run[2])
+    move_index(base, runId, run[3], 'scheduled', 'queued', run[2])
     redis.call('RPUSH', KEYS[2], runId)
     moved = moved + 1
   end

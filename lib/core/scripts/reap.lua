@@ -25,11 +25,11 @@ for _, runId in ipairs(expired) do
         'so it stops taking workers down; fix the cause, then re-run it.'
       local errorJson = cjson.encode({ name = 'RunStalledError', message = message })
       redis.call('HSET', runKey, 'status', 'failed', 'error', errorJson, 'finishedAt', ARGV[2])
-      move_index(base, runId, 'running', 'failed', ARGV[2])
+      move_index(base, runId, run[4], 'running', 'failed', ARGV[2])
       if run[7] then notify_waiters(base, runId, false, errorJson, ARGV[2]) end
     else
       redis.call('HSET', runKey, 'status', 'queued', 'resume', '1')
-      move_index(base, runId, 'running', 'queued', run[3])
+      move_index(base, runId, run[4], 'running', 'queued', run[3])
       redis.call('LPUSH', k_ready(base, run[2]), runId)
     end
     recovered[#recovered + 1] = runId

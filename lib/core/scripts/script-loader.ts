@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Bumped whenever a script's KEYS/ARGV contract changes, so old and new workers never mix shapes. */
-export const SCRIPT_VERSION = 2;
+/**
+ * Bumped whenever a script's KEYS/ARGV contract or the key layout it keeps changes, so that two
+ * copies of the library sharing one connection never run each other's scripts. 3: the
+ * (workflow, status) index.
+ */
+export const SCRIPT_VERSION = 3;
 
 /** Every state-transition script and its number of KEYS. */
 export const SCRIPTS = {
@@ -20,6 +24,8 @@ export const SCRIPTS = {
   'cron-fire': 1,
   cleanup: 3,
   'sync-registry': 3,
+  'backfill-run-index': 2,
+  'prune-run-index': 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

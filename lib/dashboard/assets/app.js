@@ -3,10 +3,15 @@
 'use strict';
 (function () {
   const base = document.body.dataset.base;
+  const csrf = document.querySelector('meta[name="redflow-csrf"]').content;
   const view = document.getElementById('view');
+  const notice = document.getElementById('notice');
+  const POLL_MS = 1500;
+  const MAX_BACKOFF_MS = 30000;
   const STATUSES = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'];
   let meta = { readOnly: true, prefix: '' };
   let timer;
+  let failures = 0;
   // Each render has a number; a reply for an older one (the user moved on meanwhile) is dropped.
   let generation = 0;
 
@@ -22,17 +27,31 @@
     return node;
   }
   const time = (ms) => (ms ? new Date(ms).toLocaleString() : '');
-  const pretty = (value) => (value === undefined ? '' : JSON.stringify(value, null, 2));
   const statusEl = (status) => el('span', { class: `status status-${status}`, 'data-testid': 'status' }, status);
   const runLink = (id) => el('a', { href: `#/runs/${encodeURIComponent(id)}`, 'data-testid': 'run-link' }, id);
+  const runQuery = (id) => `id=${encodeURIComponent(id)}`;
 
+  // Errors carry the server's code (REDIS_UNAVAILABLE, RUN_NOT_FOUND, ...) and its one sentence.
   async function api(path, init) {
     const res = await fetch(`${base}/api${path}`, init);
     const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(body.message || `HTTP ${res.status}`);
+    if (!res.ok) throw Object.assign(new Error(body.message || `The server answered ${res.status}.`), { code: body.code, status: res.status });
     return body;
   }
-  const act = (path) => api(path, { method: 'POST', headers: { 'x-redflow-action': '1' } });
+  // Actions are JSON, carry the page's token and are same-origin: what the server checks against CSRF.
+  const act = (path) => api(path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-redflow-csrf': csrf }, body: '{}' });
+
+  // A payload preview: the text, and when it was cut, its size and a link to the whole of it.
+  function payload(preview, id, field, testid) {
+    if (!preview) return null;
+    return [
+      el('pre', { 'data-testid': testid }, preview.text),
+      preview.truncated
+        ? el('p', { class: 'muted', 'data-testid': `${testid}-truncated` }, `Showing the first 64 KiB of ${Math.ceil(preview.bytes / 1024)} KiB. `,
+            el('a', { href: `${base}/api/run/payload?${runQuery(id)}&field=${encodeURIComponent(field)}`, download: '' }, 'Show all (download)'))
+        : null,
+    ];
+  }
 
   function parseHash() {
     const [path, queryString] = location.hash.replace(/^#/, '').split('?');
@@ -99,10 +118,15 @@
       el('h2', {}, 'Runs'),
       el('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, workflowSelect, statusSelect),
       el('table', { 'data-testid': 'runs-table' },
-        el('thead', {}, el('tr', {}, ['Run', 'Workflow', 'Status', 'Attempt', 'Created', 'Finished'].map((h) => el('th', {}, h)))),
-        el('tbody', {}, page.runs.map((r) => el('tr', { 'data-testid': 'run-row', 'data-run-id': r.id },
-          el('td', {}, runLink(r.id)), el('td', {}, r.workflow), el('td', {}, statusEl(r.status)),
-          el('td', {}, `${r.attempt}/${r.maxAttempts}`), el('td', {}, time(r.createdAt)), el('td', {}, time(r.finishedAt)))))),
+        el('thead', {}, el('tr', {}, ['Run', 'Workflow', 'Status', 'Attempt', 'Created', 'Finished', 'Duration', 'Error'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, page.runs.map((r) => r.corrupt !== undefined
+          ? el('tr', { class: 'corrupt', 'data-testid': 'run-row', 'data-run-id': r.id, 'data-corrupt': '' },
+              el('td', {}, el('code', {}, r.id)), el('td', {}, r.workflow || ''), el('td', {}, 'corrupt'), el('td', { colspan: 5 }, `Unreadable in Redis: ${r.corrupt}`))
+          : el('tr', { 'data-testid': 'run-row', 'data-run-id': r.id },
+              el('td', {}, runLink(r.id)), el('td', {}, r.workflow), el('td', {}, statusEl(r.status)),
+              el('td', {}, `${r.attempt}/${r.maxAttempts}`), el('td', {}, time(r.createdAt)), el('td', {}, time(r.finishedAt)),
+              el('td', {}, r.durationMs !== undefined ? `${r.durationMs} ms` : ''),
+              el('td', { class: 'error' }, r.error ? `${r.error.name}: ${r.error.message}` : ''))))),
       page.runs.length ? null : el('p', { class: 'muted' }, 'No runs match.'),
       el('p', {},
         el('button', { disabled: offset === 0, 'data-testid': 'page-prev', onclick: () => go({ offset: String(Math.max(0, offset - limit)) }) }, 'Newer'), ' ',
@@ -112,12 +136,12 @@
   }
 
   async function runDetail(id) {
-    const { run, steps, children } = await api(`/runs/${encodeURIComponent(id)}`);
+    const { run, steps, children, moreChildren } = await api(`/run?${runQuery(id)}`);
     const live = ['scheduled', 'queued', 'running'].includes(run.status);
     const message = el('span', { class: 'error', 'data-testid': 'action-message' });
     const action = async (kind) => {
       try {
-        const result = await act(`/runs/${encodeURIComponent(id)}/${kind}`);
+        const result = await act(`/run/${kind}?${runQuery(id)}`);
         if (result.runId) location.hash = `#/runs/${encodeURIComponent(result.runId)}`;
         else render();
       } catch (error) {
@@ -125,7 +149,7 @@
       }
     };
     const longest = Math.max(1, ...steps.map((s) => (s.finishedAt && s.startedAt ? s.finishedAt - s.startedAt : 0)));
-    return [
+    return { live, nodes: [
       el('h2', {}, 'Run ', el('code', { 'data-testid': 'run-id' }, run.id)),
       el('p', {}, statusEl(run.status), ' · ', run.workflow, ' on queue ', run.queue, ' · attempt ', `${run.attempt}/${run.maxAttempts}`),
       el('p', {},
@@ -137,22 +161,26 @@
         el('tr', {}, el('th', {}, 'Started'), el('td', {}, time(run.startedAt))),
         el('tr', {}, el('th', {}, 'Finished'), el('td', {}, time(run.finishedAt))),
         run.parentId ? el('tr', {}, el('th', {}, 'Parent'), el('td', {}, runLink(run.parentId))) : null,
-        children.length ? el('tr', {}, el('th', {}, 'Children'), el('td', {}, children.map((c) => el('div', {}, runLink(c))))) : null,
+        children.length ? el('tr', {}, el('th', {}, 'Children'), el('td', {}, children.map((c) => el('div', {}, runLink(c))), moreChildren ? el('div', { class: 'muted' }, `and ${moreChildren} more`) : null)) : null,
         run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null)),
-      el('h3', {}, 'Input'), el('pre', { 'data-testid': 'run-input' }, pretty(run.input)),
-      run.output !== undefined ? [el('h3', {}, 'Output'), el('pre', { 'data-testid': 'run-output' }, pretty(run.output))] : null,
-      run.error ? [el('h3', {}, 'Error'), el('pre', { 'data-testid': 'run-error' }, `${run.error.name}: ${run.error.message}\n\n${run.error.stack || ''}`)] : null,
+      el('h3', {}, 'Input'), payload(run.input, run.id, 'input', 'run-input'),
+      run.output !== undefined ? [el('h3', {}, 'Output'), payload(run.output, run.id, 'output', 'run-output')] : null,
+      run.error ? [el('h3', {}, 'Error'), el('p', { class: 'error', 'data-testid': 'run-error' }, `${run.error.name}: ${run.error.message}`),
+        el('details', {}, el('summary', {}, 'Stored error'), payload(run.error.detail, run.id, 'error', 'run-error-detail'))] : null,
       el('h3', {}, 'Steps'),
       el('table', { 'data-testid': 'steps' },
         el('thead', {}, el('tr', {}, ['#', 'Step', 'Status', 'Attempt', 'Duration', ''].map((h) => el('th', {}, h)))),
         el('tbody', {}, steps.map((s) => {
           const duration = s.finishedAt && s.startedAt !== undefined ? s.finishedAt - s.startedAt : undefined;
           return el('tr', { 'data-testid': 'step-row' },
-            el('td', {}, s.seq), el('td', {}, s.name), el('td', {}, statusEl(s.status)), el('td', {}, s.attempt),
+            el('td', {}, s.seq),
+            el('td', {}, s.name, s.output !== undefined ? el('details', {}, el('summary', {}, 'output'), payload(s.output, run.id, `step:${s.name}`, 'step-output')) : null,
+              s.error ? el('div', { class: 'error' }, `${s.error.name}: ${s.error.message}`) : null),
+            el('td', {}, statusEl(s.status)), el('td', {}, s.attempt),
             el('td', {}, duration !== undefined ? `${duration} ms` : s.wakeAt ? `until ${time(s.wakeAt)}` : s.childRunId ? runLink(s.childRunId) : ''),
             el('td', { style: 'width:30%' }, duration !== undefined ? el('div', { class: 'bar', style: `width:${(duration / longest) * 100}%` }) : null));
         }))),
-    ];
+    ] };
   }
 
   async function workflowsPage() {
@@ -172,29 +200,64 @@
     ];
   }
 
-  async function render() {
+  // Polling: only while the tab is visible, never for a run that has ended, slower after each
+  // failure, and with a notice while Redis is unreachable.
+  function schedule(delay) {
     clearTimeout(timer);
+    timer = undefined;
+    if (delay !== undefined && !document.hidden) timer = setTimeout(render, delay);
+  }
+
+  function showNotice(text) {
+    notice.textContent = text || '';
+    notice.hidden = !text;
+  }
+
+  async function render() {
+    schedule();
     const current = ++generation;
     const { path, query } = parseHash();
+    let live = true;
     try {
       let content;
       if (path === '/') content = await overview();
       else if (path === '/runs') content = await runs(query);
-      else if (path.startsWith('/runs/')) content = await runDetail(decodeURIComponent(path.slice('/runs/'.length)));
-      else if (path === '/workflows') content = await workflowsPage();
+      else if (path.startsWith('/runs/')) {
+        content = await runDetail(decodeURIComponent(path.slice('/runs/'.length)));
+        live = content.live;
+        content = content.nodes;
+      } else if (path === '/workflows') content = await workflowsPage();
       else content = [el('p', {}, 'Nothing here.')];
       if (current !== generation) return;
+      failures = 0;
+      showNotice('');
       // Do not re-render under a filter the user is choosing from.
       if (!(document.activeElement instanceof HTMLSelectElement && view.contains(document.activeElement))) {
         view.replaceChildren(...[content].flat(2).filter(Boolean));
       }
+      document.body.dataset.polling = live ? 'on' : 'off';
+      schedule(live ? POLL_MS : undefined);
     } catch (error) {
       if (current !== generation) return;
-      view.replaceChildren(el('p', { class: 'error', 'data-testid': 'page-error' }, error.message));
+      failures++;
+      const delay = Math.min(MAX_BACKOFF_MS, POLL_MS * 2 ** failures);
+      if (error.code === 'REDIS_UNAVAILABLE' || error.code === 'REDIS_WRITE_REFUSED') {
+        // Keep what is on screen; say why it is not updating.
+        showNotice(`${error.message} Retrying in ${Math.round(delay / 1000)} s.`);
+      } else if (error.status === undefined || error.status >= 500) {
+        showNotice(`The server did not answer (${error.message}). Retrying in ${Math.round(delay / 1000)} s.`);
+      } else {
+        view.replaceChildren(el('p', { class: 'error', 'data-testid': 'page-error' }, error.message));
+      }
+      document.body.dataset.polling = 'backoff';
+      schedule(delay);
     }
-    // Live updates: short polling of the page being looked at.
-    timer = setTimeout(render, 1500);
   }
+
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden) schedule();
+    else if (document.body.dataset.polling !== 'off') render();
+  });
 
   window.addEventListener('hashchange', () => {
     view.replaceChildren();

@@ -1,0 +1,274 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import { join } from 'node:path';
+import type { WorkflowClient } from '../core/client';
+import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError } from '../core/errors';
+import { outageKind, redisAddress, withTimeout } from '../core/redis-health';
+import { RUN_STATUSES, type RedflowLogger, type RunStatus, type RunSummary, type StepState } from '../core/types';
+import { DashboardHttpError } from './dashboard-http-error';
+import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
+import { maskSecrets } from './redact';
+import { checkActionRequest, CsrfTokens } from './request-checks';
+
+/**
+ * What the dashboard serves, independent of the HTTP framework: the page, its assets and the JSON
+ * API, each a method that returns data or throws `DashboardHttpError`. The plain Node handler and
+ * the Nest controller route requests to these methods; nothing else decides what is shown.
+ */
+
+/** The largest part of a payload a run's detail carries; the rest is a download away. */
+export const PAYLOAD_PREVIEW_BYTES = 64 * 1024;
+/** How long a dashboard read waits for Redis before answering 503. */
+const READ_TIMEOUT_MS = 3_000;
+const ERROR_SUMMARY_CHARS = 200;
+
+/** A payload in a run's detail: JSON text cut to `PAYLOAD_PREVIEW_BYTES`. */
+export interface PayloadPreview {
+  /** Indented JSON, whole or cut. */
+  text: string;
+  /** Size of the whole indented JSON. */
+  bytes: number;
+  truncated: boolean;
+}
+
+/** One row of the runs list: a summary, never inputs or outputs. */
+export type RunRow = RunSummary;
+
+/** Query parameters as either framework hands them over. */
+export type DashboardQuery = URLSearchParams | Record<string, unknown>;
+
+type Asset = 'index.html' | 'app.js' | 'app.css';
+const TYPES: Record<Asset, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+
+/** Headers of every dashboard response: everything the page loads comes from this package. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function param(query: DashboardQuery, name: string): string | undefined {
+  const value = query instanceof URLSearchParams ? (query.get(name) ?? undefined) : query[name];
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') throw new DashboardHttpError(400, 'BAD_REQUEST', `Give the query parameter "${name}" once.`);
+  return value;
+}
+
+function wholeNumber(query: DashboardQuery, name: string, fallback: number, max: number): number {
+  const text = param(query, name);
+  const n = text === undefined ? fallback : Number(text);
+  if (!Number.isInteger(n) || n < 0) throw new DashboardHttpError(400, 'BAD_REQUEST', `The query parameter "${name}" must be a whole number >= 0.`);
+  return Math.min(n, max);
+}
+
+/** Indented JSON of `value`, cut on a character boundary to `max` bytes. */
+export function previewPayload(value: unknown, max = PAYLOAD_PREVIEW_BYTES): PayloadPreview {
+  const text = JSON.stringify(value, null, 2) ?? '';
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= max) return { text, bytes, truncated: false };
+  return { text: Buffer.from(text).subarray(0, max).toString('utf8').replace(/\uFFFD+$/, ''), bytes, truncated: true };
+}
+
+export class DashboardApi {
+  private readonly tokens: CsrfTokens;
+  private readonly assets = new Map<Asset, string>();
+  private secret?: Promise<string>;
+
+  constructor(
+    private readonly client: WorkflowClient,
+    readonly options: ResolvedDashboardOptions,
+    private readonly logger: RedflowLogger,
+  ) {
+    this.tokens = new CsrfTokens(() => this.loadSecret());
+  }
+
+  /** The page, with its base path and a fresh anti-CSRF token written in. */
+  async page(base: string): Promise<{ body: string; type: string }> {
+    const token = await this.read(() => this.tokens.issue());
+    const body = this.asset('index.html').replace(/__BASE__/g, escapeHtml(base)).replace(/__TOKEN__/g, escapeHtml(token));
+    return { body, type: TYPES['index.html'] };
+  }
+
+  /** `app.js` or `app.css`. */
+  file(name: 'app.js' | 'app.css'): { body: string; type: string } {
+    return { body: this.asset(name), type: TYPES[name] };
+  }
+
+  meta(): { readOnly: boolean; prefix: string } {
+    return { readOnly: this.options.readOnly, prefix: this.client.keys.prefix };
+  }
+
+  overview() {
+    return this.read(() => this.client.getStats());
+  }
+
+  async workflows() {
+    const [workflows, crons] = await this.read(() => Promise.all([this.client.listWorkflows(), this.client.listCrons()]));
+    return {
+      workflows: workflows.map((w) => ({ ...w, maxConcurrency: w.maxConcurrency === Infinity ? null : w.maxConcurrency })),
+      crons: crons.map(({ input: _input, ...cron }) => cron),
+    };
+  }
+
+  /** A page of run summaries, newest first. */
+  async runs(query: DashboardQuery): Promise<{ runs: RunRow[]; offset: number; limit: number; hasMore: boolean }> {
+    const status = param(query, 'status');
+    if (status && !RUN_STATUSES.includes(status as RunStatus)) {
+      throw new DashboardHttpError(400, 'BAD_REQUEST', `Unknown status "${status}". Use one of ${RUN_STATUSES.join(', ')}.`);
+    }
+    const limit = wholeNumber(query, 'limit', 25, 100);
+    const offset = wholeNumber(query, 'offset', 0, 1_000_000);
+    const workflow = param(query, 'workflow');
+    const rows = await this.read(() => this.client.listRunSummaries({ workflow, status: status as RunStatus | undefined, limit: limit + 1, offset }));
+    return { runs: rows.slice(0, limit).map((row) => this.redactRow(row)), offset, limit, hasMore: rows.length > limit };
+  }
+
+  /** A run's detail: summary fields, payloads cut to 64 KiB, steps and children. */
+  async run(query: DashboardQuery) {
+    const run = await this.loadRun(this.runId(query));
+    const children = await this.read(() => this.client.getRunChildren(run.id));
+    const { input, output, error, steps, ...fields } = run;
+    return {
+      run: {
+        ...fields,
+        input: previewPayload(input),
+        output: output === undefined ? undefined : previewPayload(output),
+        error: error === undefined ? undefined : { name: error.name, message: error.message, detail: previewPayload(error) },
+      },
+      steps: steps.map((step: StepState) => {
+        const { output: stepOutput, error: stepError, ...rest } = step;
+        return {
+          ...rest,
+          output: stepOutput === undefined ? undefined : previewPayload(stepOutput),
+          error: stepError === undefined ? undefined : { name: stepError.name, message: stepError.message },
+        };
+      }),
+      children: children.slice(0, 200),
+      moreChildren: Math.max(0, children.length - 200),
+    };
+  }
+
+  /** One whole payload of a run, redacted, as a JSON download: `input`, `output`, `error` or `step:<name>`. */
+  async payload(query: DashboardQuery): Promise<{ body: string; filename: string }> {
+    const id = this.runId(query);
+    const field = param(query, 'field') ?? '';
+    const run = await this.loadRun(id);
+    let value: unknown;
+    if (field === 'input' || field === 'output' || field === 'error') value = run[field];
+    else if (field.startsWith('step:')) value = run.steps.find((s) => s.name === field.slice(5))?.output;
+    else throw new DashboardHttpError(400, 'BAD_REQUEST', 'The query parameter "field" must be input, output, error or step:<name>.');
+    if (value === undefined) throw new DashboardHttpError(404, 'NOT_FOUND', `Run "${id}" has no ${field}.`);
+    const safe = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100);
+    return { body: JSON.stringify(value, null, 2), filename: `${safe(id)}-${safe(field)}.json` };
+  }
+
+  async cancel(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ canceled: boolean }> {
+    const id = await this.checkAction(query, headers);
+    await this.loadRun(id);
+    return { canceled: await this.read(() => this.client.cancelRun(id, { reason: 'canceled from the dashboard' })) };
+  }
+
+  async rerun(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
+    const id = await this.checkAction(query, headers);
+    const run = await this.loadRun(id);
+    if (run.status !== 'failed' && run.status !== 'canceled') {
+      throw new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${run.status}: only failed or canceled runs can be re-run.`);
+    }
+    const handle = await this.read(() => this.client.rerun(id));
+    return { runId: handle.id };
+  }
+
+  /**
+   * The response for anything a method threw: our refusals as they are, Redis trouble as 503 with
+   * a sentence the page shows, anything else as a bare 500 whose details go to the server log.
+   */
+  toHttpError(error: unknown): DashboardHttpError {
+    if (error instanceof DashboardHttpError) return error;
+    const outage = outageKind(error);
+    if (outage === 'unreachable') {
+      const address = error instanceof RedisUnavailableError ? error.address : redisAddress(this.client.redis);
+      return new DashboardHttpError(503, 'REDIS_UNAVAILABLE', `Redis at ${address} is unreachable; the dashboard shows data again when it is back.`, { 'retry-after': '2' });
+    }
+    if (outage === 'write-refused') {
+      return new DashboardHttpError(503, 'REDIS_WRITE_REFUSED', 'Redis refuses writes (it is full or read-only); actions work again when it accepts writes.', { 'retry-after': '5' });
+    }
+    if (error instanceof CorruptRunDataError) {
+      return new DashboardHttpError(422, 'CORRUPT_RUN', `Run "${error.runId}" has corrupt data in Redis and cannot be shown.`);
+    }
+    const detail = error instanceof Error ? error.stack ?? error.message : String(error);
+    this.logger.error(`The dashboard failed to answer: ${detail}`);
+    return new DashboardHttpError(500, 'INTERNAL', 'The dashboard failed to answer; the server log has the details.');
+  }
+
+  private async checkAction(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<string> {
+    if (this.options.readOnly) throw new DashboardHttpError(403, 'READ_ONLY', 'The dashboard is read-only: actions are disabled.');
+    await checkActionRequest(headers, this.tokens);
+    return this.runId(query);
+  }
+
+  private runId(query: DashboardQuery): string {
+    const id = param(query, 'id');
+    if (id === undefined) throw new DashboardHttpError(400, 'BAD_REQUEST', 'Give the run id as the query parameter "id".');
+    return id;
+  }
+
+  /** A run with its steps, masked and redacted, or 404. */
+  private async loadRun(id: string): Promise<DashboardRun> {
+    const [run, steps] = await this.read(() => Promise.all([this.client.getRun(id), this.client.getRunSteps(id)]));
+    if (!run) throw new DashboardHttpError(404, 'RUN_NOT_FOUND', `Run "${id}" does not exist.`);
+    return this.redact({ ...run, steps });
+  }
+
+  private redact(run: DashboardRun): DashboardRun {
+    const masked = maskSecrets(run);
+    return this.options.redact ? this.options.redact(masked) : masked;
+  }
+
+  /** A list row goes through `redact` too, as a run without input, output and steps. */
+  private redactRow(row: RunRow): RunRow {
+    if (!this.options.redact || row.corrupt !== undefined || !row.error) return row;
+    const redacted = this.options.redact({ ...(row as unknown as DashboardRun), input: undefined, output: undefined, steps: [] });
+    const error = redacted.error ? { name: redacted.error.name, message: redacted.error.message.slice(0, ERROR_SUMMARY_CHARS) } : undefined;
+    return { ...row, error };
+  }
+
+  /** A Redis read that answers 503 within `READ_TIMEOUT_MS` when Redis does not. */
+  private read<T>(fn: () => Promise<T>): Promise<T> {
+    return withTimeout(fn(), READ_TIMEOUT_MS, redisAddress(this.client.redis));
+  }
+
+  /** The token secret: the option, or one random secret per prefix kept in Redis for every replica. */
+  private loadSecret(): Promise<string> {
+    if (this.options.secret) return Promise.resolve(this.options.secret);
+    this.secret ??= (async () => {
+      const key = this.client.keys.dashboardSecret();
+      const existing = await this.client.redis.get(key);
+      if (existing) return existing;
+      await this.client.redis.set(key, randomBytes(32).toString('base64url'), 'NX');
+      const secret = await this.client.redis.get(key);
+      if (!secret) throw new RedisWriteRefusedError('SET', 'the dashboard secret was not stored');
+      return secret;
+    })();
+    this.secret.catch(() => (this.secret = undefined)); // try again on the next page load
+    return this.secret;
+  }
+
+  private asset(name: Asset): string {
+    let text = this.assets.get(name);
+    if (text === undefined) {
+      text = readFileSync(join(__dirname, 'assets', name), 'utf8');
+      this.assets.set(name, text);
+    }
+    return text;
+  }
+}

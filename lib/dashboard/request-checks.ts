@@ -1,0 +1,109 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { DashboardHttpError } from './dashboard-http-error';
+
+/**
+ * Checks made on every dashboard request before it is answered. They do not depend on the host
+ * framework: the raw path as the client sent it, and the request headers.
+ */
+
+/**
+ * Path tricks a proxy, a middleware or the framework might read differently from the dashboard:
+ * dot segments (plain or percent-encoded), encoded slashes, backslashes and empty segments.
+ */
+const AMBIGUOUS_PATH = /(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i;
+
+/** 400 for a raw request path that could mean something else to another layer of the app. */
+export function checkRawPath(rawUrl: string): void {
+  const path = rawUrl.split('?')[0];
+  if (AMBIGUOUS_PATH.test(path)) {
+    throw new DashboardHttpError(400, 'BAD_PATH', 'The request path contains "..", "//", a backslash or an encoded "." or "/"; the dashboard answers plain paths only.');
+  }
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * 403 for a read fetched by another site's script: `Sec-Fetch-Site` (sent by every current
+ * browser) says where the request came from, whatever the app's CORS setup lets through.
+ * Navigations (a link to the page) are allowed.
+ */
+export function checkNotCrossSiteRead(headers: IncomingHttpHeaders): void {
+  const site = first(headers['sec-fetch-site']);
+  if (site && site !== 'same-origin' && site !== 'none' && first(headers['sec-fetch-mode']) !== 'navigate') {
+    throw new DashboardHttpError(403, 'CROSS_SITE', 'The dashboard answers its own page only, not requests from other sites.');
+  }
+}
+
+const TOKEN_HEADER = 'x-redflow-csrf';
+const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Issues and checks the page's anti-CSRF tokens: `<issued ms>.<nonce>.<HMAC of both>`. */
+export class CsrfTokens {
+  constructor(private readonly secret: () => Promise<string>) {}
+
+  /** A new token for one page load. */
+  async issue(now = Date.now()): Promise<string> {
+    const body = `${now.toString(36)}.${randomBytes(12).toString('base64url')}`;
+    return `${body}.${this.sign(await this.secret(), body)}`;
+  }
+
+  /** True when `token` was issued by this dashboard (any replica sharing the secret) within a day. */
+  async verify(token: string | undefined, now = Date.now()): Promise<boolean> {
+    const parts = token?.split('.') ?? [];
+    if (parts.length !== 3) return false;
+    const issued = parseInt(parts[0], 36);
+    if (!Number.isFinite(issued) || issued > now + 60_000 || now - issued > TOKEN_TTL_MS) return false;
+    const expected = Buffer.from(this.sign(await this.secret(), `${parts[0]}.${parts[1]}`));
+    const given = Buffer.from(parts[2]);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  private sign(secret: string, body: string): string {
+    return createHmac('sha256', secret).update(body).digest('base64url');
+  }
+}
+
+/**
+ * What a state-changing request (cancel, re-run) must carry, so that no other site can make a
+ * signed-in browser send it, whatever the app's CORS setup: it comes from the dashboard's own
+ * origin (`Sec-Fetch-Site: same-origin`, or without it an `Origin` whose host is the request's `Host`), it is
+ * JSON (which a plain HTML form cannot send), and it holds the token of a page this dashboard served.
+ */
+export async function checkActionRequest(headers: IncomingHttpHeaders, tokens: CsrfTokens): Promise<void> {
+  const site = first(headers['sec-fetch-site']);
+  const origin = first(headers.origin);
+  if (site !== undefined) {
+    if (site !== 'same-origin') throw crossOrigin();
+  } else if (!origin || !sameHost(origin, headers)) {
+    throw crossOrigin();
+  }
+  const type = first(headers['content-type']) ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new DashboardHttpError(415, 'JSON_REQUIRED', 'Actions must be sent as JSON (content-type: application/json).');
+  }
+  if (!(await tokens.verify(first(headers[TOKEN_HEADER])))) {
+    throw new DashboardHttpError(403, 'CSRF_TOKEN', 'The page is out of date or the request did not come from it: reload the dashboard and try again.');
+  }
+}
+
+function crossOrigin(): DashboardHttpError {
+  return new DashboardHttpError(403, 'CROSS_ORIGIN', 'Actions are accepted from the dashboard page itself only.');
+}
+
+/**
+ * The Origin's host equals the request's Host. `X-Forwarded-Host` is not trusted here: a
+ * cross-origin script can set it when CORS is permissive. Browsers that send `Sec-Fetch-Site`
+ * (all current ones) never reach this check.
+ */
+function sameHost(origin: string, headers: IncomingHttpHeaders): boolean {
+  let host: string;
+  try {
+    host = new URL(origin).host.toLowerCase();
+  } catch {
+    return false;
+  }
+  return headers.host?.toLowerCase() === host;
+}

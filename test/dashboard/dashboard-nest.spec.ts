@@ -1,0 +1,257 @@
+import 'reflect-metadata';
+import { Controller, Get, Injectable, type CanActivate, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import request from 'supertest';
+import { basicAuth, ConfigurationError, guard, RedflowModule, type DashboardOptions, type RedflowModuleOptions } from '../../lib';
+import { TestEngine } from '../support/engine';
+import { OwnRedis } from '../support/own-redis';
+
+/**
+ * The dashboard as Nest routes, on Express and on Fastify: the app's global prefix, middleware
+ * and guards apply; path tricks never reach the API; actions are refused from other origins
+ * whatever the CORS setup; startup refuses a dashboard nobody decided access for.
+ */
+
+type Platform = 'express' | 'fastify';
+const JSON_HEADERS = { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' };
+
+@Controller()
+class HealthController {
+  @Get('health')
+  health() {
+    return { ok: true };
+  }
+}
+
+/** A typical auth middleware, mounted by path prefix as a reverse proxy rule would be. */
+function requireUserOnDashboardPath(req: IncomingMessage & { originalUrl?: string }, res: ServerResponse, next: () => void): void {
+  const url = req.originalUrl ?? req.url ?? '';
+  if ((url.startsWith('/redflow') || url.startsWith('/api/redflow')) && req.headers['x-user'] !== 'admin') {
+    res.statusCode = 401;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ statusCode: 401, message: 'app middleware: sign in' }));
+    return;
+  }
+  next();
+}
+
+async function startApp(
+  platform: Platform,
+  module: Partial<RedflowModuleOptions> & { dashboard?: DashboardOptions },
+  setup: { prefix?: string; cors?: boolean; middleware?: boolean; providers?: unknown[] } = {},
+): Promise<INestApplication> {
+  const testing = await Test.createTestingModule({
+    imports: [RedflowModule.forRoot({ app: 'dashboard-nest', worker: false, ...module } as RedflowModuleOptions)],
+    controllers: [HealthController],
+    providers: (setup.providers ?? []) as never[],
+  }).compile();
+  const app = platform === 'fastify' ? testing.createNestApplication(new FastifyAdapter(), { logger: false }) : testing.createNestApplication({ logger: false });
+  if (setup.prefix) app.setGlobalPrefix(setup.prefix);
+  if (setup.cors) app.enableCors({ origin: true, credentials: true });
+  if (setup.middleware) app.use(requireUserOnDashboardPath);
+  await app.init();
+  if (platform === 'fastify') await (app.getHttpAdapter().getInstance() as { ready(): Promise<void> }).ready();
+  return app;
+}
+
+/** The page's anti-CSRF token, as the page's script reads it. */
+async function pageToken(app: INestApplication, path: string, headers: Record<string, string> = {}): Promise<string> {
+  const page = await request(app.getHttpServer()).get(path).set(headers).expect(200);
+  const match = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text);
+  if (!match) throw new Error(`No token in the page at ${path}`);
+  return match[1];
+}
+
+describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s', (platform) => {
+  let engine: TestEngine;
+  let app: INestApplication | undefined;
+  let done: string;
+  const base = () => ({ connection: engine.redis, prefix: engine.prefix });
+
+  beforeAll(async () => {
+    engine = new TestEngine();
+    engine.registry.define('ok', {}, ({ input }) => input);
+    engine.registry.define('idle', { queue: 'parked' }, () => 'never runs');
+    await engine.worker({ queues: ['default'] });
+    const handle = await engine.client.runByName('ok', { hello: 'nest', password: 'hunter2' });
+    await handle.result({ timeoutMs: 5000 });
+    done = handle.id;
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  afterAll(() => engine?.close());
+
+  it('serves the page, assets and API below the global prefix, with the page based on its prefixed path', async () => {
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } }, { prefix: 'api' });
+    const http = () => request(app!.getHttpServer());
+    const page = await http().get('/api/redflow').expect(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(page.text).toContain('src="/api/redflow/app.js"');
+    expect(page.text).toContain('data-base="/api/redflow"');
+    await http().get('/api/redflow/app.js').expect(200).expect('content-type', 'text/javascript; charset=utf-8');
+    expect((await http().get('/api/redflow/api/meta').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
+    const runs = (await http().get('/api/redflow/api/runs?workflow=ok').expect(200)).body as { runs: Array<Record<string, unknown>> };
+    expect(runs.runs.map((r) => [r.id, r.status])).toEqual([[done, 'succeeded']]);
+    expect(runs.runs[0]).not.toHaveProperty('input');
+    const detail = (await http().get(`/api/redflow/api/run?id=${done}`).expect(200)).body;
+    expect(detail.run).toMatchObject({ id: done, status: 'succeeded' });
+    expect(JSON.parse(detail.run.input.text)).toEqual({ hello: 'nest', password: '***' });
+    // Without the prefix, nothing.
+    await http().get('/redflow/api/meta').expect(404);
+    expect((await http().get('/api/health').expect(200)).body).toEqual({ ok: true });
+  });
+
+  it('path tricks past an auth middleware on the dashboard path get 400 or 404, never the API', async () => {
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } }, { middleware: true });
+    const http = () => request(app!.getHttpServer());
+    expect((await http().get('/redflow/api/runs').expect(401)).body).toEqual({ statusCode: 401, message: 'app middleware: sign in' });
+    expect((await http().get('/redflow/api/runs').set('x-user', 'admin').expect(200)).body.runs).toHaveLength(1);
+    for (const path of ['//x/redflow/api/runs', '/x/%2e%2e/redflow/api/runs', '/health/../redflow/api/runs', '/x/..%2fredflow/api/runs', '/redflow/api/../api/runs', '/redflow//api/runs', '/redflow/api/%72uns']) {
+      const res = await http().get(path);
+      expect([400, 401, 404]).toContain(res.status);
+      expect(res.text).not.toContain(done);
+    }
+    // The cancel POST through a trick path changes nothing either.
+    const queued = await engine.client.runByName('idle', { trick: true });
+    for (const path of [`//x/redflow/api/run/cancel?id=${queued.id}`, `/health/../redflow/api/run/cancel?id=${queued.id}`]) {
+      const res = await http().post(path).set(JSON_HEADERS).send({});
+      expect([400, 401, 404]).toContain(res.status);
+    }
+    expect((await engine.client.getRun(queued.id))!.status).toBe('queued');
+    await engine.client.cancelRun(queued.id);
+  });
+
+  it('with permissive CORS, a cross-origin POST gets 403 and cancels nothing; the page itself can cancel', async () => {
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } }, { cors: true });
+    const http = () => request(app!.getHttpServer());
+    const { id } = await engine.client.runByName('idle', { csrf: true });
+    const token = await pageToken(app, '/redflow');
+    const cancel = () => http().post(`/redflow/api/run/cancel?id=${id}`);
+
+    // Another site's script: the browser marks it cross-site, whatever CORS allows.
+    const crossSite = await cancel().set({ 'content-type': 'application/json', 'sec-fetch-site': 'cross-site', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({});
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.body).toMatchObject({ statusCode: 403, code: 'CROSS_SITE' });
+    // An older browser without Sec-Fetch-Site: the Origin is not the host.
+    expect((await cancel().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({})).status).toBe(403);
+    // No Origin and no Sec-Fetch-Site at all.
+    expect((await cancel().set({ 'content-type': 'application/json', 'x-redflow-csrf': token }).send({})).status).toBe(403);
+    // Same origin, but no token or a forged one.
+    expect((await cancel().set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    expect((await cancel().set({ ...JSON_HEADERS, 'x-redflow-csrf': `${token.slice(0, -4)}AAAA` }).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    // A form post (what a plain HTML form can send) is not JSON.
+    const form = await cancel().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('a=1');
+    expect(form.status).toBe(415);
+    // Cross-site reads of the API are refused too, though CORS would let the script read them.
+    expect((await http().get('/redflow/api/runs').set({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors', origin: 'https://evil.example' })).status).toBe(403);
+    expect((await engine.client.getRun(id))!.status).toBe('queued');
+
+    // The page's own request: same origin, JSON, its token.
+    expect((await cancel().set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ canceled: true });
+    expect((await engine.client.getRun(id))!.status).toBe('canceled');
+    // Older browsers: an Origin equal to the Host.
+    const other = await engine.client.runByName('idle', { csrf: 2 });
+    const host = 'dashboard.internal:8080';
+    await http().post(`/redflow/api/run/cancel?id=${other.id}`).set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token }).send({}).expect(200);
+    expect((await engine.client.getRun(other.id))!.status).toBe('canceled');
+  });
+
+  it('refuses to start a dashboard without authorize, naming the option and showing examples', async () => {
+    const error = await startApp(platform, { ...base(), dashboard: { path: '/redflow' } as DashboardOptions }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toContain('RedflowModule option "dashboard" needs an "authorize" option');
+    expect((error as Error).message).toContain('basicAuth({ username: "ops", password: process.env.DASHBOARD_PASSWORD })');
+    expect((error as Error).message).toContain('authorize: () => true');
+  });
+
+  it('basicAuth: 401 with WWW-Authenticate so the browser prompts, 200 with the right user and password', async () => {
+    app = await startApp(platform, { ...base(), dashboard: { path: '/ops', authorize: basicAuth({ username: 'ops', password: 's3cret' }) } });
+    const http = () => request(app!.getHttpServer());
+    const anonymous = await http().get('/ops').expect(401);
+    expect(anonymous.headers['www-authenticate']).toBe('Basic realm="Redflow", charset="UTF-8"');
+    expect(anonymous.body).toEqual({ statusCode: 401, code: 'UNAUTHORIZED', message: 'Sign in to use the dashboard.' });
+    await http().get('/ops/api/meta').auth('ops', 'wrong').expect(401);
+    await http().get('/ops/api/meta').auth('admin', 's3cret').expect(401);
+    expect((await http().get('/ops/api/meta').auth('ops', 's3cret').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
+    await http().get('/ops').auth('ops', 's3cret').expect(200).expect('content-type', 'text/html; charset=utf-8');
+  });
+
+  it('guard(MyGuard): an app guard with its dependencies decides; the app\'s global guards apply too', async () => {
+    @Injectable()
+    class Users {
+      isAdmin = (name: unknown) => name === 'admin';
+    }
+    @Injectable()
+    class AdminGuard implements CanActivate {
+      constructor(private readonly users: Users) {}
+      canActivate(context: ExecutionContext): boolean {
+        return this.users.isAdmin(context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-user']);
+      }
+    }
+    @Injectable()
+    class NoBots implements CanActivate {
+      canActivate(context: ExecutionContext): boolean {
+        return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['user-agent'] !== 'bot';
+      }
+    }
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: guard(AdminGuard) } }, { providers: [Users, AdminGuard, { provide: APP_GUARD, useClass: NoBots }] });
+    const http = () => request(app!.getHttpServer());
+    expect((await http().get('/redflow/api/meta').set('x-user', 'guest').expect(403)).body).toMatchObject({ statusCode: 403, code: 'FORBIDDEN' });
+    await http().get('/redflow/api/meta').set('x-user', 'admin').expect(200);
+    await http().get('/redflow/api/meta').set({ 'x-user': 'admin', 'user-agent': 'bot' }).expect(403);
+    await http().get('/health').set('user-agent', 'bot').expect(403);
+  });
+
+  it('errors carry a code and a sentence; internal details go to the log only', async () => {
+    app = await startApp(platform, {
+      ...base(),
+      dashboard: {
+        path: '/redflow',
+        authorize: () => true,
+        redact: () => {
+          throw new Error('internal: /srv/app/secret-config.ts line 12');
+        },
+      },
+    });
+    const http = () => request(app!.getHttpServer());
+    const failed = await http().get(`/redflow/api/run?id=${done}`).expect(500);
+    expect(failed.body).toEqual({ statusCode: 500, code: 'INTERNAL', message: 'The dashboard failed to answer; the server log has the details.' });
+    expect(failed.text).not.toContain('secret-config');
+    expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' });
+    expect((await http().get('/redflow/api/runs?status=done').expect(400)).body).toMatchObject({ statusCode: 400, code: 'BAD_REQUEST' });
+  });
+});
+
+describe('dashboard while Redis is unreachable', () => {
+  let server: OwnRedis;
+  let app: INestApplication | undefined;
+
+  beforeAll(async () => {
+    server = await OwnRedis.start();
+  });
+  afterAll(async () => {
+    server.resume();
+    await app?.close();
+    await server.stop();
+  });
+
+  it('answers 503 REDIS_UNAVAILABLE within seconds while Redis is paused, and data again when it is back', async () => {
+    app = await startApp('express', { connection: server.url, prefix: 'outage', commandTimeoutMs: 20_000, dashboard: { path: '/redflow', authorize: () => true } });
+    const http = () => request(app!.getHttpServer());
+    await http().get('/redflow/api/overview').expect(200);
+    server.pause();
+    const started = Date.now();
+    const res = await http().get('/redflow/api/overview');
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ statusCode: 503, code: 'REDIS_UNAVAILABLE', message: `Redis at 127.0.0.1:${server.port} is unreachable; the dashboard shows data again when it is back.` });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    server.resume();
+    await http().get('/redflow/api/overview').expect(200);
+  });
+});
