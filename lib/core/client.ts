@@ -142,28 +142,35 @@ export function newRunId(): string {
   return `${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
 }
 
-function num(value: string | null | undefined): number | undefined {
-  return value == null || value === '' ? undefined : Number(value);
+/** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
+function num(value: string | null | undefined, id: string, field: string): number | undefined {
+  if (value == null || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new CorruptRunDataError(id, `field "${field}" is not a number`);
+  return n;
 }
 
 /** Reads a stored run. Throws `CorruptRunDataError` when required fields are missing or undecodable. */
 export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIELDS)[number], string | null>>): RunState<TOutput> {
   if (!f.workflow || !f.queue || !f.status) throw new CorruptRunDataError(id, 'the run hash has no workflow, queue or status field');
+  if (!isRunStatus(f.status)) throw new CorruptRunDataError(id, `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);
   const run: RunState<TOutput> = {
     id,
     workflow: f.workflow,
     queue: f.queue,
-    status: f.status as RunStatus,
+    status: f.status,
     input: decodeJson(f.input ?? '', id, 'input'),
-    attempt: num(f.attempt) ?? 0,
-    maxAttempts: num(f.maxAttempts) ?? 1,
-    createdAt: num(f.createdAt) ?? 0,
-    availableAt: num(f.availableAt) ?? 0,
+    attempt: num(f.attempt, id, 'attempt') ?? 0,
+    maxAttempts: num(f.maxAttempts, id, 'maxAttempts') ?? 1,
+    createdAt: num(f.createdAt, id, 'createdAt') ?? 0,
+    availableAt: num(f.availableAt, id, 'availableAt') ?? 0,
   };
   if (f.output) run.output = decodeJson(f.output, id, 'output') as TOutput;
   if (f.error) run.error = decodeJson(f.error, id, 'error') as RunState['error'];
-  if (f.startedAt) run.startedAt = Number(f.startedAt);
-  if (f.finishedAt) run.finishedAt = Number(f.finishedAt);
+  const startedAt = num(f.startedAt, id, 'startedAt');
+  if (startedAt !== undefined) run.startedAt = startedAt;
+  const finishedAt = num(f.finishedAt, id, 'finishedAt');
+  if (finishedAt !== undefined) run.finishedAt = finishedAt;
   if (f.cancelReason) run.cancelReason = f.cancelReason;
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
   if (f.parent) run.parentId = f.parent;

@@ -13,13 +13,15 @@ export class AppModule {
       module: AppModule,
       imports: [
         RedflowModule.forRootAsync({
+          // Routes are declared before the factory runs, so the async form names the path here too.
+          dashboardPath: '/redflow',
           useFactory: () => ({
             app: 'sample-shop',
             connection: process.env.REDIS_URL,
             prefix: process.env.REDFLOW_PREFIX ?? 'sample-shop',
             worker: options.worker ? { concurrency: 20 } : false,
             // Open access for this local sample only: put your own auth check here.
-            dashboard: { path: '/redflow', authorize: () => true },
+            dashboard: { authorize: () => true },
           }),
         }),
       ],

@@ -1,35 +1,76 @@
 import 'reflect-metadata';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { createDashboardHandler, RedflowModule, type DashboardOptions, type RedflowLogger, type RunState, type StepState, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { createDashboardHandler, RedflowModule, type DashboardOptions, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { nextCronTick } from '../../lib/core/client';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
 /**
- * The dashboard's HTTP surface: the page and its assets, the JSON API over the public client,
- * access control (authorize, readOnly, the action header) and the Nest mount. Real Redis, real
- * workers; the browser test covers rendering.
+ * The dashboard's HTTP surface as a plain Node handler: the page and its assets, the JSON API over
+ * the public client (summaries in lists, payload previews in a run's detail, whole payloads as
+ * downloads), access control (authorize, readOnly, the anti-CSRF checks on actions), masking and
+ * redaction, and the Nest module. Real Redis, real workers; the browser test covers rendering and
+ * dashboard-nest.spec the Nest routes on Express and Fastify.
  */
 
 const silent: RedflowLogger = { log() {}, warn() {}, error() {} };
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const ACTION = { 'x-redflow-action': '1' };
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** What the page's own fetch sends with an action, apart from its token. */
+const SAME_ORIGIN_JSON = { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' };
 const XSS = { note: '<script>alert(1)</script>', avatar: '<img src=x onerror=alert(1)>' };
 
 /** A plain Node server around the handler; anything it does not handle is a bare 404. */
-function serve(client: WorkflowClient, options: Partial<DashboardOptions> = {}): Server {
-  const handler = createDashboardHandler(client, { path: '/redflow', authorize: () => true, ...options });
+function serve(client: WorkflowClient, options: Partial<DashboardOptions> = {}, logger: RedflowLogger = silent): Server {
+  const handler = createDashboardHandler(client, { path: '/redflow', authorize: () => true, ...options }, logger);
   return createServer((req, res) => void handler(req, res).then((handled) => handled || res.writeHead(404).end()));
 }
 
+/** The anti-CSRF token the page at `path` carries. */
+async function pageToken(server: Server, path = '/redflow/', headers: Record<string, string> = {}): Promise<string> {
+  const page = await request(server).get(path).set(headers).expect(200);
+  const match = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text);
+  if (!match) throw new Error(`No token in the page at ${path}`);
+  return match[1];
+}
+
+/** An action as the page sends it: same origin, JSON, with the page's token. */
+async function act(server: Server, id: string, action: 'cancel' | 'rerun') {
+  const token = await pageToken(server);
+  return request(server)
+    .post(`/redflow/api/run/${action}?id=${encodeURIComponent(id)}`)
+    .set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token })
+    .send({});
+}
+
+/** A GET with the path exactly as given. */
+function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
 interface RunsPage {
-  runs: RunState[];
+  runs: RunSummary[];
   offset: number;
   limit: number;
   hasMore: boolean;
+}
+
+interface Preview {
+  text: string;
+  bytes: number;
+  truncated: boolean;
 }
 
 describe('dashboard HTTP API (seeded runs)', () => {
@@ -109,22 +150,22 @@ describe('dashboard HTTP API (seeded runs)', () => {
   const get = (path: string) => request(server).get(path);
 
   describe('page and assets', () => {
-    it('GET <path>/ serves the page, referencing its script and stylesheet under the path, with a CSP', async () => {
-      const res = await get('/redflow/').expect(200);
-      expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-      expect(res.headers['content-security-policy']).toContain("default-src 'self'");
-      expect(res.headers['content-security-policy']).toContain("script-src 'self'");
-      expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
-      expect(res.headers['x-content-type-options']).toBe('nosniff');
-      expect(res.text).toContain('<script src="/redflow/app.js"');
-      expect(res.text).toContain('<link rel="stylesheet" href="/redflow/app.css">');
-      expect(res.text).toContain('data-base="/redflow"');
-      expect(res.text).not.toContain('__BASE__');
-    });
-
-    it('GET <path> redirects to <path>/', async () => {
-      const res = await get('/redflow').expect(302);
-      expect(res.headers.location).toBe('/redflow/');
+    it('GET <path>/ and <path> serve the page, referencing its script and stylesheet under the path, with a CSP and an anti-CSRF token', async () => {
+      for (const path of ['/redflow/', '/redflow']) {
+        const res = await get(path).expect(200);
+        expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+        expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+        expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+        expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+        expect(res.headers['x-content-type-options']).toBe('nosniff');
+        expect(res.text).toContain('<script src="/redflow/app.js"');
+        expect(res.text).toContain('<link rel="stylesheet" href="/redflow/app.css">');
+        expect(res.text).toContain('data-base="/redflow"');
+        expect(res.text).not.toContain('__BASE__');
+        expect(res.text).not.toContain('__TOKEN__');
+      }
+      // issued.nonce.signature
+      expect(await pageToken(server)).toMatch(/^[0-9a-z]+\.[\w-]+\.[\w-]+$/);
     });
 
     it('serves app.js and app.css with their types, and leaves other paths to the next handler', async () => {
@@ -140,9 +181,23 @@ describe('dashboard HTTP API (seeded runs)', () => {
         const res = await get(path).expect(404);
         expect(res.text).toBe('');
       }
-      // Inside the path, an unknown route is the dashboard's JSON 404.
+      // Inside the path, an unknown route is the dashboard's JSON 404, with a code.
       const missing = await get('/redflow/api/nope').expect(404);
-      expect(missing.body).toEqual({ statusCode: 404, message: 'Nothing at GET /redflow/api/nope.' });
+      expect(missing.body).toEqual({ statusCode: 404, code: 'NOT_FOUND', message: 'Nothing at GET /redflow/api/nope.' });
+    });
+
+    it('answers 400 BAD_PATH for a raw path with "..", "//", a backslash or an encoded "." or "/", before any routing', async () => {
+      // Sent as written: node:http does not normalize a request path (supertest would turn "\\" into "/").
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = server.address() as AddressInfo;
+        for (const path of ['/redflow/../redflow/api/runs', '/redflow//api/runs', '/redflow/%2e%2e/api/runs', '/redflow/api%2Fruns', '/redflow/api\\runs', '/x/../redflow/api/runs', '/redflow/.%2E/api/runs']) {
+          const { status, body } = await rawGet(port, path);
+          expect([path, status, JSON.parse(body).code]).toEqual([path, 400, 'BAD_PATH']);
+        }
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
     });
   });
 
@@ -176,13 +231,9 @@ describe('dashboard HTTP API (seeded runs)', () => {
       for (const m of perMinute) expect({ succeeded: m.succeeded, failed: m.failed }).toEqual(expected.get(m.minute) ?? { succeeded: 0, failed: 0 });
       expect(perMinute.reduce((sum, m) => sum + m.succeeded, 0)).toBe(5);
       expect(perMinute.reduce((sum, m) => sum + m.failed, 0)).toBe(1);
-      // The seeding took well under a minute: normally all of it falls in the current minute.
-      if (minuteOf(before) === minuteOf((await engine.client.getRun(ids.ok[0]))!.finishedAt!)) {
-        expect(perMinute[59]).toMatchObject({ succeeded: 5, failed: 1 });
-      }
     });
 
-    it('workflows: the registered workflows (queue, events, concurrency) and the crons with their next tick', async () => {
+    it('workflows: the registered workflows (queue, events, concurrency) and the crons with their next tick, without their input', async () => {
       const res = await get('/redflow/api/workflows').expect(200);
       const workflows = res.body.workflows as Array<Record<string, unknown>>;
       expect(workflows.map((w) => w.name)).toEqual(['boom', 'child', 'hold', 'idle', 'ok', 'parent', 'ticker']);
@@ -191,25 +242,42 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(byName.boom).toMatchObject({ queue: 'default', maxConcurrency: 1, events: [], crons: [] });
       expect(byName.idle).toMatchObject({ queue: 'parked', events: [] });
       expect(byName.ticker).toMatchObject({ queue: 'parked', crons: ['ticker-yearly'] });
-      expect(res.body.crons).toEqual([{ id: 'ticker-yearly', workflow: 'ticker', expression: '0 0 1 1 *', input: { tick: true }, nextAt: expect.any(Number) }]);
+      expect(res.body.crons).toEqual([{ id: 'ticker-yearly', workflow: 'ticker', expression: '0 0 1 1 *', nextAt: expect.any(Number) }]);
       expect(res.body.crons[0].nextAt).toBe(nextCronTick('ticker', { expression: '0 0 1 1 *' }, Date.now()));
     });
 
-    it('runs: newest first, filtered by workflow and status', async () => {
+    it('runs: summaries only (no input or output), newest first, filtered by workflow and status', async () => {
       const ids_ = (page: RunsPage) => page.runs.map((r) => r.id);
       const all = (await get('/redflow/api/runs').expect(200)).body as RunsPage;
       expect(all).toMatchObject({ offset: 0, limit: 25, hasMore: false });
-      // Running first; then queued / scheduled by creation time and ended runs by finish time, merged.
-      expect(ids_(all)).toEqual([ids.hold, ids.later, ids.idle[0], ids.idle[4], ids.idle[3], ids.idle[2], ids.idle[1], ids.parent, ids.child, ids.boom, ids.xss, ids.ok[1], ids.ok[0]]);
+      expect(ids_(all).sort()).toEqual([ids.hold, ids.later, ...ids.idle, ids.parent, ids.child, ids.boom, ids.xss, ...ids.ok].sort());
+      for (const row of all.runs) {
+        expect(Object.keys(row).filter((key) => !['id', 'workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'durationMs', 'parentId', 'error'].includes(key))).toEqual([]);
+      }
 
       const ok = (await get('/redflow/api/runs?workflow=ok').expect(200)).body as RunsPage;
       expect(ids_(ok)).toEqual([ids.xss, ids.ok[1], ids.ok[0]]);
       const failed = (await get('/redflow/api/runs?status=failed').expect(200)).body as RunsPage;
       expect(ids_(failed)).toEqual([ids.boom]);
-      expect(failed.runs[0]).toMatchObject({ workflow: 'boom', status: 'failed', input: { card: '4000 0000 0000 0002' }, error: { name: 'Error', message: 'card declined' } });
+      const boomRun = (await engine.client.getRun(ids.boom))!;
+      expect(failed.runs[0]).toStrictEqual({
+        id: ids.boom,
+        workflow: 'boom',
+        queue: 'default',
+        status: 'failed',
+        attempt: 1,
+        maxAttempts: 1,
+        createdAt: boomRun.createdAt,
+        availableAt: boomRun.availableAt,
+        startedAt: boomRun.startedAt,
+        finishedAt: boomRun.finishedAt,
+        durationMs: boomRun.finishedAt! - boomRun.startedAt!,
+        error: { name: 'Error', message: 'card declined' },
+      });
       // Ended runs list by finish time: the child finished before its parent.
       const succeeded = (await get('/redflow/api/runs?status=succeeded').expect(200)).body as RunsPage;
       expect(ids_(succeeded)).toEqual([ids.parent, ids.child, ids.xss, ids.ok[1], ids.ok[0]]);
+      expect(succeeded.runs.find((r) => r.id === ids.child)!.parentId).toBe(ids.parent);
       const queuedIdle = (await get('/redflow/api/runs?workflow=idle&status=queued').expect(200)).body as RunsPage;
       expect(ids_(queuedIdle)).toEqual([ids.idle[4], ids.idle[3], ids.idle[2], ids.idle[1]]);
       expect(ids_((await get('/redflow/api/runs?status=canceled').expect(200)).body)).toEqual([ids.idle[0]]);
@@ -221,19 +289,8 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(ids_((await get('/redflow/api/runs?workflow=&status=').expect(200)).body)).toEqual(ids_(all));
     });
 
-    it('runs: pages with limit and offset, hasMore telling whether another page exists', async () => {
+    it('runs: pages with limit and offset, hasMore telling whether another page exists; limit is capped at 100', async () => {
       const page = async (query: string) => (await get(`/redflow/api/runs?${query}`).expect(200)).body as RunsPage;
-      const newestIdle = [ids.later, ...[...ids.idle].reverse()]; // by creation time
-      const p1 = await page('workflow=idle&limit=4');
-      expect(p1).toMatchObject({ offset: 0, limit: 4, hasMore: true });
-      expect(p1.runs.map((r) => r.id)).toEqual(newestIdle.slice(0, 4));
-      const p2 = await page('workflow=idle&limit=4&offset=4');
-      expect(p2).toMatchObject({ offset: 4, limit: 4, hasMore: false });
-      expect(p2.runs.map((r) => r.id)).toEqual(newestIdle.slice(4));
-      const exact = await page('workflow=idle&limit=6');
-      expect(exact.hasMore).toBe(false);
-      expect(exact.runs).toHaveLength(6);
-
       const queued = [ids.idle[4], ids.idle[3], ids.idle[2], ids.idle[1]];
       const q1 = await page('workflow=idle&status=queued&limit=3');
       expect(q1).toMatchObject({ offset: 0, limit: 3, hasMore: true });
@@ -241,6 +298,9 @@ describe('dashboard HTTP API (seeded runs)', () => {
       const q2 = await page('workflow=idle&status=queued&limit=3&offset=3');
       expect(q2).toMatchObject({ offset: 3, limit: 3, hasMore: false });
       expect(q2.runs.map((r) => r.id)).toEqual(queued.slice(3));
+      const exact = await page('workflow=idle&status=queued&limit=4');
+      expect(exact.hasMore).toBe(false);
+      expect(exact.runs).toHaveLength(4);
 
       // Across workflows (merged status indexes) too.
       const s1 = await page('status=succeeded&limit=2&offset=1');
@@ -251,67 +311,162 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(s2.runs.map((r) => r.id)).toEqual([ids.ok[1], ids.ok[0]]);
       const beyond = await page('limit=5&offset=100');
       expect(beyond).toEqual({ runs: [], offset: 100, limit: 5, hasMore: false });
-      // limit is capped at 200.
-      expect((await page('limit=5000')).limit).toBe(200);
+      expect((await page('limit=5000')).limit).toBe(100);
     });
 
-    it('runs: 400 for an unknown status or a limit / offset that is not a whole number >= 0', async () => {
+    it('runs: 400 BAD_REQUEST for an unknown status or a limit / offset that is not a whole number >= 0', async () => {
       const bad = async (query: string) => (await get(`/redflow/api/runs?${query}`).expect(400).expect('content-type', JSON_TYPE)).body;
       expect(await bad('status=done')).toEqual({
         statusCode: 400,
+        code: 'BAD_REQUEST',
         message: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled.',
       });
-      expect(await bad('limit=-1')).toEqual({ statusCode: 400, message: 'Expected a whole number >= 0, got "-1".' });
-      expect(await bad('limit=ten')).toEqual({ statusCode: 400, message: 'Expected a whole number >= 0, got "ten".' });
-      expect(await bad('limit=2.5')).toEqual({ statusCode: 400, message: 'Expected a whole number >= 0, got "2.5".' });
-      expect(await bad('offset=-3')).toEqual({ statusCode: 400, message: 'Expected a whole number >= 0, got "-3".' });
+      const notWhole = (name: string) => ({ statusCode: 400, code: 'BAD_REQUEST', message: `The query parameter "${name}" must be a whole number >= 0.` });
+      expect(await bad('limit=-1')).toEqual(notWhole('limit'));
+      expect(await bad('limit=ten')).toEqual(notWhole('limit'));
+      expect(await bad('limit=2.5')).toEqual(notWhole('limit'));
+      expect(await bad('offset=-3')).toEqual(notWhole('offset'));
     });
 
-    it('runs/:id: the run, its steps and its children; a child names its parent', async () => {
-      const res = await get(`/redflow/api/runs/${ids.parent}`).expect(200);
-      const body = res.body as { run: RunState; steps: StepState[]; children: string[] };
-      expect(body.run).toMatchObject({ id: ids.parent, workflow: 'parent', queue: 'default', status: 'succeeded', input: { n: 21 }, output: { doubled: 42 }, attempt: 1 });
+    it('run?id=: the run with payload previews, its steps and its children; a child names its parent', async () => {
+      const res = await get(`/redflow/api/run?id=${ids.parent}`).expect(200);
+      const body = res.body as { run: Record<string, unknown>; steps: Array<Record<string, unknown>>; children: string[]; moreChildren: number };
+      expect(body.run).toMatchObject({ id: ids.parent, workflow: 'parent', queue: 'default', status: 'succeeded', attempt: 1 });
+      expect(body.run.input).toEqual({ text: JSON.stringify({ n: 21 }, null, 2), bytes: JSON.stringify({ n: 21 }, null, 2).length, truncated: false });
+      expect(body.run.output).toEqual({ text: JSON.stringify({ doubled: 42 }, null, 2), bytes: JSON.stringify({ doubled: 42 }, null, 2).length, truncated: false });
       expect(body.run.parentId).toBeUndefined();
-      expect(body.steps).toEqual([expect.objectContaining({ name: 'kid', status: 'succeeded', output: 42, seq: 1, attempt: 1 })]);
+      expect(body.steps).toEqual([expect.objectContaining({ name: 'kid', status: 'succeeded', output: { text: '42', bytes: 2, truncated: false }, seq: 1, attempt: 1 })]);
       expect(body.children).toEqual([ids.child]);
+      expect(body.moreChildren).toBe(0);
 
-      const child = (await get(`/redflow/api/runs/${ids.child}`).expect(200)).body as { run: RunState; steps: StepState[]; children: string[] };
-      expect(child.run).toMatchObject({ id: ids.child, workflow: 'child', status: 'succeeded', input: { n: 21 }, output: 42, parentId: ids.parent });
+      const child = (await get(`/redflow/api/run?id=${ids.child}`).expect(200)).body as typeof body;
+      expect(child.run).toMatchObject({ id: ids.child, workflow: 'child', status: 'succeeded', parentId: ids.parent });
       expect(child.steps).toEqual([]);
       expect(child.children).toEqual([]);
 
-      const failed = (await get(`/redflow/api/runs/${ids.boom}`).expect(200)).body as { run: RunState };
-      expect(failed.run).toMatchObject({ status: 'failed', error: { name: 'Error', message: 'card declined' } });
-      const canceled = (await get(`/redflow/api/runs/${ids.idle[0]}`).expect(200)).body as { run: RunState };
+      const failed = (await get(`/redflow/api/run?id=${ids.boom}`).expect(200)).body as typeof body;
+      expect(failed.run).toMatchObject({ status: 'failed', error: { name: 'Error', message: 'card declined', detail: expect.objectContaining({ truncated: false }) } });
+      expect(JSON.parse((failed.run.error as { detail: Preview }).detail.text)).toMatchObject({ name: 'Error', message: 'card declined' });
+      const canceled = (await get(`/redflow/api/run?id=${ids.idle[0]}`).expect(200)).body as typeof body;
       expect(canceled.run).toMatchObject({ status: 'canceled', cancelReason: 'not needed' });
     });
 
-    it('runs/:id: 404 with a message for a run that does not exist', async () => {
-      const res = await get('/redflow/api/runs/no-such-run').expect(404);
+    it('run?id=: 404 RUN_NOT_FOUND for a run that does not exist, 400 without an id', async () => {
+      const res = await get('/redflow/api/run?id=no-such-run').expect(404);
       expect(res.headers['content-type']).toBe(JSON_TYPE);
-      expect(res.body).toEqual({ statusCode: 404, message: 'Run "no-such-run" does not exist.' });
-      // Encoded ids are decoded once.
-      expect((await get('/redflow/api/runs/a%20b').expect(404)).body.message).toBe('Run "a b" does not exist.');
+      expect(res.body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "no-such-run" does not exist.' });
+      // Encoded ids are decoded once; a malformed encoding is still just a missing run.
+      expect((await get('/redflow/api/run?id=a%20b').expect(404)).body.message).toBe('Run "a b" does not exist.');
+      expect((await get('/redflow/api/run?id=%E0%A4%A').expect(404)).body.code).toBe('RUN_NOT_FOUND');
+      expect((await get('/redflow/api/run').expect(400)).body).toEqual({ statusCode: 400, code: 'BAD_REQUEST', message: 'Give the run id as the query parameter "id".' });
     });
 
-    it('runs/:id: a malformed percent-encoding in the id is a 400, not a 500', async () => {
-      const expected = { statusCode: 400, message: 'The run id in the URL is not valid percent-encoding.' };
-      expect((await get('/redflow/api/runs/%E0%A4%A').expect(400).expect('content-type', JSON_TYPE)).body).toEqual(expected);
-      expect((await request(server).post('/redflow/api/runs/%ZZ/cancel').set(ACTION).expect(400)).body).toEqual(expected);
-    });
-
-    it('returns markup in run data as JSON (escaped by the page, never served as HTML)', async () => {
-      const res = await get(`/redflow/api/runs/${ids.xss}`).expect(200);
+    it('returns markup in run data as JSON text (escaped by the page, never served as HTML)', async () => {
+      const res = await get(`/redflow/api/run?id=${ids.xss}`).expect(200);
       expect(res.headers['content-type']).toBe(JSON_TYPE);
       expect(res.headers['x-content-type-options']).toBe('nosniff');
       expect(res.headers['content-security-policy']).toContain("script-src 'self'");
-      expect(res.body.run.input).toEqual(XSS);
-      expect(res.body.run.output).toEqual(XSS);
-      expect(res.text).toContain(JSON.stringify(XSS));
-      const list = await get('/redflow/api/runs?workflow=ok').expect(200);
-      expect(list.headers['content-type']).toBe(JSON_TYPE);
-      expect(list.body.runs[0].input).toEqual(XSS);
+      expect(JSON.parse(res.body.run.input.text)).toEqual(XSS);
+      expect(JSON.parse(res.body.run.output.text)).toEqual(XSS);
+      const download = await get(`/redflow/api/run/payload?id=${ids.xss}&field=input`).expect(200);
+      expect(download.headers['content-type']).toBe(JSON_TYPE);
+      expect(download.headers['content-disposition']).toBe(`attachment; filename="${ids.xss}-input.json"`);
+      expect(JSON.parse(download.text)).toEqual(XSS);
     });
+
+    it('run/payload: 400 for an unknown field, 404 for a field the run does not have', async () => {
+      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=secrets`).expect(400)).body.message).toBe('The query parameter "field" must be input, output, error or step:<name>.');
+      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=error`).expect(404)).body).toEqual({ statusCode: 404, code: 'NOT_FOUND', message: `Run "${ids.ok[0]}" has no error.` });
+      expect(JSON.parse((await get(`/redflow/api/run/payload?id=${ids.parent}&field=step:kid`).expect(200)).text)).toBe(42);
+    });
+  });
+});
+
+describe('dashboard payload size, corrupt runs, masking and redaction', () => {
+  let engine: TestEngine;
+  let server: Server;
+  const MiB = 1024 * 1024;
+
+  beforeAll(async () => {
+    engine = new TestEngine();
+    engine.registry.define('idle', { queue: 'parked' }, () => 'never runs');
+    await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+    server = serve(engine.client);
+  });
+  afterAll(() => engine?.close());
+
+  it('fifty runs of 1 MiB: the list stays under 100 KB; the detail cuts each payload to 64 KiB and the download is whole', async () => {
+    const huge = 'x'.repeat(MiB - 64); // each input just under the default 1 MiB payload limit
+    const started: string[] = [];
+    for (let i = 0; i < 50; i++) started.push((await engine.client.runByName('idle', { i, huge })).id);
+    const list = await request(server).get('/redflow/api/runs?workflow=idle&limit=50').expect(200);
+    expect((list.body as RunsPage).runs.map((r) => r.id).sort()).toEqual([...started].sort());
+    expect(Buffer.byteLength(list.text)).toBeLessThan(100_000);
+
+    const detail = await request(server).get(`/redflow/api/run?id=${started[7]}`).expect(200);
+    const input = detail.body.run.input as Preview;
+    expect(input.truncated).toBe(true);
+    expect(Buffer.byteLength(input.text)).toBeLessThanOrEqual(64 * 1024);
+    expect(input.text.startsWith('{\n  "i": 7,\n  "huge": "xxxx')).toBe(true);
+    expect(input.bytes).toBe(Buffer.byteLength(JSON.stringify({ i: 7, huge }, null, 2)));
+    expect(Buffer.byteLength(detail.text)).toBeLessThan(70 * 1024);
+
+    const download = await request(server).get(`/redflow/api/run/payload?id=${started[7]}&field=input`).expect(200);
+    expect(JSON.parse(download.text)).toEqual({ i: 7, huge });
+    for (const id of started) await engine.client.cancelRun(id);
+  });
+
+  it('a corrupt run is one row marked corrupt with its id; the list stays 200 and its detail is a 422 with a code', async () => {
+    const intact = (await engine.client.runByName('idle', { n: 1 })).id;
+    const damaged = (await engine.client.runByName('idle', { n: 2 })).id;
+    await engine.redis.hset(engine.client.keys.run(damaged), 'status', 'bogus', 'attempt', 'two');
+    const list = (await request(server).get('/redflow/api/runs?workflow=idle&status=queued').expect(200)).body as RunsPage;
+    const byId = new Map(list.runs.map((row) => [row.id, row]));
+    expect(byId.get(intact)).toMatchObject({ id: intact, status: 'queued' });
+    expect(byId.get(intact)!.corrupt).toBeUndefined();
+    expect(byId.get(damaged)).toMatchObject({ id: damaged, corrupt: expect.stringContaining('field "status" has the unknown value "bogus"') });
+    await request(server).get('/redflow/api/runs').expect(200);
+    await request(server).get('/redflow/api/overview').expect(200);
+    expect((await request(server).get(`/redflow/api/run?id=${damaged}`).expect(422)).body).toEqual({
+      statusCode: 422,
+      code: 'CORRUPT_RUN',
+      message: `Run "${damaged}" has corrupt data in Redis and cannot be shown.`,
+    });
+    await request(server).get(`/redflow/api/run?id=${intact}`).expect(200);
+  });
+
+  it('masks fields named like password, token, secret or authorization at any depth, in previews and downloads', async () => {
+    const input = { user: 'ada', password: 'hunter2', card: { cvcToken: '123', last4: '4242' }, headers: [{ Authorization: 'Bearer abc' }], clientSecret: 's' };
+    const { id } = await engine.client.runByName('idle', input);
+    const detail = await request(server).get(`/redflow/api/run?id=${id}`).expect(200);
+    const shown = JSON.parse(detail.body.run.input.text);
+    expect(shown).toEqual({ user: 'ada', password: '***', card: { cvcToken: '***', last4: '4242' }, headers: [{ Authorization: '***' }], clientSecret: '***' });
+    for (const secret of ['hunter2', 'Bearer abc', '"123"']) expect(detail.text).not.toContain(secret);
+    const download = await request(server).get(`/redflow/api/run/payload?id=${id}&field=input`).expect(200);
+    expect(JSON.parse(download.text)).toEqual(shown);
+    // The stored run is untouched.
+    expect((await engine.client.getRun(id))!.input).toEqual(input);
+  });
+
+  it('the redact option applies to the detail, the download and the error of list rows, after the default masking', async () => {
+    const redacting = serve(engine.client, {
+      redact: (run) => ({ ...run, input: { email: '(hidden)' }, error: run.error && { ...run.error, message: run.error.message.replace(/\d{4}/g, '####') } }),
+    });
+    engine.registry.define('declines', {}, () => {
+      throw new Error('card 4242 declined');
+    });
+    await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+    await engine.worker({ queues: ['default'], logger: silent });
+    const failed = await engine.client.runByName('declines', { email: 'ada@example.com', token: 't' });
+    await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('card 4242 declined');
+    const detail = await request(redacting).get(`/redflow/api/run?id=${failed.id}`).expect(200);
+    expect(JSON.parse(detail.body.run.input.text)).toEqual({ email: '(hidden)' });
+    expect(detail.body.run.error.message).toBe('card #### declined');
+    expect(detail.text).not.toContain('ada@example.com');
+    const download = await request(redacting).get(`/redflow/api/run/payload?id=${failed.id}&field=input`).expect(200);
+    expect(JSON.parse(download.text)).toEqual({ email: '(hidden)' });
+    const row = ((await request(redacting).get('/redflow/api/runs?workflow=declines').expect(200)).body as RunsPage).runs[0];
+    expect(row).toMatchObject({ id: failed.id, error: { name: 'Error', message: 'card #### declined' } });
   });
 });
 
@@ -327,7 +482,7 @@ describe('dashboard access control', () => {
   });
   afterAll(() => engine?.close());
 
-  it('authorize returning false: 403 for the page, the assets, the API and the actions', async () => {
+  it('authorize returning false: 403 FORBIDDEN for the page, the assets, the API and the actions', async () => {
     const seen: IncomingMessage[] = [];
     const server = serve(engine.client, {
       authorize: (req) => {
@@ -335,16 +490,18 @@ describe('dashboard access control', () => {
         return false;
       },
     });
-    const denied = { statusCode: 403, message: 'Access to the dashboard was denied by its authorize function.' };
-    for (const path of ['/redflow/', '/redflow/app.js', '/redflow/api/meta', '/redflow/api/overview', '/redflow/api/runs', `/redflow/api/runs/${queuedId}`]) {
+    const denied = { statusCode: 403, code: 'FORBIDDEN', message: 'Access to the dashboard was denied by its authorize function.' };
+    const paths = ['/redflow/', '/redflow', '/redflow/app.js', '/redflow/api/meta', '/redflow/api/overview', '/redflow/api/runs', `/redflow/api/run?id=${queuedId}`, `/redflow/api/run/payload?id=${queuedId}&field=input`];
+    for (const path of paths) {
       const res = await request(server).get(path).expect(403);
       expect(res.headers['content-type']).toBe(JSON_TYPE);
       expect(res.body).toEqual(denied);
+      expect(res.text).not.toContain('never runs');
     }
     for (const action of ['cancel', 'rerun']) {
-      expect((await request(server).post(`/redflow/api/runs/${queuedId}/${action}`).set(ACTION).expect(403)).body).toEqual(denied);
+      expect((await request(server).post(`/redflow/api/run/${action}?id=${queuedId}`).set(SAME_ORIGIN_JSON).send({}).expect(403)).body).toEqual(denied);
     }
-    expect(seen.length).toBe(8);
+    expect(seen.length).toBe(paths.length + 2);
     expect(seen.every((req) => typeof req.headers === 'object')).toBe(true);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect(await engine.client.listRuns()).toHaveLength(1);
@@ -364,14 +521,31 @@ describe('dashboard access control', () => {
     await request(server).get('/redflow/').set('x-user', 'guest').expect(403);
   });
 
-  it('an authorize that throws denies with a 500, showing nothing', async () => {
-    const server = serve(engine.client, {
-      authorize: () => {
-        throw new Error('session store down');
+  it('an authorize that throws answers 500 INTERNAL with a generic sentence; the details go to the server log only', async () => {
+    const logged: string[] = [];
+    const logger: RedflowLogger = { log() {}, warn() {}, error: (message: string) => logged.push(message) };
+    const server = serve(
+      engine.client,
+      {
+        authorize: () => {
+          throw new Error('session store down at 10.0.0.7');
+        },
       },
-    });
+      logger,
+    );
     const res = await request(server).get('/redflow/api/runs').expect(500);
-    expect(res.body).toEqual({ statusCode: 500, message: 'session store down' });
+    expect(res.body).toEqual({ statusCode: 500, code: 'INTERNAL', message: 'The dashboard failed to answer; the server log has the details.' });
+    expect(res.text).not.toContain('10.0.0.7');
+    expect(logged).toEqual([expect.stringContaining('session store down at 10.0.0.7')]);
+  });
+
+  it('a cross-site read of the API is 403 CROSS_SITE; a top-level navigation to the page is allowed', async () => {
+    const server = serve(engine.client);
+    const crossSite = { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors', origin: 'https://evil.example' };
+    expect((await request(server).get('/redflow/api/runs').set(crossSite).expect(403)).body.code).toBe('CROSS_SITE');
+    expect((await request(server).get(`/redflow/api/run?id=${queuedId}`).set(crossSite).expect(403)).body.code).toBe('CROSS_SITE');
+    await request(server).get('/redflow/').set({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' }).expect(200);
+    await request(server).get('/redflow/api/runs').set({ 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors' }).expect(200);
   });
 });
 
@@ -379,7 +553,6 @@ describe('dashboard actions', () => {
   let engine: TestEngine;
   let server: Server;
   let readOnly: Server;
-  const post = (srv: Server, id: string, action: 'cancel' | 'rerun') => request(srv).post(`/redflow/api/runs/${encodeURIComponent(id)}/${action}`);
 
   beforeAll(async () => {
     engine = new TestEngine();
@@ -396,34 +569,53 @@ describe('dashboard actions', () => {
 
   it('cancel: cancels a queued run ({ canceled: true }); a second cancel answers { canceled: false }', async () => {
     const { id } = await engine.client.runByName('idle', { i: 1 });
-    const res = await post(server, id, 'cancel').set(ACTION).expect(200);
+    const res = await act(server, id, 'cancel');
+    expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     expect(res.body).toEqual({ canceled: true });
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the dashboard' });
-    expect((await post(server, id, 'cancel').set(ACTION).expect(200)).body).toEqual({ canceled: false });
+    expect((await act(server, id, 'cancel')).body).toEqual({ canceled: false });
   });
 
-  it('actions need the x-redflow-action header (400 without it, nothing changes)', async () => {
+  it('actions need a same-origin request, a JSON body and the page token; each refusal changes nothing', async () => {
     const { id } = await engine.client.runByName('idle', { i: 2 });
-    const expected = { statusCode: 400, message: 'Actions need the header "x-redflow-action: 1".' };
-    expect((await post(server, id, 'cancel').expect(400)).body).toEqual(expected);
-    expect((await post(server, id, 'cancel').set('x-redflow-action', 'yes').expect(400)).body).toEqual(expected);
-    // A cross-site form post carries no custom header.
-    expect((await post(server, id, 'cancel').type('form').send('x=1').expect(400)).body).toEqual(expected);
+    const token = await pageToken(server);
+    const cancel = () => request(server).post(`/redflow/api/run/cancel?id=${id}`);
+    // No token, or one that was not signed by this dashboard.
+    expect((await cancel().set(SAME_ORIGIN_JSON).send({}).expect(403)).body).toEqual({
+      statusCode: 403,
+      code: 'CSRF_TOKEN',
+      message: 'The page is out of date or the request did not come from it: reload the dashboard and try again.',
+    });
+    expect((await cancel().set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': `${token.slice(0, -3)}abc` }).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
+    // A token from another dashboard secret is refused too.
+    const other = serve(engine.client, { secret: 'another-secret-of-at-least-32-chars!!' });
+    expect((await cancel().set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': await pageToken(other) }).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
+    // A form post, what a plain HTML form on another site can send.
+    expect((await cancel().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('x=1').expect(415)).body.code).toBe('JSON_REQUIRED');
+    // Another origin, with a valid token and JSON.
+    expect((await cancel().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code).toBe('CROSS_ORIGIN');
+    expect((await cancel().set({ 'content-type': 'application/json', 'sec-fetch-site': 'same-site', 'x-redflow-csrf': token }).send({})).status).toBe(403);
+    // Neither Origin nor Sec-Fetch-Site: nothing proves the request came from the page.
+    expect((await cancel().set({ 'content-type': 'application/json', 'x-redflow-csrf': token }).send({})).status).toBe(403);
     expect((await engine.client.getRun(id))!.status).toBe('queued');
     // GET is not an action.
-    expect((await request(server).get(`/redflow/api/runs/${id}/cancel`).expect(404)).body.message).toBe(`Nothing at GET /redflow/api/runs/${id}/cancel.`);
+    expect((await request(server).get(`/redflow/api/run/cancel?id=${id}`).expect(405)).body.code).toBe('METHOD_NOT_ALLOWED');
+    // An Origin equal to the Host (browsers without Sec-Fetch-Site) is the page itself.
+    const host = 'dashboard.internal:8080';
+    await cancel().set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token }).send({}).expect(200);
+    expect((await engine.client.getRun(id))!.status).toBe('canceled');
   });
 
-  it('readOnly: meta says so, and cancel and re-run are refused with 403, changing nothing', async () => {
+  it('readOnly: meta says so, and cancel and re-run are refused with 403 READ_ONLY, changing nothing', async () => {
     const queued = await engine.client.runByName('idle', { i: 3 });
     const failed = await engine.client.runByName('boom', { i: 3 });
     await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
     const before = (await engine.client.listRuns()).map((r) => r.id);
     expect((await request(readOnly).get('/redflow/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
-    const refused = { statusCode: 403, message: 'The dashboard is read-only: actions are disabled.' };
-    expect((await post(readOnly, queued.id, 'cancel').set(ACTION).expect(403)).body).toEqual(refused);
-    expect((await post(readOnly, failed.id, 'rerun').set(ACTION).expect(403)).body).toEqual(refused);
+    const refused = { statusCode: 403, code: 'READ_ONLY', message: 'The dashboard is read-only: actions are disabled.' };
+    expect((await act(readOnly, queued.id, 'cancel')).body).toEqual(refused);
+    expect((await act(readOnly, failed.id, 'rerun')).body).toEqual(refused);
     expect((await engine.client.getRun(queued.id))!.status).toBe('queued');
     expect((await engine.client.listRuns()).map((r) => r.id)).toEqual(before);
   });
@@ -432,7 +624,8 @@ describe('dashboard actions', () => {
     const input = { order: 'ord_1', items: [1, 2], note: 'retry me' };
     const failed = await engine.client.runByName('boom', input);
     await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
-    const res = await post(server, failed.id, 'rerun').set(ACTION).expect(201);
+    const res = await act(server, failed.id, 'rerun');
+    expect(res.status).toBe(201);
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     expect(res.body).toEqual({ runId: expect.any(String) });
     const runId = res.body.runId as string;
@@ -446,23 +639,23 @@ describe('dashboard actions', () => {
   it('re-run of a canceled run starts a new run on its queue', async () => {
     const { id } = await engine.client.runByName('idle', { i: 4 });
     await engine.client.cancelRun(id);
-    const { runId } = (await post(server, id, 'rerun').set(ACTION).expect(201)).body as { runId: string };
-    expect(await engine.client.getRun(runId)).toMatchObject({ workflow: 'idle', queue: 'parked', status: 'queued', input: { i: 4 } });
+    const res = await act(server, id, 'rerun');
+    expect(res.status).toBe(201);
+    expect(await engine.client.getRun(res.body.runId as string)).toMatchObject({ workflow: 'idle', queue: 'parked', status: 'queued', input: { i: 4 } });
   });
 
   it('re-run of a run that is not failed or canceled: 409; of a missing run: 404', async () => {
     const done = await engine.client.runByName('ok', { v: 1 });
     await done.result({ timeoutMs: 5000 });
     const before = (await engine.client.listRuns({ limit: 200 })).length;
-    expect((await post(server, done.id, 'rerun').set(ACTION).expect(409)).body).toEqual({
-      statusCode: 409,
-      message: `Run "${done.id}" is succeeded: only failed or canceled runs can be re-run.`,
-    });
+    const conflict = await act(server, done.id, 'rerun');
+    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed or canceled runs can be re-run.` }]);
     const { id: queuedId } = await engine.client.runByName('idle', { i: 5 });
-    expect((await post(server, queuedId, 'rerun').set(ACTION).expect(409)).body.message).toBe(`Run "${queuedId}" is queued: only failed or canceled runs can be re-run.`);
+    expect((await act(server, queuedId, 'rerun')).body.message).toBe(`Run "${queuedId}" is queued: only failed or canceled runs can be re-run.`);
     expect((await engine.client.listRuns({ limit: 200 })).length).toBe(before + 1);
-    expect((await post(server, 'missing', 'rerun').set(ACTION).expect(404)).body).toEqual({ statusCode: 404, message: 'Run "missing" does not exist.' });
-    expect((await post(server, 'missing', 'cancel').set(ACTION).expect(404)).body).toEqual({ statusCode: 404, message: 'Run "missing" does not exist.' });
+    const missing = { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' };
+    expect((await act(server, 'missing', 'rerun')).body).toEqual(missing);
+    expect((await act(server, 'missing', 'cancel')).body).toEqual(missing);
   });
 });
 
@@ -506,24 +699,27 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
   it('serves the dashboard at its path to requests authorize lets in, and denies the others', async () => {
     const nest = await start({ path: '/ops/redflow', authorize: (req) => req.headers['x-user'] === 'admin' });
     const http = () => request(nest.getHttpServer());
-    const page = await http().get('/ops/redflow/').set('x-user', 'admin').expect(200);
-    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(page.headers['content-security-policy']).toContain("default-src 'self'");
-    expect(page.text).toContain('src="/ops/redflow/app.js"');
-    expect(page.text).toContain('href="/ops/redflow/app.css"');
-    expect((await http().get('/ops/redflow').expect(302)).headers.location).toBe('/ops/redflow/');
+    for (const path of ['/ops/redflow/', '/ops/redflow']) {
+      const page = await http().get(path).set('x-user', 'admin').expect(200);
+      expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(page.headers['content-security-policy']).toContain("default-src 'self'");
+      expect(page.text).toContain('src="/ops/redflow/app.js"');
+      expect(page.text).toContain('href="/ops/redflow/app.css"');
+    }
     await http().get('/ops/redflow/app.js').set('x-user', 'admin').expect(200).expect('content-type', 'text/javascript; charset=utf-8');
 
     expect((await http().get('/ops/redflow/api/meta').set('x-user', 'admin').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
     const runs = (await http().get('/ops/redflow/api/runs').set('x-user', 'admin').expect(200)).body as RunsPage;
-    expect(runs.runs.map((r) => [r.id, r.status, r.input])).toEqual([[runId, 'succeeded', { hello: 'nest' }]]);
-    expect((await http().get(`/ops/redflow/api/runs/${runId}`).set('x-user', 'admin').expect(200)).body.run).toMatchObject({ id: runId, output: { hello: 'nest' } });
+    expect(runs.runs.map((r) => [r.id, r.status])).toEqual([[runId, 'succeeded']]);
+    const detail = (await http().get(`/ops/redflow/api/run?id=${runId}`).set('x-user', 'admin').expect(200)).body;
+    expect(detail.run).toMatchObject({ id: runId });
+    expect(JSON.parse(detail.run.output.text)).toEqual({ hello: 'nest' });
 
-    // Default deny: authorize returned false.
+    // authorize returned false.
     for (const path of ['/ops/redflow/', '/ops/redflow/api/meta', '/ops/redflow/api/runs']) {
-      expect((await http().get(path).expect(403)).body).toEqual({ statusCode: 403, message: 'Access to the dashboard was denied by its authorize function.' });
+      expect((await http().get(path).expect(403)).body).toMatchObject({ statusCode: 403, code: 'FORBIDDEN' });
     }
-    await http().post(`/ops/redflow/api/runs/${runId}/rerun`).set(ACTION).set('x-user', 'guest').expect(403);
+    await http().post(`/ops/redflow/api/run/rerun?id=${runId}`).set(SAME_ORIGIN_JSON).set('x-user', 'guest').send({}).expect(403);
 
     // The app's own routes and 404s are untouched.
     expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });
@@ -540,7 +736,10 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
     const ro = await start({ path: '/ops/redflow', authorize: () => true, readOnly: true });
     expect((await request(ro.getHttpServer()).get('/ops/redflow/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
     const { id } = await engine.client.runByName('ok', { x: 1 }, { runAt: Date.now() + 60_000 });
-    await request(ro.getHttpServer()).post(`/ops/redflow/api/runs/${id}/cancel`).set(ACTION).expect(403);
+    const page = await request(ro.getHttpServer()).get('/ops/redflow/').expect(200);
+    const token = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text)![1];
+    const refused = await request(ro.getHttpServer()).post(`/ops/redflow/api/run/cancel?id=${id}`).set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token }).send({}).expect(403);
+    expect(refused.body.code).toBe('READ_ONLY');
     expect((await engine.client.getRun(id))!.status).toBe('scheduled');
     await engine.client.cancelRun(id);
   });
