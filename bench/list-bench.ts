@@ -24,7 +24,7 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { createClient, WorkflowRegistry, type RunStatus, type WorkflowClient } from '../lib';
-import { serializeError } from '../lib/core/serialization';
+import { serializeError } from '../lib/core/store/serialization';
 import { CanceledError } from '../lib/core/errors';
 
 interface Servers {

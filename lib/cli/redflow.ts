@@ -30,8 +30,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { isIPv4, isIPv6, type AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Redis, type RedisOptions } from 'ioredis';
-import { WorkflowClient } from '../core/client';
-import { RUN_STATUSES, type RunState, type RunStatus, type StepState } from '../core/types';
+import { WorkflowClient } from '../core/client/workflow-client';
+import { RUN_STATUSES, type RunState, type RunStatus, type StepState } from '../core/definition/types';
 import { createDashboardHandler } from '../dashboard/dashboard-handler';
 import { maskSecrets } from '../dashboard/redact';
 

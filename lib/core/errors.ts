@@ -5,7 +5,7 @@
  */
 // duration.ts imports ConfigurationError from here too; the cycle is safe because both sides
 // use the other's exports only inside functions, never while the module loads.
-import { toMs } from './duration';
+import { toMs } from './definition/duration';
 
 /** Base class of every error this package throws. */
 export class RedflowError extends Error {

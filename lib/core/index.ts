@@ -1,9 +1,9 @@
 export * from './errors';
-export { toMs, type Duration } from './duration';
-export { createClient, WorkflowClient, type ClientOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client';
-export type { ConnectionOptions } from './connection';
-export type { RedisConnection } from './redis-scripts';
-export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions } from './worker';
+export { toMs, type Duration } from './definition/duration';
+export { createClient, WorkflowClient, type ClientOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client/workflow-client';
+export type { ConnectionOptions } from './store/connection';
+export type { RedisConnection } from './store/redis-scripts';
+export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions } from './worker/worker';
 export {
   defineWorkflow,
   getDefaultRegistry,
@@ -25,9 +25,9 @@ export {
   type WorkflowDefinition,
   type WorkflowHandler,
   type WorkflowOptions,
-} from './workflow';
-export type { DtoClass, InferInput, InputSchema, StandardSchemaV1 } from './validation';
-export { DEFAULT_MAX_PAYLOAD_BYTES } from './serialization';
+} from './definition/workflow';
+export type { DtoClass, InferInput, InputSchema, StandardSchemaV1 } from './definition/validation';
+export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
 export type {
   CorruptRunSummary,
   CronState,
@@ -41,4 +41,4 @@ export type {
   StepState,
   StoredError,
   WorkflowMeta,
-} from './types';
+} from './definition/types';

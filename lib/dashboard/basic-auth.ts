@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ConfigurationError } from '../core/errors';
-import { assertKnownKeys, describeValue } from '../core/option-checks';
+import { assertKnownKeys, describeValue } from '../core/definition/option-checks';
 import type { DashboardAuthorize, DashboardDenial } from './dashboard-options';
 
 /** Options of `basicAuth`. */

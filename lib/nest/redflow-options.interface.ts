@@ -9,7 +9,7 @@ import {
   describeValue,
   optionKeys,
   WORKER_RUNTIME_KEYS,
-} from '../core/option-checks';
+} from '../core/definition/option-checks';
 import { DASHBOARD_OPTION_KEYS, type DashboardOptions } from '../dashboard/dashboard-options';
 
 /** Worker settings of `RedflowModule`. */

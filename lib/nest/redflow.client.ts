@@ -10,7 +10,7 @@ import {
   type WorkflowContext,
   type WorkflowRegistry,
 } from '../core';
-import { openConnection } from '../core/connection';
+import { openConnection } from '../core/store/connection';
 import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
 import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 import { workflowName } from './decorators/workflow.decorator';

@@ -9,7 +9,7 @@ import {
   type RunHandle,
   type RunState,
 } from '../../lib';
-import { deserializeError } from '../../lib/core/serialization';
+import { deserializeError } from '../../lib/core/store/serialization';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
 /** A run's error as `result()` rejects with it, and as `getRun` returns it (stored form and rebuilt). */

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type RedisConnection, type Worker, type WorkerOptions } from '../../lib';
-import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/scripts/script-loader';
+import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /** True when the suite runs against the 3-master Redis Cluster. */
 export const clusterMode = Boolean(process.env.REDFLOW_TEST_CLUSTER_NODES);

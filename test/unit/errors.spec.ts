@@ -25,8 +25,8 @@ import {
   UnknownWorkflowError,
   WorkflowRunError,
 } from '../../lib/core/errors';
-import { nextAttemptAt } from '../../lib/core/retry';
-import type { RunInfo } from '../../lib/core/workflow';
+import { nextAttemptAt } from '../../lib/core/definition/retry';
+import type { RunInfo } from '../../lib/core/definition/workflow';
 
 const PERMANENT = [
   new NonRetriableError('no'),

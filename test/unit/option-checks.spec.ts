@@ -13,7 +13,7 @@ import {
   MAX_DURATION_MS,
   nearestName,
   WORKFLOW_OPTION_KEYS,
-} from '../../lib/core/option-checks';
+} from '../../lib/core/definition/option-checks';
 
 /** The error `fn` throws; fails the test if it throws nothing or not a ConfigurationError. */
 function thrown(fn: () => unknown): ConfigurationError {

@@ -21,7 +21,7 @@ import {
   UnknownWorkflowError,
   WorkflowRunError,
 } from '../../lib/core/errors';
-import { decodeJson, deserializeError, encodeJson, serializeError } from '../../lib/core/serialization';
+import { decodeJson, deserializeError, encodeJson, serializeError } from '../../lib/core/store/serialization';
 
 /** One instance of every class in the table, with the fields it must keep through Redis. */
 const SAMPLES: Array<[RedflowError, Record<string, unknown>]> = [

@@ -1,5 +1,5 @@
 import { ConfigurationError, type CronTrigger } from '../../core';
-import { assertKnownKeys, checkUserName, CRON_TRIGGER_KEYS, describeValue } from '../../core/option-checks';
+import { assertKnownKeys, checkUserName, CRON_TRIGGER_KEYS, describeValue } from '../../core/definition/option-checks';
 import { REDFLOW_CRON } from '../redflow.constants';
 import { methodLabel } from './workflow.decorator';
 

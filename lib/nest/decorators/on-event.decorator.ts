@@ -1,4 +1,4 @@
-import { checkUserName } from '../../core/option-checks';
+import { checkUserName } from '../../core/definition/option-checks';
 import { REDFLOW_ON_EVENT } from '../redflow.constants';
 import { methodLabel } from './workflow.decorator';
 

@@ -1,5 +1,5 @@
 import type { StepOptions } from '../../core';
-import { assertKnownKeys, checkDuration, checkUserName, STEP_OPTION_KEYS } from '../../core/option-checks';
+import { assertKnownKeys, checkDuration, checkUserName, STEP_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
 import { methodLabel } from './workflow.decorator';

@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import type { InputSchema, WorkflowOptions } from '../../core';
-import { assertWorkflowOptionKeys, optionKeys, WORKFLOW_OPTION_KEYS } from '../../core/option-checks';
+import { assertWorkflowOptionKeys, optionKeys, WORKFLOW_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_WORKFLOW } from '../redflow.constants';
 
 /** Options of `@Workflow`: the workflow options of `defineWorkflow`, with `input` for the schema. */

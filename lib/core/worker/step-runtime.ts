@@ -1,6 +1,6 @@
-import { idempotencyTtlSec, timeOption, toMs, type Duration } from './duration';
-import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from './errors';
-import { dynamicFlowError, flowControlFor } from './flow-control';
+import { idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
+import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from '../errors';
+import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
@@ -9,11 +9,11 @@ import {
   CHILD_RUN_OPTION_KEYS,
   EMIT_EVENT_STEP_OPTION_KEYS,
   STEP_OPTION_KEYS,
-} from './option-checks';
-import type { RedisScripts, StepTarget } from './redis-scripts';
-import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from './serialization';
-import { validateInput } from './validation';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WorkflowRef, type WorkflowRegistry } from './workflow';
+} from '../definition/option-checks';
+import type { RedisScripts, StepTarget } from '../store/redis-scripts';
+import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
+import { validateInput } from '../definition/validation';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';

@@ -1,7 +1,7 @@
 import { Cluster, ReplyError } from 'ioredis';
-import { isWriteRefusedReply, RedisUnavailableError, RedisWriteRefusedError } from './errors';
+import { isWriteRefusedReply, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
 import type { RedisConnection } from './redis-scripts';
-import type { RedflowLogger } from './types';
+import type { RedflowLogger } from '../definition/types';
 
 /** Why Redis cannot take our writes right now. */
 export type OutageKind = 'unreachable' | 'write-refused';

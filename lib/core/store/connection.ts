@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConnection } from './redis-scripts';
-import { ConfigurationError } from './errors';
+import { ConfigurationError } from '../errors';
 
 /** How to reach Redis: an existing connection (kept open on close) or a URL (owned and closed). */
 export interface ConnectionOptions {

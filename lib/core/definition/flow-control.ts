@@ -1,5 +1,5 @@
 import { toMs } from './duration';
-import { ConfigurationError } from './errors';
+import { ConfigurationError } from '../errors';
 import { checkUserName } from './option-checks';
 import type { KeyFrom, WorkflowDefinition } from './workflow';
 

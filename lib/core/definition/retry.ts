@@ -1,5 +1,5 @@
 import { dueAt, toMs } from './duration';
-import { isRetryable, RetryAfterError } from './errors';
+import { isRetryable, RetryAfterError } from '../errors';
 import type { RetryPolicy, RunInfo } from './workflow';
 
 /** Default backoff: 250 ms doubling per attempt, capped at 30 s, plus up to 100 ms of jitter. */

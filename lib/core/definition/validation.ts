@@ -1,6 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { validate, type ValidationError as ClassValidatorError } from 'class-validator';
-import { InputValidationError, type ValidationIssue } from './errors';
+import { InputValidationError, type ValidationIssue } from '../errors';
 
 /** A Standard Schema issue (https://standardschema.dev). */
 export interface StandardSchemaIssue {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
-import { closeConnection, openConnection, type ConnectionOptions } from './connection';
-import { RedisHealth, redisAddress, withTimeout, outageKind } from './redis-health';
-import { idempotencyTtlSec, timeOption } from './duration';
+import { closeConnection, openConnection, type ConnectionOptions } from '../store/connection';
+import { RedisHealth, redisAddress, withTimeout, outageKind } from '../store/redis-health';
+import { idempotencyTtlSec, timeOption } from '../definition/duration';
 import {
   CanceledError,
   ConfigurationError,
@@ -13,8 +13,8 @@ import {
   RunNotFoundError,
   TimeoutError,
   UnknownWorkflowError,
-} from './errors';
-import { RedflowKeys } from './keys';
+} from '../errors';
+import { RedflowKeys } from '../store/keys';
 import {
   assertKnownKeys,
   checkDuration,
@@ -26,10 +26,10 @@ import {
   EMIT_EVENT_OPTION_KEYS,
   LIST_RUNS_OPTION_KEYS,
   RUN_OPTION_KEYS,
-} from './option-checks';
-import { RedisScripts, type RedisConnection } from './redis-scripts';
-import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from './serialization';
-import { parseStepRecord, STEP_FIELD_PREFIX } from './step-runtime';
+} from '../definition/option-checks';
+import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
+import { parseStepRecord, STEP_FIELD_PREFIX } from '../worker/step-runtime';
 import {
   RUN_STATUSES,
   stderrLogger,
@@ -44,10 +44,10 @@ import {
   type RunSummary,
   type StepState,
   type WorkflowMeta,
-} from './types';
-import { dynamicFlowError, flowControlFor, registryFlowControl, type RunFlowControl } from './flow-control';
-import { validateInput } from './validation';
-import { checkEventName, cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from './workflow';
+} from '../definition/types';
+import { dynamicFlowError, flowControlFor, registryFlowControl, type RunFlowControl } from '../definition/flow-control';
+import { validateInput } from '../definition/validation';
+import { checkEventName, cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from '../definition/workflow';
 
 /** Options of `createClient`. */
 export interface ClientOptions extends ConnectionOptions {

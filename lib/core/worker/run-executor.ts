@@ -1,12 +1,12 @@
-import { CanceledError, CorruptRunDataError, UnknownWorkflowError } from './errors';
-import type { RedisHealth } from './redis-health';
-import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from './redis-scripts';
-import { nextAttemptAt } from './retry';
-import { decodeJson, encodeJson, serializeError } from './serialization';
+import { CanceledError, CorruptRunDataError, UnknownWorkflowError } from '../errors';
+import type { RedisHealth } from '../store/redis-health';
+import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
+import { nextAttemptAt } from '../definition/retry';
+import { decodeJson, encodeJson, serializeError } from '../store/serialization';
 import { SiblingStepFailedError, STEP_FIELD_PREFIX, StepRuntime, SuspendSignal } from './step-runtime';
-import type { RedflowLogger } from './types';
-import { validateInput } from './validation';
-import type { RunInfo, WorkflowRegistry } from './workflow';
+import type { RedflowLogger } from '../definition/types';
+import { validateInput } from '../definition/validation';
+import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {

@@ -1,5 +1,5 @@
 import { ReplyError, type Cluster, type Redis } from 'ioredis';
-import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from './errors';
+import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
 import { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
 import { SCRIPTS, commandName, loadScript, type ScriptName } from './scripts/script-loader';

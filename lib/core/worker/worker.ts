@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { WorkflowClient, createClient, nextCronTick, RUN_INDEX_LEASE_MS, type ClientOptions } from './client';
-import { duplicateConnection, type ConnectionOptions } from './connection';
-import { ConfigurationError } from './errors';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, WORKER_OPTION_KEYS, WORKER_RUNTIME_KEYS } from './option-checks';
-import { withTimeout, type RedisHealth } from './redis-health';
-import type { ClaimedRun, RedisConnection, RedisScripts } from './redis-scripts';
+import { WorkflowClient, createClient, nextCronTick, RUN_INDEX_LEASE_MS, type ClientOptions } from '../client/workflow-client';
+import { duplicateConnection, type ConnectionOptions } from '../store/connection';
+import { ConfigurationError } from '../errors';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, WORKER_OPTION_KEYS, WORKER_RUNTIME_KEYS } from '../definition/option-checks';
+import { withTimeout, type RedisHealth } from '../store/redis-health';
+import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
 import { RunExecutor, type ExecutorHost } from './run-executor';
-import { stderrLogger, type RedflowLogger } from './types';
-import { getDefaultRegistry, type WorkflowRegistry } from './workflow';
+import { stderrLogger, type RedflowLogger } from '../definition/types';
+import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 
 /** Timing of a worker. */
 export interface WorkerRuntimeOptions {

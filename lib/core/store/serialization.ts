@@ -1,4 +1,4 @@
-import { CorruptRunDataError, errorClassNamed, InputValidationError, OutputSerializationError, PayloadTooLargeError, RedflowError, WorkflowRunError } from './errors';
+import { CorruptRunDataError, errorClassNamed, InputValidationError, OutputSerializationError, PayloadTooLargeError, RedflowError, WorkflowRunError } from '../errors';
 
 /**
  * The stored form of an error. `fields` (since the error table) holds the own data fields of our

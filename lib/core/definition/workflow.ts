@@ -1,10 +1,10 @@
 import { Cron } from 'croner';
 import { type Duration } from './duration';
-import { ConfigurationError, InvalidCronError } from './errors';
+import { ConfigurationError, InvalidCronError } from '../errors';
 import { hasDynamicFlowKeys } from './flow-control';
 import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName } from './option-checks';
 import type { InferInput, InputSchema } from './validation';
-import type { WorkflowClient, RunHandle, RunOptions } from './client';
+import type { WorkflowClient, RunHandle, RunOptions } from '../client/workflow-client';
 
 /** What a handler knows about its run. */
 export interface RunInfo {

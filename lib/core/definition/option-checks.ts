@@ -3,10 +3,10 @@
  * no Nest imports, so the engine and the Nest layer share them. Every failure is a
  * `ConfigurationError` whose one sentence names the option, the value given and what is allowed.
  */
-import { ConfigurationError } from './errors';
+import { ConfigurationError } from '../errors';
 import type { InputSchema } from './validation';
-import type { ClientOptions, EmitEventOptions, ListRunsOptions, RunOptions } from './client';
-import type { WorkerOptions, WorkerRuntimeOptions } from './worker';
+import type { ClientOptions, EmitEventOptions, ListRunsOptions, RunOptions } from '../client/workflow-client';
+import type { WorkerOptions, WorkerRuntimeOptions } from '../worker/worker';
 import type {
   ChildRunOptions,
   CronTrigger,
