@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { createDashboardHandler, NonRetriableError, type CronState } from '../../lib';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { basicAuth, createDashboardHandler, NonRetriableError, type CronState } from '../../lib';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
 /** Debian's chromium (`apt-get install -y chromium`); Playwright never downloads a browser here. */
@@ -36,19 +37,130 @@ const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
 const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">';
 /** Never ticks while the test runs: midnight, January 1st. */
 const NIGHTLY = '0 0 1 1 *';
-/** The page polls every 1.5 s: a few polls of patience. */
+/** The page's poll period, read from the page itself so the waits below follow it. */
+const POLL_MS = Number(/const POLL_MS = (\d+);/.exec(readFileSync(join(__dirname, '..', '..', 'lib', 'dashboard', 'assets', 'app.js'), 'utf8'))?.[1]);
+/** A few polls of patience. */
 const UI_TIMEOUT_MS = 6_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One request that reached a test server's dashboard API. */
+interface ApiHit {
+  /** When it arrived (ms). */
+  at: number;
+  method: string;
+  /** The path below the dashboard, e.g. `/api/run`. */
+  route: string;
+  query: URLSearchParams;
+  authorization?: string;
+  /** The status it was answered with, once answered. */
+  status?: number;
+}
+
+/** A node:http server around a dashboard handler that records every request and can fake an outage. */
+interface TestServer {
+  origin: string;
+  /** Requests to `/redflow/api/...`, in arrival order. */
+  hits: ApiHit[];
+  /** Every request (page, assets, API) with the status it got, in arrival order. */
+  requests: { path: string; authorization?: string; status?: number }[];
+  /** While set, every API request is answered with this instead of reaching the dashboard. */
+  outage?: { status: number; body: { statusCode: number; code: string; message: string } };
+  close(): Promise<void>;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+async function serve(handler: Handler): Promise<TestServer> {
+  const state: Omit<TestServer, 'origin' | 'close'> = { hits: [], requests: [] };
+  const server: Server = createServer((req, res) => {
+    const [path, search = ''] = (req.url ?? '/').split(/\?(.*)/s);
+    const request: TestServer['requests'][number] = { path, authorization: req.headers.authorization };
+    state.requests.push(request);
+    res.on('finish', () => (request.status = res.statusCode));
+    if (path.startsWith('/redflow/api/')) {
+      const hit: ApiHit = { at: Date.now(), method: req.method ?? '', route: path.slice('/redflow'.length), query: new URLSearchParams(search), authorization: req.headers.authorization };
+      state.hits.push(hit);
+      res.on('finish', () => (hit.status = res.statusCode));
+      if (state.outage) {
+        res.writeHead(state.outage.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '2' }).end(JSON.stringify(state.outage.body));
+        return;
+      }
+    }
+    handler(req, res).then(
+      (handled) => {
+        if (!handled) res.writeHead(404).end('not the dashboard');
+      },
+      (error: unknown) => res.writeHead(500).end(String(error)),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return Object.assign(state, {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  });
+}
+
+/**
+ * Chromium started here and driven over CDP. Playwright's own launch turns on focus emulation
+ * for every page, which keeps each page "visible" for good (it holds the tab as if it were being
+ * captured), so a background tab would never be hidden. Connecting with `noDefaults` (an option
+ * Playwright passes through but does not type) leaves the pages of the browser's default context
+ * alone: bringing another tab of that context to the front really hides the first one, as in a
+ * desktop browser. The other tests use contexts of their own, which get Playwright's usual setup.
+ */
+async function startChromium(executablePath: string, userDataDir: string): Promise<{ browser: Browser; process: ChildProcess }> {
+  const child = spawn(executablePath, [...FLAGS, `--user-data-dir=${userDataDir}`, '--remote-debugging-port=0', 'about:blank'], { stdio: 'ignore', detached: true }); // its own process group: stopped whole in afterAll
+  try {
+    const portFile = join(userDataDir, 'DevToolsActivePort');
+    // "<port>\n/devtools/browser/<id>", once chromium listens.
+    const port = await eventually(() => (existsSync(portFile) ? /^(\d+)\n\/devtools\/browser\//.exec(readFileSync(portFile, 'utf8'))?.[1] : undefined), 10_000);
+    const options = { noDefaults: true, timeout: 10_000 };
+    return { browser: await chromium.connectOverCDP(`http://127.0.0.1:${port}`, options), process: child };
+  } catch (error) {
+    process.kill(-child.pid!, 'SIGKILL');
+    throw error;
+  }
+}
+
+/** What the page functions below read of `document` (this project's TypeScript has no DOM library). */
+type PageGlobals = { document: { visibilityState: string; body: { dataset: Record<string, string | undefined> }; querySelector(selector: string): unknown } };
+const visibilityOf = (target: Page) => target.evaluate(() => (globalThis as unknown as PageGlobals).document.visibilityState);
+/** `body.dataset.polling`: `on`, `off` (an ended run) or `backoff` (after a failure). */
+const pollingOf = (target: Page) => target.evaluate(() => (globalThis as unknown as PageGlobals).document.body.dataset.polling);
+const waitForPolling = (target: Page, value: 'on' | 'off' | 'backoff', timeout = UI_TIMEOUT_MS) =>
+  target.waitForFunction((want) => (globalThis as unknown as PageGlobals).document.body.dataset.polling === want, value, { polling: 50, timeout });
 
 describeBrowser('dashboard in chromium', () => {
   const gate = deferred();
   let engine: TestEngine;
-  let server: Server | undefined;
+  let main: TestServer;
+  let browser: Browser | undefined;
+  let chromiumProcess: ChildProcess | undefined;
   let context: BrowserContext | undefined;
   let userDataDir: string | undefined;
   let page: Page;
   let url: string;
+  let handler: Handler;
+  let startBlocked: () => Promise<string>;
+  let startCharge: (input: unknown) => Promise<string>;
   const pageErrors: string[] = [];
   const ids = { greet: '', greetByEvent: '', chargeOk: '', chargeFailed: '', xss: '', blocked: '' };
+
+  /** A new page of `target`, with its script errors collected for the check after each test. */
+  async function newPage(target: BrowserContext): Promise<Page> {
+    const created = await target.newPage();
+    created.setDefaultTimeout(UI_TIMEOUT_MS);
+    created.on('pageerror', (error) => pageErrors.push(error.message));
+    return created;
+  }
+
+  /** Waits until `id` is running and has recorded its first step. */
+  async function waitUntilBlocked(id: string): Promise<void> {
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'running' && (await engine.client.getRunSteps(id)).length === 1, 10_000);
+  }
 
   beforeAll(async () => {
     engine = new TestEngine();
@@ -68,6 +180,8 @@ describeBrowser('dashboard in chromium', () => {
       await gate.promise;
       return 'released';
     });
+    startBlocked = async () => (await client.start(blocked, {})).id;
+    startCharge = async (input) => (await client.start(charge, input as { note?: string })).id;
     await engine.worker({ concurrency: 8 });
 
     ids.greet = (await client.start(greet, { name: 'Ada' })).id;
@@ -75,7 +189,7 @@ describeBrowser('dashboard in chromium', () => {
     ids.chargeOk = (await client.start(charge, { amount: 10 })).id;
     ids.chargeFailed = (await client.start(charge, { note: 'insufficient funds' })).id;
     ids.xss = (await client.start(charge, { note: XSS })).id;
-    ids.blocked = (await client.start(blocked, {})).id;
+    ids.blocked = await startBlocked();
     const expected: Record<string, string> = {
       [ids.greet]: 'succeeded',
       [ids.greetByEvent]: 'succeeded',
@@ -89,35 +203,29 @@ describeBrowser('dashboard in chromium', () => {
       return (await client.getRunSteps(ids.blocked)).length === 1;
     }, 10_000);
 
-    const handler = createDashboardHandler(client, { path: '/redflow', authorize: () => true, readOnly: false });
-    server = createServer((req, res) => {
-      handler(req, res).then(
-        (handled) => {
-          if (!handled) res.writeHead(404).end('not the dashboard');
-        },
-        (error: unknown) => res.writeHead(500).end(String(error)),
-      );
-    });
-    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/redflow/`;
+    handler = createDashboardHandler(client, { path: '/redflow', authorize: () => true, readOnly: false });
+    main = await serve(handler);
+    url = `${main.origin}/redflow/`;
 
     userDataDir = mkdtempSync(join(tmpdir(), 'redflow-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 } });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(UI_TIMEOUT_MS);
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    ({ browser, process: chromiumProcess } = await startChromium(CHROMIUM!, userDataDir));
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await newPage(context);
     mkdirSync(ARTIFACTS, { recursive: true });
   }, 30_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (server) {
-      server.closeAllConnections();
-      await new Promise((resolve) => server!.close(resolve));
+    await browser?.close();
+    if (chromiumProcess && chromiumProcess.exitCode === null && chromiumProcess.signalCode === null) {
+      const exited = new Promise((resolve) => chromiumProcess!.once('exit', resolve));
+      process.kill(-chromiumProcess.pid!, 'SIGTERM'); // the group: /usr/bin/chromium is a wrapper script
+      await exited;
     }
+    await main?.close();
     gate.resolve();
     await engine?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+    // Chromium's helper processes may still be writing its profile for a moment after it exits.
+    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }, 20_000);
 
   afterEach(() => {
@@ -150,7 +258,23 @@ describeBrowser('dashboard in chromium', () => {
   }
 
   /** The status badge of the run detail page (the first one: step rows have their own). */
-  const runStatus = () => page.locator('h2 + p').getByTestId('status');
+  const runStatus = (target = page) => target.locator('h2 + p').getByTestId('status');
+  /** The step names of the run detail page: the first text of each row's name cell (its output preview follows). */
+  const stepNames = () =>
+    page.getByTestId('steps').getByTestId('step-row').evaluateAll((rows) => rows.map((row) => row.querySelectorAll('td')[1]?.firstChild?.textContent ?? ''));
+  /** How many times `server` was asked for the detail of run `id`. */
+  const detailHits = (server: TestServer, id: string) => server.hits.filter((h) => h.route === '/api/run' && h.query.get('id') === id).length;
+
+  it('serves the page at /redflow and /redflow/ without a redirect', async () => {
+    for (const address of [`${main.origin}/redflow`, url]) {
+      const response = await page.goto(address);
+      expect(response?.status()).toBe(200);
+      expect(response?.request().redirectedFrom()).toBeNull();
+      expect(page.url()).toBe(address);
+      expect(await page.locator('meta[name="redflow-csrf"]').getAttribute('content')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+      await page.getByTestId('status-counts').waitFor();
+    }
+  });
 
   it('shows the status counts on the overview', async () => {
     await page.goto(url);
@@ -190,23 +314,31 @@ describeBrowser('dashboard in chromium', () => {
     await page.getByTestId('filter-status').selectOption('');
     expect(await waitForRows(Object.values(ids))).toEqual([...Object.values(ids)].sort());
 
+    // The list asks for summaries with the filters as query parameters.
+    const lists = main.hits.filter((h) => h.route === '/api/runs').map((h) => Object.fromEntries(h.query));
+    expect(lists).toContainEqual({ limit: '25', offset: '0', workflow: 'charge', status: 'failed' });
+    expect(lists).toContainEqual({ limit: '25', offset: '0', workflow: 'greet', status: 'succeeded' });
+
     const file = join(ARTIFACTS, 'dashboard-runs.png');
     rmSync(file, { force: true });
     await page.screenshot({ path: file, fullPage: true });
     expect(statSync(file).size).toBeGreaterThan(0);
   });
 
-  it('opens a run from the list and shows its input and steps', async () => {
+  it('opens a run from the list and shows its input, output and steps', async () => {
     await openRun(ids.greet);
     expect(await runStatus().textContent()).toBe('succeeded');
     expect(JSON.parse((await page.getByTestId('run-input').textContent()) ?? '')).toEqual({ name: 'Ada' });
     expect(JSON.parse((await page.getByTestId('run-output').textContent()) ?? '')).toBe('Hello Ada');
+    // Small payloads are shown whole: no "first 64 KiB" note.
+    expect(await page.getByTestId('run-input-truncated').count()).toBe(0);
+    expect(await page.getByTestId('run-output-truncated').count()).toBe(0);
     const steps = page.getByTestId('steps').getByTestId('step-row');
     await steps.nth(1).waitFor();
     expect(await steps.count()).toBe(2);
-    expect(await steps.nth(0).locator('td').nth(1).textContent()).toBe('load-user');
-    expect(await steps.nth(1).locator('td').nth(1).textContent()).toBe('compose');
+    expect(await stepNames()).toEqual(['load-user', 'compose']);
     expect(await steps.getByTestId('status').allTextContents()).toEqual(['succeeded', 'succeeded']);
+    expect((await steps.getByTestId('step-output').allTextContents()).map((text) => JSON.parse(text) as unknown)).toEqual([{ name: 'Ada' }, 'Hello Ada']);
     expect(await page.getByTestId('cancel').isDisabled()).toBe(true);
     expect(await page.getByTestId('rerun').isDisabled()).toBe(true);
 
@@ -219,7 +351,7 @@ describeBrowser('dashboard in chromium', () => {
   it('cancels a running run and shows it canceled without a reload', async () => {
     await openRun(ids.blocked);
     expect(await runStatus().textContent()).toBe('running');
-    expect(await page.getByTestId('step-row').locator('td').nth(1).textContent()).toBe('before-gate');
+    expect(await stepNames()).toEqual(['before-gate']);
     // A reload would drop this marker.
     await page.evaluate(() => void ((globalThis as Record<string, unknown>).__sameDocument = true));
 
@@ -232,6 +364,8 @@ describeBrowser('dashboard in chromium', () => {
     expect(await page.getByTestId('rerun').isEnabled()).toBe(true);
     expect(await page.getByText('canceled from the dashboard', { exact: true }).count()).toBe(1);
     expect(await engine.client.getRun(ids.blocked)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the dashboard' });
+    // The action went out as the server demands: JSON, with the page's token (the server refuses anything else).
+    expect(main.hits.filter((h) => h.route === '/api/run/cancel').map((h) => [h.method, h.query.get('id'), h.status])).toEqual([['POST', ids.blocked, 200]]);
   });
 
   it('renders a run input and error holding markup as literal text', async () => {
@@ -248,8 +382,17 @@ describeBrowser('dashboard in chromium', () => {
       expect(await block.locator('img, script').count()).toBe(0);
     }
     expect(await error.textContent()).toContain(`NonRetriableError: card declined: ${XSS}`);
-    // Let at least one poll re-render the page before looking for side effects.
-    await page.waitForTimeout(1_700);
+    expect(await page.locator('#view img, #view script').count()).toBe(0);
+
+    // The detail of an ended run is not polled again; the runs list, which shows the error too, re-renders
+    // on every poll: wait for one re-render there before looking for side effects.
+    await page.goto(`${url}#/runs?workflow=charge&status=failed`);
+    const row = page.locator(`[data-testid="run-row"][data-run-id="${ids.xss}"]`);
+    await row.waitFor();
+    expect(await row.locator('td.error').textContent()).toBe(`NonRetriableError: card declined: ${XSS}`);
+    await page.getByTestId('runs-table').evaluate((table) => table.setAttribute('data-old', ''));
+    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector('[data-testid="runs-table"]:not([data-old])'), undefined, { polling: 50 });
+    await row.waitFor();
     expect(await page.locator('#view img, #view script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__xss)).toBeUndefined();
   });
@@ -290,5 +433,187 @@ describeBrowser('dashboard in chromium', () => {
     await page.locator(`[data-testid="run-row"][data-run-id="${later}"]`).waitFor();
     expect(await waitForRows([ids.greet, ids.greetByEvent, later])).toEqual([ids.greet, ids.greetByEvent, later].sort());
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__sameDocument)).toBe('list');
+  });
+
+  it('shows the first 64 KiB of a large input and downloads the whole of it', async () => {
+    const input = { blob: 'x'.repeat(80 * 1024) };
+    const id = await startCharge(input);
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'succeeded');
+    await page.goto(`${url}#/runs/${encodeURIComponent(id)}`);
+    const note = page.getByTestId('run-input-truncated');
+    await note.waitFor();
+    const whole = JSON.stringify(input, null, 2);
+    expect(await note.textContent()).toBe(`Showing the first 64 KiB of ${Math.ceil(Buffer.byteLength(whole) / 1024)} KiB. Show all (download)`);
+    expect(await page.getByTestId('run-input').textContent()).toBe(whole.slice(0, 64 * 1024));
+
+    const link = note.getByRole('link', { name: 'Show all (download)' });
+    expect(await link.getAttribute('href')).toBe(`/redflow/api/run/payload?id=${encodeURIComponent(id)}&field=input`);
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    expect(download.suggestedFilename()).toBe(`${id}-input.json`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of (await download.createReadStream()) as AsyncIterable<Buffer>) chunks.push(chunk);
+    expect(JSON.parse(Buffer.concat(chunks).toString('utf8'))).toEqual(input);
+  });
+
+  it('stops polling on the detail of a run that has ended', async () => {
+    expect(POLL_MS).toBeGreaterThan(0);
+    await openRun(ids.greet);
+    await waitForPolling(page, 'off');
+    const asked = detailHits(main, ids.greet);
+    const all = main.hits.length;
+    expect(asked).toBeGreaterThanOrEqual(1);
+
+    await sleep(2 * POLL_MS + 200);
+    expect(detailHits(main, ids.greet)).toBe(asked);
+    expect(main.hits.length).toBe(all);
+    expect(await pollingOf(page)).toBe('off');
+  });
+
+  it('keeps polling a live run until it ends elsewhere, then stops', async () => {
+    const id = await startBlocked();
+    await waitUntilBlocked(id);
+    await openRun(id);
+    await waitForPolling(page, 'on');
+    const first = detailHits(main, id);
+    // Two more polls of the open run.
+    await eventually(() => detailHits(main, id) >= first + 2, 2 * POLL_MS + 2_000);
+
+    await engine.client.cancelRun(id, { reason: 'canceled elsewhere' });
+    await runStatus().filter({ hasText: /^canceled$/ }).waitFor();
+    await waitForPolling(page, 'off');
+    expect(await page.getByText('canceled elsewhere', { exact: true }).count()).toBe(1);
+    const asked = detailHits(main, id);
+    await sleep(2 * POLL_MS + 200);
+    expect(detailHits(main, id)).toBe(asked);
+  });
+
+  it('stops polling while the tab is hidden and resumes when it is shown again', async () => {
+    // Pages of the default context have no focus emulation (see startChromium): tabs really hide.
+    const tabs = browser!.contexts()[0];
+    const own = await serve(handler);
+    const watched = await newPage(tabs);
+    const other = await newPage(tabs);
+    try {
+      const overviews = () => own.hits.filter((h) => h.route === '/api/overview').length;
+      await watched.bringToFront();
+      await watched.goto(`${own.origin}/redflow/`);
+      await watched.getByTestId('status-counts').waitFor();
+      expect(await visibilityOf(watched)).toBe('visible');
+      // Hide it right after a poll was answered, so that no request is on its way.
+      await watched.waitForResponse((response) => response.url().endsWith('/api/overview'), { timeout: 2 * POLL_MS + 2_000 });
+      await other.bringToFront();
+      await eventually(async () => (await visibilityOf(watched)) === 'hidden', 2_000);
+      const before = overviews();
+      const all = own.hits.length;
+
+      await sleep(2 * POLL_MS + 200);
+      expect(overviews()).toBe(before);
+      expect(own.hits.length).toBe(all);
+
+      await watched.bringToFront();
+      expect(await visibilityOf(watched)).toBe('visible');
+      // Shown again: one render at once, then the usual polls.
+      await eventually(() => overviews() > before, POLL_MS);
+      await eventually(() => overviews() >= before + 2, 2 * POLL_MS + 1_000);
+      expect(await pollingOf(watched)).toBe('on');
+    } finally {
+      await watched.close();
+      await other.close();
+      await own.close();
+    }
+  });
+
+  it('shows a notice and backs off while the server answers 503, and recovers', async () => {
+    await page.goto(url);
+    await page.getByTestId('status-counts').waitFor();
+    await waitForPolling(page, 'on');
+    const notice = page.getByTestId('notice');
+    expect(await notice.isHidden()).toBe(true);
+
+    const message = `Redis at ${new URL(process.env.REDFLOW_TEST_REDIS_URL!).host} is unreachable; the dashboard shows data again when it is back.`;
+    const from = main.hits.length;
+    main.outage = { status: 503, body: { statusCode: 503, code: 'REDIS_UNAVAILABLE', message } };
+    try {
+      await notice.waitFor({ state: 'visible', timeout: POLL_MS + 2_000 });
+      expect(await notice.textContent()).toBe(`${message} Retrying in ${Math.round((2 * POLL_MS) / 1000)} s.`);
+      expect(await pollingOf(page)).toBe('backoff');
+      // What was on screen stays there.
+      expect(await page.getByTestId('status-counts').isVisible()).toBe(true);
+    } finally {
+      main.outage = undefined;
+    }
+    const failed = main.hits.slice(from).filter((h) => h.status === 503);
+    expect(failed.map((h) => h.route)).toEqual(['/api/overview']);
+
+    // The retry comes after the backoff (twice the poll period), not at the next poll.
+    await notice.waitFor({ state: 'hidden', timeout: 2 * POLL_MS + 3_000 });
+    await waitForPolling(page, 'on');
+    const retry = main.hits.slice(from).find((h) => h.status === 200)!;
+    expect(retry.route).toBe('/api/overview');
+    expect(retry.at - failed[0].at).toBeGreaterThanOrEqual(2 * POLL_MS - 100);
+    expect(await page.getByTestId('status-counts').isVisible()).toBe(true);
+  });
+
+  it('asks for Basic credentials, and works with them, cancel included', async () => {
+    const client = engine.client;
+    const secured = await serve(createDashboardHandler(client, { path: '/redflow', authorize: basicAuth({ username: 'ops', password: 's3cret' }) }));
+    const securedUrl = `${secured.origin}/redflow/`;
+    const contexts: BrowserContext[] = [];
+    try {
+      // Without credentials: a 401 with a Basic challenge. Headless chromium has no sign-in prompt
+      // and ends that navigation with ERR_INVALID_AUTH_CREDENTIALS; the response itself is the 401.
+      const anonymous = await browser!.newContext();
+      contexts.push(anonymous);
+      const stranger = await newPage(anonymous);
+      const challenged = stranger.waitForResponse(securedUrl);
+      const outcome = await stranger.goto(securedUrl).then(
+        (response) => response?.status(),
+        (error: Error) => error.message,
+      );
+      const challenge = await challenged;
+      expect(challenge.status()).toBe(401);
+      expect(challenge.headers()['www-authenticate']).toBe('Basic realm="Redflow", charset="UTF-8"');
+      expect(String(outcome)).toMatch(/^401$|ERR_INVALID_AUTH_CREDENTIALS/);
+      const asked = secured.requests.filter((r) => r.path.startsWith('/redflow'));
+      expect(asked.length).toBeGreaterThan(0);
+      expect(asked.every((r) => r.status === 401 && r.authorization === undefined)).toBe(true);
+
+      // A wrong password: Playwright answers the challenge once, then chromium shows the 401.
+      const wrong = await browser!.newContext({ httpCredentials: { username: 'ops', password: 'wrong' } });
+      contexts.push(wrong);
+      const intruder = await newPage(wrong);
+      const refused = await intruder.goto(securedUrl);
+      expect(refused?.status()).toBe(401);
+      expect(await refused?.json()).toEqual({ statusCode: 401, code: 'UNAUTHORIZED', message: 'Sign in to use the dashboard.' });
+      expect(await intruder.getByTestId('runs-table').count()).toBe(0);
+
+      // The right credentials: the page, its API calls and an action all go through.
+      const id = await startBlocked();
+      await waitUntilBlocked(id);
+      const signedIn = await browser!.newContext({ httpCredentials: { username: 'ops', password: 's3cret' } });
+      contexts.push(signedIn);
+      const ops = await newPage(signedIn);
+      const opened = await ops.goto(`${securedUrl}#/runs`);
+      expect(opened?.status()).toBe(200);
+      await ops.getByTestId('runs-table').waitFor();
+      const row = ops.locator(`[data-testid="run-row"][data-run-id="${id}"]`);
+      await row.waitFor();
+      await row.getByTestId('run-link').click();
+      await runStatus(ops).filter({ hasText: /^running$/ }).waitFor();
+      await ops.getByTestId('cancel').click();
+      await runStatus(ops).filter({ hasText: /^canceled$/ }).waitFor();
+      expect(await ops.getByTestId('action-message').textContent()).toBe('');
+      expect(await client.getRun(id)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the dashboard' });
+
+      const basic = `Basic ${Buffer.from('ops:s3cret').toString('base64')}`;
+      const cancels = secured.hits.filter((h) => h.route === '/api/run/cancel');
+      expect(cancels.map((h) => [h.method, h.query.get('id'), h.authorization, h.status])).toEqual([['POST', id, basic, 200]]);
+      // Only the signed-in page reached the API, and the browser sent the credentials with every call.
+      expect(secured.hits.length).toBeGreaterThan(2);
+      expect(secured.hits.filter((h) => h.authorization !== basic || h.status !== 200).map((h) => [h.route, h.status])).toEqual([]);
+    } finally {
+      for (const opened of contexts) await opened.close();
+      await secured.close();
+    }
   });
 });

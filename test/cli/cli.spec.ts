@@ -327,6 +327,22 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       expect(dash.output).toEqual({ stdout: `${dash.line}\n`, stderr: '' });
     });
 
+    it('--allow-actions: the page cancels with its token; a rebound Host, another origin or a missing token cancel nothing', async () => {
+      const dash = await dashboard('--allow-actions');
+      const { id } = await engine.client.runByName('parked-job', { cancel: 'from the page' });
+      const page = await request(dash.base).get('/').expect(200);
+      const token = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text)![1];
+      const cancel = () => request(dash.base).post(`/api/run/cancel?id=${id}`);
+      const json = { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' };
+      // DNS rebinding: the attacker's page reaches the port under its own host name.
+      expect((await cancel().set({ ...json, host: `rebound.example:${dash.port}`, 'x-redflow-csrf': token }).send({})).status).toBe(421);
+      expect((await cancel().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({})).status).toBe(403);
+      expect((await cancel().set(json).send({})).body.code).toBe('CSRF_TOKEN');
+      expect((await engine.client.getRun(id))!.status).toBe('queued');
+      expect((await cancel().set({ ...json, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ canceled: true });
+      expect((await engine.client.getRun(id))!.status).toBe('canceled');
+    });
+
     it('without --allow-actions it is read-only', async () => {
       const dash = await dashboard();
       expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel and re-run)`);

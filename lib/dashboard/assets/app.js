@@ -233,7 +233,7 @@
       showNotice('');
       // Do not re-render under a filter the user is choosing from.
       if (!(document.activeElement instanceof HTMLSelectElement && view.contains(document.activeElement))) {
-        view.replaceChildren(...[content].flat(2).filter(Boolean));
+        view.replaceChildren(...[content].flat(Infinity).filter(Boolean));
       }
       document.body.dataset.polling = live ? 'on' : 'off';
       schedule(live ? POLL_MS : undefined);
