@@ -5,7 +5,7 @@
  */
 // duration.ts imports ConfigurationError from here too; the cycle is safe because both sides
 // use the other's exports only inside functions, never while the module loads.
-import { toMs } from './definition/duration';
+import { MAX_DURATION_MS, parseDurationMs } from './definition/duration-format';
 
 /** Base class of every error this package throws. */
 export class RedflowError extends Error {
@@ -91,19 +91,11 @@ function describeDelay(delay: unknown): string {
   return typeof delay === 'object' ? 'an object' : `a ${typeof delay}`;
 }
 
-/** 10 years: a longer delay is a unit mistake (the same bound as every duration option). */
-const MAX_DELAY_MS = 10 * 365 * 86_400_000;
-
+/** A Date at most 10 years ahead, or a duration from 0 to 10 years (the bound of every duration option). */
 function isValidDelay(delay: unknown): boolean {
-  if (delay instanceof Date) return !Number.isNaN(delay.getTime()) && delay.getTime() <= Date.now() + MAX_DELAY_MS;
-  if (typeof delay === 'number') return Number.isFinite(delay) && delay >= 0 && delay <= MAX_DELAY_MS;
-  if (typeof delay !== 'string') return false;
-  try {
-    toMs(delay);
-    return true;
-  } catch {
-    return false;
-  }
+  if (delay instanceof Date) return !Number.isNaN(delay.getTime()) && delay.getTime() <= Date.now() + MAX_DURATION_MS;
+  const ms = parseDurationMs(delay);
+  return ms >= 0 && ms <= MAX_DURATION_MS;
 }
 
 /**

@@ -8,8 +8,8 @@ import {
   checkUserName,
   describeValue,
   optionKeys,
-  WORKER_RUNTIME_KEYS,
 } from '../core/definition/option-checks';
+import { WORKER_RUNTIME_KEYS } from '../core/worker/worker';
 import { DASHBOARD_OPTION_KEYS, type DashboardOptions } from '../dashboard/dashboard-options';
 
 /** Worker settings of `RedflowModule`. */

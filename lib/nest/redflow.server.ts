@@ -1,6 +1,11 @@
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { ConfigurationError } from '../core';
-import type { RedflowOrchestrator } from './redflow.orchestrator';
+
+/** What the transport drives: the module's orchestrator, which owns the worker. */
+export interface RedflowWorkerControl {
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+}
 
 /**
  * A Nest microservice transport that runs the app's workflow worker:
@@ -9,10 +14,10 @@ import type { RedflowOrchestrator } from './redflow.orchestrator';
  * when the microservice listens and drains when it closes. The app must import `RedflowModule`.
  */
 export class RedflowServer implements CustomTransportStrategy {
-  private orchestrator: RedflowOrchestrator | undefined;
+  private orchestrator: RedflowWorkerControl | undefined;
 
   /** Called by `RedflowModule` when the app is created with this strategy. */
-  attach(orchestrator: RedflowOrchestrator): void {
+  attach(orchestrator: RedflowWorkerControl): void {
     this.orchestrator = orchestrator;
   }
 

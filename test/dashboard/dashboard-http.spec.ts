@@ -5,7 +5,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { createDashboardHandler, RedflowModule, type DashboardOptions, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
-import { nextCronTick } from '../../lib/core/client/workflow-client';
+import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
 /**

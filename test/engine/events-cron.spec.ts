@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { InvalidCronError, WorkflowRegistry, type RunState } from '../../lib';
-import { nextCronTick } from '../../lib/core/client/workflow-client';
+import { nextCronTick } from '../../lib/core/definition/cron';
 import { defineCronWorkflow, execKey, readyKey, TICKER, TICKER_CRON_ID } from '../fixtures/cron-worker';
 import { deferred, eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';

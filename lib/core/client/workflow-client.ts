@@ -22,22 +22,26 @@ import {
   checkInteger,
   checkResourceName,
   checkUserName,
-  CLIENT_OPTION_KEYS,
   EMIT_EVENT_OPTION_KEYS,
   LIST_RUNS_OPTION_KEYS,
+  optionKeys,
   RUN_OPTION_KEYS,
 } from '../definition/option-checks';
 import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
-import { parseStepRecord, STEP_FIELD_PREFIX } from '../worker/step-runtime';
+import { parseStepRecord, STEP_FIELD_PREFIX } from '../store/step-record';
 import {
   RUN_STATUSES,
   stderrLogger,
   TERMINAL_STATUSES,
   type CorruptRunSummary,
   type CronState,
+  type EmitEventOptions,
   type IntactRunSummary,
+  type ListRunsOptions,
   type RedflowLogger,
+  type RunHandle,
+  type RunOptions,
   type RunState,
   type RunStats,
   type RunStatus,
@@ -47,7 +51,8 @@ import {
 } from '../definition/types';
 import { dynamicFlowError, flowControlFor, registryFlowControl, type RunFlowControl } from '../definition/flow-control';
 import { validateInput } from '../definition/validation';
-import { checkEventName, cronIds, getDefaultRegistry, parseCron, type CronTrigger, type WorkflowDefinition, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventName, getDefaultRegistry, type WorkflowDefinition, type WorkflowRegistry } from '../definition/workflow';
+import { cronIds, decodeCron, encodeCron, nextCronTick } from '../definition/cron';
 
 /** Options of `createClient`. */
 export interface ClientOptions extends ConnectionOptions {
@@ -72,52 +77,26 @@ export interface ClientOptions extends ConnectionOptions {
   logger?: RedflowLogger;
 }
 
+/** Keys of `ClientOptions` (`createClient`). */
+export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
+  'redis',
+  'url',
+  'prefix',
+  'registry',
+  'maxPayloadBytes',
+  'commandTimeoutMs',
+  'requireNoEviction',
+  'logger',
+]);
+
+export type { EmitEventOptions, ListRunsOptions, RunHandle, RunOptions } from '../definition/types';
+
 /** Default of `commandTimeoutMs`. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 
-/** Options of starting a run. */
-export interface RunOptions {
-  /** Returns the existing run for the same key (and input) instead of starting another one. */
-  idempotencyKey?: string;
-  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
-  idempotencyTtl?: number;
-  /** Start no earlier than this (a Date or epoch ms); the run waits as `scheduled` until then. */
-  runAt?: Date | number;
-  /** Run on this queue instead of the workflow's own. */
-  queueOverride?: string;
-}
 
-/** Options of `emitEvent`. */
-export interface EmitEventOptions {
-  /** A repeated emit with the same key (within the TTL) returns the same runs. */
-  idempotencyKey?: string;
-  /** Seconds the key is kept. @default 604800 (7 days) */
-  idempotencyTtl?: number;
-  /** Fan out at this time instead of now. */
-  emitAt?: Date | number;
-}
 
-/** Filters of `listRuns` and `listRunSummaries`; results are newest first. */
-export interface ListRunsOptions {
-  workflow?: string;
-  status?: RunStatus;
-  /** @default 50 */
-  limit?: number;
-  /** @default 0 */
-  offset?: number;
-}
 
-/** A started run. */
-export interface RunHandle<TOutput = unknown> {
-  readonly id: string;
-  /** The run as stored now, or null if it no longer exists. */
-  getState(): Promise<RunState<TOutput> | null>;
-  /**
-   * Waits for the run to end. Resolves with its output; rejects with its error when it failed,
-   * `CanceledError` when canceled, `TimeoutError` after `timeoutMs`.
-   */
-  result(options?: { timeoutMs?: number }): Promise<TOutput>;
-}
 
 const RUN_FIELDS = [
   'workflow',
@@ -755,7 +734,7 @@ export class WorkflowClient {
     for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
     return Object.entries(defs)
       .map(([id, json]) => {
-        const def = JSON.parse(json) as { workflow: string; expression: string; timezone: string | null; input: unknown };
+        const def = decodeCron(json);
         return { id, workflow: def.workflow, expression: def.expression, timezone: def.timezone ?? undefined, input: def.input, nextAt: nextById.get(id) };
       })
       .sort((a, b) => a.id.localeCompare(b.id));
@@ -842,8 +821,7 @@ export class WorkflowClient {
       const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? 1;
       const ids = cronIds(d);
       const crons = (d.options.cron ?? []).map((trigger, i) => {
-        const def = JSON.stringify({ workflow: d.name, expression: trigger.expression, timezone: trigger.timezone ?? null, input: trigger.input ?? null });
-        return { id: ids[i], def, next: nextCronTick(d.name, trigger, now) };
+        return { id: ids[i], def: encodeCron(d.name, trigger), next: nextCronTick(d.name, trigger, now) };
       });
       return JSON.stringify({
         name: d.name,
@@ -911,9 +889,3 @@ export function createClient(options: ClientOptions = {}): WorkflowClient {
   return new WorkflowClient(redis, owned, options);
 }
 
-/** The first tick of a cron schedule after `after` (ms). */
-export function nextCronTick(workflow: string, trigger: Pick<CronTrigger, 'expression' | 'timezone'>, after: number): number {
-  const next = parseCron(workflow, trigger).nextRun(new Date(after));
-  if (!next) throw new ConfigurationError(`Cron expression "${trigger.expression}" of workflow "${workflow}" has no future tick.`);
-  return next.getTime();
-}

@@ -1,7 +1,8 @@
 import { checkDuration, checkInteger, checkTimestamp, MAX_DURATION_MS } from './option-checks';
 
-/** A duration: milliseconds, or a string such as `"500ms"`, `"5s"`, `"1m"`, `"2h"`, `"1d"`. */
-export type Duration = number | string;
+import type { Duration } from './duration-format';
+
+export type { Duration };
 
 /**
  * Converts a duration to milliseconds. Throws `ConfigurationError` for anything but a number of

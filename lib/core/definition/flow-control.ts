@@ -1,7 +1,7 @@
 import { toMs } from './duration';
 import { ConfigurationError } from '../errors';
 import { checkUserName } from './option-checks';
-import type { KeyFrom, WorkflowDefinition } from './workflow';
+import type { KeyFrom, WorkflowDefinition } from './workflow-types';
 
 /** The flow-control fields a new run carries, computed from its input where it is enqueued. */
 export interface RunFlowControl {

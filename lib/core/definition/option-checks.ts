@@ -4,9 +4,9 @@
  * `ConfigurationError` whose one sentence names the option, the value given and what is allowed.
  */
 import { ConfigurationError } from '../errors';
+import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import type { InputSchema } from './validation';
-import type { ClientOptions, EmitEventOptions, ListRunsOptions, RunOptions } from '../client/workflow-client';
-import type { WorkerOptions, WorkerRuntimeOptions } from '../worker/worker';
+import type { EmitEventOptions, ListRunsOptions, RunOptions } from './types';
 import type {
   ChildRunOptions,
   CronTrigger,
@@ -17,15 +17,9 @@ import type {
   RetryPolicy,
   StepOptions,
   WorkflowOptions,
-} from './workflow';
+} from './workflow-types';
 
-const DAY_MS = 86_400_000;
-
-/** The longest duration, and the furthest future timestamp, any option accepts: 10 years in ms. */
-export const MAX_DURATION_MS = 10 * 365 * DAY_MS;
-
-/** The longest duration a Node.js timer can wait (2^31 - 1 ms, about 24.8 days): options that become a timer stop there. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export { MAX_DURATION_MS, MAX_TIMER_MS };
 
 /** Longest idempotency key, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 512;
@@ -88,46 +82,8 @@ export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'tim
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
 export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
 
-/** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
-export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
-  'leaseMs',
-  'heartbeatMs',
-  'reaperIntervalMs',
-  'blockTimeoutMs',
-  'cleanupIntervalMs',
-  'maxRecoveries',
-]);
 
-/** Keys of `ClientOptions` (`createClient`). */
-export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
-  'redis',
-  'url',
-  'prefix',
-  'registry',
-  'maxPayloadBytes',
-  'commandTimeoutMs',
-  'requireNoEviction',
-  'logger',
-]);
 
-/** Keys of `WorkerOptions` (`startWorker`). */
-export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
-  'redis',
-  'url',
-  'app',
-  'client',
-  'prefix',
-  'queues',
-  'concurrency',
-  'registry',
-  'runtime',
-  'logger',
-  'maxPayloadBytes',
-  'defaultMaxConcurrency',
-  'retentionDays',
-  'commandTimeoutMs',
-  'requireNoEviction',
-]);
 
 /** Keys of `RunOptions` (starting a run). */
 export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride']);
@@ -241,9 +197,6 @@ export function assertWorkflowOptionKeys(
   }
 }
 
-const DURATION = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: DAY_MS };
-
 /**
  * A duration in whole milliseconds (rounded up, so a positive duration never becomes 0): a number
  * of ms, or a string like "500ms", "5s", "1.5m", "2h", "1d" (the syntax of `toMs`). It must be
@@ -251,12 +204,7 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_0
  * and would overflow the timers and Redis expiries it ends up in.
  */
 export function checkDuration(value: unknown, what: string, opts: { allowZero?: boolean; timer?: boolean } = {}): number {
-  let ms = NaN;
-  if (typeof value === 'number') ms = value;
-  else if (typeof value === 'string') {
-    const m = DURATION.exec(value);
-    if (m) ms = Number(m[1]) * UNIT_MS[m[2]];
-  }
+  const ms = parseDurationMs(value);
   const low = opts.allowZero ? ms >= 0 : ms > 0;
   const max = opts.timer ? MAX_TIMER_MS : MAX_DURATION_MS;
   if (!low || !(ms <= max)) {

@@ -1,6 +1,6 @@
 import { dueAt, toMs } from './duration';
 import { isRetryable, RetryAfterError } from '../errors';
-import type { RetryPolicy, RunInfo } from './workflow';
+import type { RetryPolicy, RunInfo } from './workflow-types';
 
 /** Default backoff: 250 ms doubling per attempt, capped at 30 s, plus up to 100 ms of jitter. */
 export function defaultRetryDelayMs(attempt: number): number {

@@ -160,3 +160,47 @@ export interface CronState {
   /** Epoch ms of the next tick. */
   nextAt?: number;
 }
+
+/** Options of starting a run. */
+export interface RunOptions {
+  /** Returns the existing run for the same key (and input) instead of starting another one. */
+  idempotencyKey?: string;
+  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+  /** Start no earlier than this (a Date or epoch ms); the run waits as `scheduled` until then. */
+  runAt?: Date | number;
+  /** Run on this queue instead of the workflow's own. */
+  queueOverride?: string;
+}
+
+/** Options of `emitEvent`. */
+export interface EmitEventOptions {
+  /** A repeated emit with the same key (within the TTL) returns the same runs. */
+  idempotencyKey?: string;
+  /** Seconds the key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+  /** Fan out at this time instead of now. */
+  emitAt?: Date | number;
+}
+
+/** Filters of `listRuns` and `listRunSummaries`; results are newest first. */
+export interface ListRunsOptions {
+  workflow?: string;
+  status?: RunStatus;
+  /** @default 50 */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** A started run. */
+export interface RunHandle<TOutput = unknown> {
+  readonly id: string;
+  /** The run as stored now, or null if it no longer exists. */
+  getState(): Promise<RunState<TOutput> | null>;
+  /**
+   * Waits for the run to end. Resolves with its output; rejects with its error when it failed,
+   * `CanceledError` when canceled, `TimeoutError` after `timeoutMs`.
+   */
+  result(options?: { timeoutMs?: number }): Promise<TOutput>;
+}

@@ -1,6 +1,45 @@
-import { plainToInstance } from 'class-transformer';
-import { validate, type ValidationError as ClassValidatorError } from 'class-validator';
-import { InputValidationError, type ValidationIssue } from '../errors';
+import { ConfigurationError, InputValidationError, type ValidationIssue } from '../errors';
+
+/** The part of class-validator's `ValidationError` read here. */
+interface ClassValidatorError {
+  property: string;
+  constraints?: Record<string, string>;
+  children?: ClassValidatorError[];
+}
+
+interface DtoValidator {
+  plainToInstance(cls: new () => object, plain: object): object;
+  validate(instance: object): Promise<ClassValidatorError[]>;
+}
+
+let dtoValidator: DtoValidator | undefined;
+
+/**
+ * class-validator and class-transformer, loaded the first time a DTO class validates an input:
+ * they are optional peer dependencies, so an app has one copy of each (the copy its DTOs'
+ * decorators registered with) and an engine user with Standard Schema validators needs neither.
+ */
+function loadDtoValidator(workflow: string, dto: string): DtoValidator {
+  if (dtoValidator) return dtoValidator;
+  const load = (name: string): Record<string, unknown> => {
+    try {
+      // A computed name: these are peers the app installs, resolved from here at run time.
+      return require(name) as Record<string, unknown>;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+      throw new ConfigurationError(
+        `Workflow "${workflow}" validates its input with the DTO class ${dto}, which needs class-validator and class-transformer: run "npm install class-validator class-transformer", or give a Standard Schema validator (zod, valibot, arktype) as its schema instead.`,
+      );
+    }
+  };
+  const transformer = load('class-transformer');
+  const validator = load('class-validator');
+  dtoValidator = {
+    plainToInstance: transformer.plainToInstance as DtoValidator['plainToInstance'],
+    validate: validator.validate as DtoValidator['validate'],
+  };
+  return dtoValidator;
+}
 
 /** A Standard Schema issue (https://standardschema.dev). */
 export interface StandardSchemaIssue {
@@ -65,7 +104,8 @@ export async function validateInput(workflow: string, schema: InputSchema | unde
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new InputValidationError(workflow, [{ message: `expected an object for ${schema.name}, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` }]);
   }
-  const instance = plainToInstance(schema as unknown as new () => object, value) as object;
+  const { plainToInstance, validate } = loadDtoValidator(workflow, schema.name);
+  const instance = plainToInstance(schema as unknown as new () => object, value);
   const errors = await validate(instance);
   if (errors.length) throw new InputValidationError(workflow, flattenClassValidatorErrors(errors));
   return instance;

@@ -1,6 +1,8 @@
 import { Cluster, Redis } from 'ioredis';
-import type { RedisConnection } from './redis-scripts';
 import { ConfigurationError } from '../errors';
+
+/** A connection the engine runs on: one Redis, or a Redis Cluster. */
+export type RedisConnection = Redis | Cluster;
 
 /** How to reach Redis: an existing connection (kept open on close) or a URL (owned and closed). */
 export interface ConnectionOptions {

@@ -1,6 +1,6 @@
 import { Cluster, ReplyError } from 'ioredis';
 import { isWriteRefusedReply, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
-import type { RedisConnection } from './redis-scripts';
+import type { RedisConnection } from './connection';
 import type { RedflowLogger } from '../definition/types';
 
 /** Why Redis cannot take our writes right now. */

@@ -1,11 +1,12 @@
-import { ReplyError, type Cluster, type Redis } from 'ioredis';
+import { ReplyError } from 'ioredis';
+import type { RedisConnection } from './connection';
 import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
 import { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
 import { SCRIPTS, commandName, loadScript, type ScriptName } from './scripts/script-loader';
 
 /** A Redis connection: standalone or Cluster. */
-export type RedisConnection = Redis | Cluster;
+export type { RedisConnection };
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
 

@@ -1,5 +1,5 @@
 import { idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
-import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from '../errors';
+import { CanceledError, ConfigurationError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
@@ -11,22 +11,12 @@ import {
   STEP_OPTION_KEYS,
 } from '../definition/option-checks';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
+import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, STEP_FIELD_PREFIX, type StepRecord } from '../store/step-record';
+
+export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
 import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
-
-/** Prefix of step record fields in the run hash. */
-export const STEP_FIELD_PREFIX = 's:';
-
-/**
- * A stored step record is a JSON array, short enough that small runs keep Redis's compact hash
- * encoding. By its first element:
- * - `[1, seq, attempt, finishedAt, durationMs, output?]`: succeeded (for child runs, the child's output)
- * - `[0, seq, attempt, finishedAt, durationMs, error]`: threw; runs again on the next attempt
- * - `[2, seq, attempt, wakeAt]`: a `waitFor`, done once `wakeAt` has passed
- * - `[3, seq, attempt, childRunId, deadline]`: waiting for a child run (deadline 0 = none)
- */
-export type StepRecord = [kind: 0 | 1 | 2 | 3, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
@@ -178,7 +168,7 @@ export class StepRuntime {
     } else {
       this.throwIfStopped();
       wakeAt = target instanceof Date ? timeOption(target, what) : Date.now() + toMs(target, what);
-      this.record(field, `[2,${++this.seq},${this.ctx.attempt},${wakeAt}]`);
+      this.record(field, encodeSleepRecord(++this.seq, this.ctx.attempt, wakeAt));
     }
     if (Date.now() >= wakeAt) return;
     this.suspend(wakeAt);
@@ -289,7 +279,7 @@ export class StepRuntime {
     if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || this.failure !== undefined) return;
     this.failure = error;
     const finishedAt = Date.now();
-    this.record(field, `[0,${++this.seq},${this.ctx.attempt},${finishedAt},${finishedAt - startedAt},${serializeError(error)}]`);
+    this.record(field, encodeFailureRecord(++this.seq, this.ctx.attempt, finishedAt, finishedAt - startedAt, serializeError(error)));
     const sibling = new SiblingStepFailedError(`A parallel step of step "${field.slice(STEP_FIELD_PREFIX.length)}" failed.`);
     for (const other of this.inflight) this.stop(other, sibling);
   }
@@ -318,8 +308,7 @@ export class StepRuntime {
       this.inflight.delete(step);
       const encoded = encodeJson(result, `The output of step "${name}"`, this.ctx.maxPayloadBytes);
       const finishedAt = Date.now();
-      const head = `[1,${++this.seq},${this.ctx.attempt},${finishedAt},${finishedAt - startedAt}`;
-      this.record(field, encoded === '' ? `${head}]` : `${head},${encoded}]`);
+      this.record(field, encodeSuccessRecord(++this.seq, this.ctx.attempt, finishedAt, finishedAt - startedAt, encoded));
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
       this.inflight.delete(step);
@@ -375,28 +364,5 @@ export class StepRuntime {
     }
     await this.flushing;
     if (this.flushError) throw this.flushError;
-  }
-}
-
-/** Reads a stored step record into its public form. */
-export function parseStepRecord(runId: string, field: string, text: string) {
-  const r = decodeJson(text, runId, field) as StepRecord;
-  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3].includes(r[0])) {
-    throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
-  }
-  const base = { name: field.slice(STEP_FIELD_PREFIX.length), seq: r[1], attempt: r[2] };
-  switch (r[0]) {
-    case 2: {
-      const wakeAt = r[3] as number;
-      return { ...base, status: wakeAt > Date.now() ? ('waiting' as const) : ('succeeded' as const), wakeAt };
-    }
-    case 3:
-      return { ...base, status: 'waiting' as const, childRunId: r[3] as string };
-    default: {
-      const finishedAt = r[3] as number;
-      const timing = { finishedAt, startedAt: finishedAt - (r[4] as number) };
-      if (r[0] === 1) return { ...base, status: 'succeeded' as const, ...timing, ...(r.length > 5 ? { output: r[5] } : {}) };
-      return { ...base, status: 'failed' as const, ...timing, error: r[5] as { name: string; message: string; stack?: string } };
-    }
   }
 }

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { WorkflowClient, createClient, nextCronTick, RUN_INDEX_LEASE_MS, type ClientOptions } from '../client/workflow-client';
+import { WorkflowClient, createClient, RUN_INDEX_LEASE_MS, type ClientOptions } from '../client/workflow-client';
+import { decodeCron, nextCronTick } from '../definition/cron';
 import { duplicateConnection, type ConnectionOptions } from '../store/connection';
 import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, WORKER_OPTION_KEYS, WORKER_RUNTIME_KEYS } from '../definition/option-checks';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
 import { withTimeout, type RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
 import { RunExecutor, type ExecutorHost } from './run-executor';
@@ -60,6 +61,35 @@ export interface WorkerOptions extends ConnectionOptions {
   /** For the client the worker creates (no `client` given): see ClientOptions. @default false */
   requireNoEviction?: boolean;
 }
+
+/** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
+export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
+  'leaseMs',
+  'heartbeatMs',
+  'reaperIntervalMs',
+  'blockTimeoutMs',
+  'cleanupIntervalMs',
+  'maxRecoveries',
+]);
+
+/** Keys of `WorkerOptions` (`startWorker`). */
+export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
+  'redis',
+  'url',
+  'app',
+  'client',
+  'prefix',
+  'queues',
+  'concurrency',
+  'registry',
+  'runtime',
+  'logger',
+  'maxPayloadBytes',
+  'defaultMaxConcurrency',
+  'retentionDays',
+  'commandTimeoutMs',
+  'requireNoEviction',
+]);
 
 const PROMOTE_BATCH = 100;
 const REAP_BATCH = 100;
@@ -468,8 +498,8 @@ export class Worker implements ExecutorHost {
       for (let i = 0; i < ids.length; i++) {
         const tick = Number(due[2 * i + 1]);
         try {
-          const def = JSON.parse(defs[i] ?? 'null') as { workflow: string; expression: string; timezone: string | null; input: unknown } | null;
-          if (!def) continue;
+          if (defs[i] === null) continue;
+          const def = decodeCron(defs[i]!);
           const trigger = { expression: def.expression, timezone: def.timezone ?? undefined };
           // A tick missed while no worker ran is fired once; the schedule resumes after now.
           const next = nextCronTick(def.workflow, trigger, Math.max(tick, now));

@@ -1,0 +1,67 @@
+/**
+ * The architecture of nestjs-redflow, checked by `npm run deps` (part of `npm test`).
+ *
+ *   lib/core/errors.ts        every error class; imports nothing of ours but the duration syntax
+ *   lib/core/definition/      workflow definitions, options, durations, retry, cron: pure, no I/O
+ *   lib/core/store/           Redis: connection, keys, codecs, Lua scripts and their loader
+ *   lib/core/client/          producing, controlling, waiting for and reading runs
+ *   lib/core/worker/          the worker loop, run executor, step runtime, cron ticker, reaper
+ *   lib/dashboard/            the dashboard's API and page, framework-free
+ *   lib/nest/                 the Nest module, decorators, explorer, orchestrator, server
+ *   lib/cli/                  the `redflow` command
+ *
+ * Layers import downward only: errors ← definition ← store ← client ← worker, then dashboard, then
+ * nest and cli on top. Nothing under lib/core imports Nest, class-validator or class-transformer
+ * (DTO validation loads them only when a DTO class is given), and there are no import cycles,
+ * counting type-only imports.
+ */
+const layer = (name, below, extra = []) => ({
+  name: `${name}-imports-downward`,
+  comment: `lib/core/${name} may import only from the layers below it.`,
+  severity: 'error',
+  from: { path: `^lib/core/${name}/` },
+  to: { path: '^lib/', pathNot: [`^lib/core/${name}/`, '^lib/core/errors\\.ts$', ...below.map((b) => `^lib/core/${b}/`), ...extra] },
+});
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', comment: 'Import cycles make load order matter and layers blur.', severity: 'error', from: { path: '^lib/' }, to: { circular: true } },
+    {
+      name: 'errors-are-a-leaf',
+      comment: 'lib/core/errors.ts is imported by every layer, so it imports none of them (only the duration syntax, which imports nothing).',
+      severity: 'error',
+      from: { path: '^lib/core/errors\\.ts$' },
+      to: { path: '^lib/', pathNot: '^lib/core/definition/duration-format\\.ts$' },
+    },
+    layer('definition', []),
+    layer('store', ['definition']),
+    layer('client', ['definition', 'store']),
+    layer('worker', ['definition', 'store', 'client']),
+    {
+      name: 'core-needs-no-framework',
+      comment: 'The engine works in plain Node: no Nest, no class-validator or class-transformer, no dashboard or CLI.',
+      severity: 'error',
+      from: { path: '^lib/core/' },
+      to: { path: ['^lib/(nest|dashboard|cli)/', '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/)'] },
+    },
+    {
+      name: 'dashboard-is-framework-free',
+      comment: 'The dashboard serves plain Node requests; the Nest layer adapts it, not the other way round.',
+      severity: 'error',
+      from: { path: '^lib/dashboard/' },
+      to: { path: ['^lib/(nest|cli)/', '(^|/)node_modules/@nestjs/'] },
+    },
+    {
+      name: 'cli-needs-no-nest',
+      severity: 'error',
+      from: { path: '^lib/cli/' },
+      to: { path: ['^lib/nest/', '(^|/)node_modules/@nestjs/'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '\\.(lua|css|html)$' },
+  },
+};

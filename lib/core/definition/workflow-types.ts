@@ -1,0 +1,177 @@
+/**
+ * The shapes of a workflow definition: its options, triggers, step API and handler context. Types
+ * only; `workflow.ts` builds and checks definitions.
+ */
+import type { Duration } from './duration-format';
+import type { RunHandle, RunOptions } from './types';
+import type { InferInput, InputSchema } from './validation';
+
+/** What starts runs of a definition: a `WorkflowClient`, given to `run()` or `setDefaultClient`. */
+export interface RunStarter {
+  start<TInput, TOutput>(workflow: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>>;
+}
+
+/** What a handler knows about its run. */
+export interface RunInfo {
+  id: string;
+  workflow: string;
+  queue: string;
+  /** 1 on the first attempt. */
+  attempt: number;
+  maxAttempts: number;
+}
+
+/** Options of a durable step. */
+export interface StepOptions {
+  /** Unique within the run; a repeated name gets a `#2`, `#3`, ... suffix in call order. */
+  name: string;
+  /** Aborts the step's signal and fails the attempt with `TimeoutError` after this many ms. */
+  timeoutMs?: number;
+}
+
+/** Options of `step.runWorkflow` and `step.emitWorkflow`. */
+export interface ChildRunOptions extends StepOptions {
+  /** Start the child no earlier than this. */
+  runAt?: Date | number;
+  /** Reuse the run started with this key (see RunOptions.idempotencyKey). */
+  idempotencyKey?: string;
+  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+}
+
+/** Options of `step.emitEvent`. */
+export interface EmitEventStepOptions {
+  name: string;
+  /** Fan out at this time instead of now; the step then returns `[]`. */
+  emitAt?: Date | number;
+}
+
+/** A workflow given by definition or by name. */
+export type WorkflowRef<TInput = unknown, TOutput = unknown> = WorkflowDefinition<TInput, TOutput> | string;
+
+/** The durable step API given to handlers. */
+export interface StepApi {
+  /**
+   * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
+   * attempt or after a crash, without calling `fn` again.
+   */
+  run<T>(options: StepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  /**
+   * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
+   * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
+   */
+  waitFor(options: StepOptions | string, target: Duration | Date): Promise<void>;
+  /**
+   * Starts a child run and waits for its output without holding a worker slot. A replayed or
+   * recovered parent never starts a second child. `timeoutMs` caps the wait (TimeoutError).
+   */
+  runWorkflow<TInput, TOutput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput, TOutput>, input: TInput): Promise<TOutput>;
+  /** Starts a child run and returns its id without waiting for it. */
+  emitWorkflow<TInput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput>, input: TInput): Promise<string>;
+  /** Emits an event to every subscribed workflow; returns their run ids (`[]` when emitAt is in the future). */
+  emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]>;
+}
+
+/** The argument of a workflow handler. */
+export interface WorkflowContext<TInput> {
+  input: TInput;
+  run: RunInfo;
+  /** Aborted when the run is canceled or this worker loses the run. */
+  signal: AbortSignal;
+  step: StepApi;
+}
+
+/** How failed attempts are retried. */
+export interface RetryPolicy {
+  /** Total attempts, the first included. @default 1 */
+  maxAttempts?: number;
+  /**
+   * Wait before the next attempt: ms, a duration string, or a function of the failed attempt.
+   * @default exponential from 250 ms, doubling per attempt, capped at 30 s, plus up to 100 ms jitter
+   */
+  delay?: Duration | ((ctx: { run: RunInfo; error: unknown }) => Duration | Date);
+  /** Return false to fail at once. @default every error but NonRetriableError is retried */
+  shouldRetry?: (ctx: { run: RunInfo; error: unknown }) => boolean;
+}
+
+/** A key derived from the input: a fixed string or a function of the input. */
+export type KeyFrom<TInput> = string | ((input: TInput) => string);
+
+/** Debounce: collapse repeated starts with the same key into one run, started after a quiet period. */
+export interface DebounceOptions<TInput = any> {
+  /** Quiet period: each new start within it restarts it and replaces the input. */
+  period: Duration;
+  /** Start no later than this after the first start, even if starts keep coming. */
+  timeout?: Duration;
+  key: KeyFrom<TInput>;
+}
+
+/** At most `limit` runs per `period` for one key. */
+export interface LimitOptions<TInput = any> {
+  limit: number;
+  period: Duration;
+  /** @default one window for the whole workflow */
+  key?: KeyFrom<TInput>;
+}
+
+/** A cron trigger (croner syntax; a leading seconds field is allowed). */
+export interface CronTrigger {
+  /** Stable id of the schedule. @default "<workflow>#<index>" */
+  id?: string;
+  expression: string;
+  /** IANA time zone. @default the worker's */
+  timezone?: string;
+  /** The input of every run it starts. @default null */
+  input?: unknown;
+}
+
+/** An event trigger: the workflow gets a run for every `emitEvent(name, payload)`. */
+export interface EventTrigger {
+  name: string;
+}
+
+/** Options of `defineWorkflow`. */
+export interface WorkflowOptions<TSchema extends InputSchema | undefined = undefined, TInput = InferInput<TSchema>> {
+  /** @default "default" */
+  queue?: string;
+  /** Total attempts, the first included. Same as `retries.maxAttempts`. @default 1 */
+  maxAttempts?: number;
+  retries?: RetryPolicy;
+  /** Validates input on enqueue and before the handler runs: a Standard Schema or a class-validator DTO. */
+  schema?: TSchema;
+  /** Called once when the run has failed for good (after its last attempt). */
+  onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown }) => unknown;
+  /**
+   * Most runs of this workflow running at once, across all workers; more wait as `queued`
+   * without using an attempt. `Infinity` for no limit.
+   * @default 1, or the worker's `defaultMaxConcurrency`
+   */
+  maxConcurrency?: number;
+  /** Collapse starts with the same key into one run (trailing edge, latest input wins). */
+  debounce?: DebounceOptions<TInput>;
+  /** Over the limit, a run is rescheduled for when the window allows, attempt unchanged. */
+  throttle?: LimitOptions<TInput>;
+  /** Over the limit, a run fails before its handler with RateLimitExceededError. */
+  rateLimit?: LimitOptions<TInput>;
+  /** Runs with the same mutex key (across workflows and queues) never run at the same time. */
+  mutex?: KeyFrom<TInput>;
+  /** Start a run on these events. */
+  event?: EventTrigger[];
+  /** Start a run on these schedules: exactly one run per tick across all workers. */
+  cron?: CronTrigger[];
+}
+
+export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) => Promise<TOutput> | TOutput;
+
+/** A defined workflow. */
+export interface WorkflowDefinition<TInput = unknown, TOutput = unknown> {
+  readonly name: string;
+  readonly queue: string;
+  readonly maxAttempts: number;
+  /** `undefined`: the worker's default applies. `Infinity`: no limit. */
+  readonly maxConcurrency: number | undefined;
+  readonly options: WorkflowOptions<InputSchema | undefined, any>;
+  readonly handler: WorkflowHandler<TInput, TOutput>;
+  /** Starts a run with `options.client`, or the client given to `setDefaultClient`. */
+  run(input: TInput, options?: RunOptions & { client?: RunStarter }): Promise<RunHandle<TOutput>>;
+}
