@@ -29,6 +29,7 @@ module.exports = {
     project('engine', ['<rootDir>/test/engine/**/*.spec.ts']),
     project('edges', ['<rootDir>/test/edges/**/*.spec.ts']),
     project('nest', ['<rootDir>/test/nest/**/*.spec.ts', '<rootDir>/test/sample/**/*.spec.ts']),
+    project('package', ['<rootDir>/test/package/**/*.spec.ts']),
     project('dashboard', ['<rootDir>/test/dashboard/**/*.spec.ts', '<rootDir>/test/cli/**/*.spec.ts', '<rootDir>/test/browser/**/*.spec.ts']),
   ],
   globalSetup: '<rootDir>/test/setup/global-setup.js',

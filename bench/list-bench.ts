@@ -1,3 +1,4 @@
+import { createAdmin } from '../lib';
 /**
  * Benchmark: listing the runs of one workflow filtered by status, at 100,000 runs.
  *
@@ -231,8 +232,8 @@ async function checkShapes(url: string, now: number): Promise<void> {
       }
     }
   } finally {
-    await engine.resetState();
-    await synthetic.resetState();
+    await createAdmin(engine).resetState();
+    await createAdmin(synthetic).resetState();
     await Promise.allSettled([engine.close(), synthetic.close()]);
   }
 }

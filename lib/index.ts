@@ -1,10 +1,8 @@
 /**
- * nestjs-redflow: durable, Redis-backed workflows. `core/` is the engine and works without Nest;
- * `nest/` is the Nest module, decorators and microservice transport over it.
+ * `nestjs-redflow`: durable, Redis-backed workflows for NestJS. This entry point is the Nest layer
+ * plus everything of the engine and the dashboard, re-exported. Without Nest, import
+ * `nestjs-redflow/core` (the engine) and `nestjs-redflow/dashboard` (the plain Node dashboard).
  */
 export * from './core';
+export * from './dashboard';
 export * from './nest';
-export { createDashboardHandler } from './dashboard/dashboard-handler';
-export { basicAuth, type BasicAuthOptions } from './dashboard/basic-auth';
-export type { DashboardAuthorize, DashboardDenial, DashboardGuardRef, DashboardOptions, DashboardRun } from './dashboard/dashboard-options';
-export { maskSecrets } from './dashboard/redact';

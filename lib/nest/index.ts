@@ -3,6 +3,7 @@ export { Cron } from './decorators/cron.decorator';
 export { OnEvent } from './decorators/on-event.decorator';
 export { Step, type StepDecoratorOptions } from './decorators/step.decorator';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
+export { RedflowAdmin } from './redflow.admin';
 export { RedflowClient, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './redflow.client';
 export { guard } from './redflow-dashboard.guard';
 export { RedflowModule } from './redflow.module';

@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { WorkflowRegistry } from '../core';
+import { RedflowAdmin } from './redflow.admin';
 import { createRedflowClient, RedflowClient } from './redflow.client';
 import { REDFLOW_REGISTRY } from './redflow.constants';
 import { withDashboard } from './redflow-dashboard.providers';
@@ -11,7 +12,8 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
 
 /**
  * Durable workflows for a Nest app: `RedflowModule.forRoot({ app, connection, worker })` or
- * `forRootAsync(...)`. Discovers `@Workflow` methods, runs the worker and exports `RedflowClient`;
+ * `forRootAsync(...)`. Discovers `@Workflow` methods, runs the worker and exports `RedflowClient`
+ * (and `RedflowAdmin`, for destructive operations);
  * with the `dashboard` option it also serves the dashboard as Nest routes.
  */
 @Module({
@@ -26,8 +28,9 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
       useFactory: createRedflowClient,
       inject: [REDFLOW_MODULE_OPTIONS, REDFLOW_REGISTRY, RedflowMetadataAccessor],
     },
+    RedflowAdmin,
   ],
-  exports: [RedflowClient],
+  exports: [RedflowClient, RedflowAdmin],
 })
 export class RedflowModule extends RedflowConfigurableModule {
   static forRoot(options: typeof REDFLOW_OPTIONS_TYPE): DynamicModule {

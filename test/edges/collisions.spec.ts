@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import { Cluster } from 'ioredis';
 import { ConfigurationError, createClient, type RedisConnection, type RunHandle, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { deferred, eventually, TestEngine } from '../support/engine';
@@ -218,7 +219,7 @@ describe('user-chosen names that look like internal keys', () => {
     const extra: WorkflowClient[] = [];
     afterEach(async () => {
       for (const client of extra.splice(0)) {
-        await client.resetState();
+        await createAdmin(client).resetState();
         await client.close();
       }
     });
@@ -246,7 +247,7 @@ describe('user-chosen names that look like internal keys', () => {
       }
       const before = Object.fromEntries(await Promise.all(others.map(async (p) => [p, await keysOf(p)] as const)));
 
-      await engine.client.resetState();
+      await createAdmin(engine.client).resetState();
 
       expect(await keysOf(P)).toEqual([]);
       expect(await scanKeys(engine.redis, `*${P}}*`)).toEqual([]);

@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import { IsInt, IsString, Min } from 'class-validator';
 import { z } from 'zod';
 import {
@@ -180,9 +181,9 @@ describe('client', () => {
     const other = createClient({ redis: engine.redis, prefix: `${engine.prefix}-other`, registry: engine.registry });
     const keep = await other.runByName('r', null);
     await engine.client.runByName('r', null);
-    await engine.client.resetState();
+    await createAdmin(engine.client).resetState();
     expect(await engine.client.listRuns()).toEqual([]);
     expect((await keep.getState())?.status).toBe('queued');
-    await other.resetState();
+    await createAdmin(other).resetState();
   });
 });

@@ -1,5 +1,6 @@
+import { createAdmin } from '../../lib/core';
 // The README's quick example, run as written (only the connection and prefix come from the test).
-import { createClient, defineWorkflow, getDefaultRegistry, NonRetriableError, setDefaultClient, startWorker, type Worker, type WorkflowContext } from '../../lib';
+import { createClient, defineWorkflow, getDefaultRegistry, NonRetriableError, setDefaultClient, startWorker, type Worker, type WorkflowContext } from '../../lib/core';
 import { connect } from '../support/engine';
 import { z } from 'zod';
 
@@ -10,7 +11,7 @@ describe('README example', () => {
   afterAll(async () => {
     await worker?.stop();
     const client = createClient({ redis, prefix });
-    await client.resetState();
+    await createAdmin(client).resetState();
     setDefaultClient(undefined);
     await redis.quit();
   });

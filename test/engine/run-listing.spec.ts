@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import { CorruptRunDataError, RedisScriptError, type RedflowLogger, type RedisConnection, type RunStatus, type RunSummary } from '../../lib';
 import { summarizeRun } from '../../lib/core/client/workflow-client';
 import type { FinishOutcome } from '../../lib/core/store/redis-scripts';
@@ -393,7 +394,7 @@ describe('listing runs by workflow and status', () => {
     expect(await engine.client.backfillRunIndex()).toBe('done');
 
     // resetState deletes the index and its marker with everything else.
-    await engine.client.resetState();
+    await createAdmin(engine.client).resetState();
     const indexKeys = ['w', 'billing:charge'].flatMap((w) => STATUSES.map((s) => keys().workflowStatusRuns(s, w)));
     expect(await engine.redis.exists(keys().workflowStatusIndexMarker(), ...indexKeys)).toBe(0);
   });

@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import 'reflect-metadata';
 import { Injectable, Scope, type INestApplication, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
@@ -221,7 +222,7 @@ describe('RedflowExplorer', () => {
       afterEach(async () => {
         await app?.close();
         app = undefined;
-        await createClient({ redis, prefix }).resetState();
+        await createAdmin(createClient({ redis, prefix })).resetState();
       });
       afterAll(() => redis.quit());
 

@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { Injectable, Module, type INestApplicationContext, type LoggerService, type Type } from '@nestjs/common';
@@ -133,7 +134,7 @@ beforeEach(() => {
 afterEach(async () => {
   for (const app of openApps) await app.close();
   openApps.clear();
-  await reader.resetState();
+  await createAdmin(reader).resetState();
   await reader.close();
   await readerRedis.quit();
   await redis.quit();

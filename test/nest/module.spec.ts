@@ -4,9 +4,11 @@ import { Test } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import { IsInt, Min } from 'class-validator';
 import {
+  createAdmin,
   createClient,
   InputValidationError,
   OnEvent,
+  RedflowAdmin,
   RedflowClient,
   RedflowModule,
   Step,
@@ -67,7 +69,7 @@ describe('RedflowModule', () => {
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await createClient({ redis, prefix }).resetState();
+    await createAdmin(createClient({ redis, prefix })).resetState();
   });
   afterAll(() => redis.quit());
 
@@ -96,6 +98,24 @@ describe('RedflowModule', () => {
       ['bill', 'billing'],
       ['on-paid', 'billing'],
     ]);
+  });
+
+  it('RedflowClient has no destructive operations; RedflowAdmin, injected by name, deletes the prefix and nothing else', async () => {
+    await start([RedflowModule.forRoot({ ...options(), worker: false })]);
+    const client = app!.get(RedflowClient);
+    expect('resetState' in client).toBe(false);
+    const { id } = await client.runByName('bill', { cents: 3 }, { runAt: Date.now() + 60_000 });
+    const other = createClient({ redis, prefix: `${prefix}-other` });
+    const kept = `${other.keys.base}keep`;
+    await redis.set(kept, '1');
+    const ours = `${client.keys.base.replace(/[{}]/g, '\\$&')}*`;
+    expect((await redis.keys(ours)).length).toBeGreaterThan(3);
+    await app!.get(RedflowAdmin).resetState();
+    expect(await client.getRun(id)).toBeNull();
+    expect(await redis.keys(ours)).toEqual([]);
+    expect(await redis.get(kept)).toBe('1');
+    await createAdmin(other).resetState();
+    expect(await redis.get(kept)).toBeNull();
   });
 
   it('validates the DTO input when a run is started, storing nothing when it fails', async () => {

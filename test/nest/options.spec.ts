@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -217,7 +218,7 @@ describe('RedflowModule.forRoot', () => {
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await createClient({ redis, prefix }).resetState();
+    await createAdmin(createClient({ redis, prefix })).resetState();
   });
   afterAll(() => redis.quit());
 

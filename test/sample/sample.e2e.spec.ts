@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
@@ -69,7 +70,7 @@ describe('sample shop over HTTP (AppModule with its worker, real Redis)', () => 
         // Stop the worker first (app.close() stops it again, a no-op): a run or cron tick still in
         // flight could otherwise recreate keys between resetState's SCAN and UNLINK.
         await app.get(RedflowOrchestrator).stopWorker();
-        await client.resetState();
+        await createAdmin(client).resetState();
         await app.close();
       }
     } finally {

@@ -1,3 +1,4 @@
+import { createAdmin } from '../../lib';
 import { createHash, randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type RedisConnection, type Worker, type WorkerOptions } from '../../lib';
@@ -53,7 +54,7 @@ export class TestEngine {
 
   async close(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 })));
-    await this.client.resetState();
+    await createAdmin(this.client).resetState();
     await this.client.close();
     await this.redis.quit();
   }

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Cluster } from 'ioredis';
 import { closeConnection, openConnection, type ConnectionOptions } from '../store/connection';
 import { RedisHealth, redisAddress, withTimeout, outageKind } from '../store/redis-health';
 import { idempotencyTtlSec, timeOption } from '../definition/duration';
@@ -15,6 +14,7 @@ import {
   UnknownWorkflowError,
 } from '../errors';
 import { RedflowKeys } from '../store/keys';
+import { masterNodes, scanPrefix } from '../store/prefix-scan';
 import {
   assertKnownKeys,
   checkDuration,
@@ -327,7 +327,7 @@ export class WorkflowClient {
   }
 
   private async checkEvictionPolicy(): Promise<void> {
-    const nodes = this.redis instanceof Cluster ? await this.clusterMasters() : [this.redis];
+    const nodes = await masterNodes(this.redis, this.keys);
     for (const node of nodes) {
       const policy = await readEvictionPolicy(node);
       const where = `Redis at ${redisAddress(node)}`;
@@ -340,13 +340,6 @@ export class WorkflowClient {
       if (this.requireNoEviction) throw new ConfigurationError(`${message} requireNoEviction is on, so this client refuses to use it.`);
       this.logger.warn(`${message} Pass requireNoEviction: true (in Nest: redis: { requireNoEviction: true }) to refuse to start instead of this warning.`);
     }
-  }
-
-  private async clusterMasters(): Promise<RedisConnection[]> {
-    const cluster = this.redis as Cluster;
-    // The node list is known once the cluster has answered a first command.
-    if (!cluster.nodes('master').length) await cluster.exists(this.keys.workflows());
-    return cluster.nodes('master');
   }
 
   /**
@@ -683,7 +676,7 @@ export class WorkflowClient {
     const head = `${this.keys.base}wf:`;
     const names: string[] = [];
     // `wf:<name>:active` and `wf:<name>:parked` never end in ":runs"; `wfstatus:` keys do not start with "wf:".
-    await this.scanPrefix('wf:*:runs', async (keys) => {
+    await scanPrefix(this.redis, this.keys, 'wf:*:runs', async (keys) => {
       for (const key of keys) names.push(key.slice(head.length, -':runs'.length));
     });
     return names.sort();
@@ -834,31 +827,6 @@ export class WorkflowClient {
       });
     });
     return this.call(() => this.scripts.syncRegistry(options.owner, now, options.prune ?? true, entries));
-  }
-
-  /** Deletes every key of this prefix: all runs, queues and registry entries. For tests and resets. */
-  async resetState(): Promise<void> {
-    await this.call(() => this.resetStateNow());
-  }
-
-  private async resetStateNow(): Promise<void> {
-    await this.scanPrefix('*', async (keys, node) => {
-      await node.unlink(...keys);
-    });
-  }
-
-  /** Calls `onKeys` with the keys of this prefix matching `pattern` (a glob after `{prefix}:`), on every master. */
-  private async scanPrefix(pattern: string, onKeys: (keys: string[], node: RedisConnection) => Promise<void>): Promise<void> {
-    const nodes = this.redis instanceof Cluster ? await this.clusterMasters() : [this.redis];
-    const match = `${this.keys.base.replace(/[*?[\]\\]/g, '\\$&')}${pattern}`;
-    for (const node of nodes) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await onKeys(keys, node);
-      } while (cursor !== '0');
-    }
   }
 
   /** Closes the connection if this client opened it. Safe to call twice. */

@@ -1,0 +1,113 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * The published package as a user gets it: `npm pack`, then `npm install <tarball>` into an empty
+ * folder with no Nest and no class-validator, then a two-step workflow run through
+ * `nestjs-redflow/core` on the test Redis. Builds dist/ first (about 10 s).
+ */
+
+const ROOT = join(__dirname, '..', '..');
+const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
+
+(clusterMode ? describe.skip : describe)('the packed package', () => {
+  let dir: string;
+  let tarball: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'redflow-pack-'));
+    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    tarball = join(dir, packed[0].filename);
+    const app = join(dir, 'app');
+    execFileSync('mkdir', [app]);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'plain-node-app', version: '1.0.0', private: true }));
+    // ioredis and croner come from the npm cache when it has them.
+    execFileSync('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: app, stdio: 'pipe' });
+  }, 120_000);
+
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('installs without any @nestjs package, class-validator, class-transformer, reflect-metadata or rxjs', () => {
+    const modules = join(dir, 'app', 'node_modules');
+    expect(existsSync(join(modules, 'nestjs-redflow', 'dist', 'core', 'index.js'))).toBe(true);
+    for (const absent of ['@nestjs', 'class-validator', 'class-transformer', 'reflect-metadata', 'rxjs']) {
+      expect([absent, existsSync(join(modules, absent))]).toEqual([absent, false]);
+    }
+  });
+
+  it('runs a two-step workflow through nestjs-redflow/core, with no Nest installed', () => {
+    const prefix = `pack-${process.pid}-${Date.now()}`;
+    writeFileSync(
+      join(dir, 'app', 'main.js'),
+      `
+const { createAdmin, createClient, startWorker, WorkflowRegistry } = require('nestjs-redflow/core');
+async function main() {
+  const registry = new WorkflowRegistry();
+  const greet = registry.define('greet', {}, async ({ input, step }) => {
+    const name = await step.run('load', () => input.name.toUpperCase());
+    return step.run('compose', () => 'Hello ' + name);
+  });
+  const client = createClient({ url: process.env.REDIS_URL, prefix: ${JSON.stringify(prefix)}, registry });
+  const worker = await startWorker({ app: 'pack-test', client, registry, concurrency: 2 });
+  try {
+    const handle = await client.start(greet, { name: 'ada' });
+    const output = await handle.result({ timeoutMs: 10000 });
+    const steps = (await client.getRunSteps(handle.id)).map((s) => s.name + ':' + s.status);
+    console.log(JSON.stringify({ output, steps }));
+  } finally {
+    await worker.stop();
+    await createAdmin(client).resetState();
+    await client.close();
+  }
+}
+main().catch((error) => { console.error(error); process.exit(1); });
+`,
+    );
+    const out = execFileSync('node', ['main.js'], { cwd: join(dir, 'app'), encoding: 'utf8', env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL }, timeout: 30_000 });
+    expect(JSON.parse(out.trim())).toEqual({ output: 'Hello ADA', steps: ['load:succeeded', 'compose:succeeded'] });
+  });
+
+  it('a DTO class as input schema without class-validator installed: a ConfigurationError saying what to install', () => {
+    const script = `
+const { createClient, WorkflowRegistry } = require('nestjs-redflow/core');
+class SignupDto {}
+const registry = new WorkflowRegistry();
+const signup = registry.define('signup', { schema: SignupDto }, ({ input }) => input);
+const client = createClient({ url: process.env.REDIS_URL, prefix: 'pack-dto-${process.pid}', registry });
+client.start(signup, { email: 'a@example.com' }).then(
+  () => { console.log('started'); return client.close(); },
+  (error) => { console.log(JSON.stringify({ name: error.name, message: error.message })); return client.close(); },
+);
+`;
+    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8', env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL }, timeout: 30_000 });
+    expect(JSON.parse(out.trim())).toEqual({
+      name: 'ConfigurationError',
+      message:
+        'Workflow "signup" validates its input with the DTO class SignupDto, which needs class-validator and class-transformer: run "npm install class-validator class-transformer", or give a Standard Schema validator (zod, valibot, arktype) as its schema instead.',
+    });
+  });
+
+  it('the root entry point needs Nest, and says which package is missing', () => {
+    let message = '';
+    try {
+      execFileSync('node', ['-e', "require('nestjs-redflow')"], { cwd: join(dir, 'app'), encoding: 'utf8', stdio: 'pipe' });
+    } catch (error) {
+      message = String((error as { stderr?: string }).stderr);
+    }
+    expect(message).toMatch(/Cannot find module '(@nestjs\/common|reflect-metadata)'/);
+  });
+
+  it('ships source maps with their sources inlined, and no TypeScript sources', () => {
+    const core = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist', 'core');
+    const map = JSON.parse(readFileSync(join(core, 'index.js.map'), 'utf8')) as { sourcesContent?: string[] };
+    expect(map.sourcesContent?.[0]).toContain("export * from './errors'");
+    const listed = readdirSync(core, { recursive: true }) as string[];
+    expect(listed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
+    expect(listed.some((file) => file.endsWith('.lua'))).toBe(true);
+  });
+});
