@@ -1,6 +1,6 @@
 /**
  * Every Redis key of a prefix is built here. All keys share the hash tag `{prefix}`, so each script
- * touches one Redis Cluster slot. Scripts build dynamic keys with the same shapes in `keys.lua`.
+ * touches one Redis Cluster slot. Scripts build dynamic keys with the same shapes in `scripts/includes/keys.lua`.
  */
 export class RedflowKeys {
   /** `{prefix}:` — the start of every key; scripts receive it to build dynamic keys inside the tag. */

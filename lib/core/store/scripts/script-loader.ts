@@ -32,10 +32,35 @@ export type ScriptName = keyof typeof SCRIPTS;
 
 const INCLUDE = /^--!include ([\w.-]+)\s*$/gm;
 
-/** Reads a script file and inlines its `--!include fragment.lua` lines (fragments may not include). */
-export function loadScript(name: string): string {
-  const source = readFileSync(join(__dirname, `${name}.lua`), 'utf8');
-  return source.replace(INCLUDE, (_line, fragment: string) => readFileSync(join(__dirname, fragment), 'utf8'));
+/** The file of a script: `<name>-<number of KEYS>.lua`, as BullMQ names its scripts. */
+export function scriptFile(name: ScriptName): string {
+  return `${name}-${SCRIPTS[name]}.lua`;
+}
+
+/**
+ * Reads a script and puts the shared functions it needs before it: each `--!include x.lua` line
+ * (in the script or, recursively, in an include) names a file of `includes/`, inlined once, after
+ * the includes it names itself. So a script carries only the functions it uses, each defined once.
+ */
+export function loadScript(name: ScriptName): string {
+  const parts: string[] = [];
+  const done = new Set<string>();
+  const visiting = new Set<string>();
+  const include = (file: string, from: string) => {
+    if (done.has(file)) return;
+    if (visiting.has(file)) throw new Error(`Lua include cycle: ${from} includes ${file}, which includes it back.`);
+    visiting.add(file);
+    const text = readFileSync(join(__dirname, 'includes', file), 'utf8');
+    for (const [, dep] of text.matchAll(INCLUDE)) include(dep, file);
+    visiting.delete(file);
+    done.add(file);
+    parts.push(text.replace(INCLUDE, ''));
+  };
+  const file = scriptFile(name);
+  const source = readFileSync(join(__dirname, file), 'utf8');
+  for (const [, dep] of source.matchAll(INCLUDE)) include(dep, file);
+  parts.push(source.replace(INCLUDE, ''));
+  return parts.join('\n');
 }
 
 /** The versioned command name a script is registered under with ioredis `defineCommand`. */

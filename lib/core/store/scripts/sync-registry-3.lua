@@ -8,7 +8,8 @@
 --           crons: [{ id, def (JSON text), next }], flow: { mutex?, throttle?, rateLimit?, debounce?, dynamic } }
 --           (flow: the static flow-control keys runs started without the definition get)
 -- Returns the names of the pruned workflows.
---!include common.lua
+--!include writable.lua
+--!include keys.lua
 
 local base, owner, now = ARGV[1], ARGV[2], ARGV[3]
 -- Decode every definition before the first write: a malformed one fails the script with nothing changed.

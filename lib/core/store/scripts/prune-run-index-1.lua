@@ -7,7 +7,8 @@
 -- KEYS[1] the (workflow, status) index
 -- ARGV[1] base "{prefix}:"    ARGV[2] the index's status    ARGV[3..] run ids
 -- Returns the number of runs taken out.
---!include common.lua
+--!include status.lua
+--!include keys.lua
 
 local base, indexStatus = ARGV[1], ARGV[2]
 local known = {}

@@ -1,4 +1,7 @@
--- Shared fragment (after common.lua): creates one run per subscribed workflow of an event.
+-- fan-out.lua: one run per workflow subscribed to an event.
+--!include keys.lua
+--!include start-run.lua
+
 local function fan_out(base, subsKey, eventId, payload, now)
   local runIds = {}
   local subscribers = redis.call('SMEMBERS', subsKey)

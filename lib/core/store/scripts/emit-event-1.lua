@@ -9,7 +9,9 @@
 -- ARGV[9] parent run id or '' (called from a step) ARGV[10] parent lease token
 -- ARGV[11] step field         ARGV[12] step seq   ARGV[13] attempt
 -- Returns { 'lost' } | { 'ok', runIds... }
---!include common.lua
+--!include writable.lua
+--!include keys.lua
+--!include step-record.lua
 --!include fan-out.lua
 
 local base, eventId, name, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -38,7 +40,7 @@ end
 if parentId ~= '' then
   local output = '[]'
   if #runIds > 0 then output = cjson.encode(runIds) end
-  redis.call('HSET', parentKey, ARGV[11], '[1,' .. ARGV[12] .. ',' .. ARGV[13] .. ',' .. now .. ',0,' .. output .. ']')
+  redis.call('HSET', parentKey, ARGV[11], step_done(true, ARGV[12], ARGV[13], now, output))
 end
 local reply = { 'ok' }
 for _, id in ipairs(runIds) do reply[#reply + 1] = id end

@@ -16,7 +16,11 @@
 -- ARGV[11..] pairs of step field, step record JSON
 -- Returns { code } or { code, nextRunId, next flat run hash }
 --   code: 'ok' | 'canceled' (run was canceled meanwhile) | 'lost' (lease taken over or run gone)
---!include common.lua
+--!include writable.lua
+--!include index.lua
+--!include end-run.lua
+--!include claim.lua
+--!include step-record.lua
 
 local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 assert_writable(base)
@@ -29,22 +33,18 @@ if run[1] ~= 'running' or run[2] ~= token then
 else
   local fields = {}
   for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
-  local status, score = outcome, now
-  if outcome == 'succeeded' then
-    table.insert(fields, 'output'); table.insert(fields, ARGV[6])
-    table.insert(fields, 'finishedAt'); table.insert(fields, now)
-  elseif outcome == 'failed' then
-    table.insert(fields, 'error'); table.insert(fields, ARGV[6])
-    table.insert(fields, 'finishedAt'); table.insert(fields, now)
+  if outcome == 'succeeded' or outcome == 'failed' then
+    end_run(base, runId, { from = 'running', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[2] },
+      outcome, now, ARGV[6], fields)
   else
-    status, score = 'scheduled', run[3]
+    local status = 'scheduled'
     if outcome == 'retry' then
       table.insert(fields, 'error'); table.insert(fields, ARGV[6])
     else
       table.insert(fields, 'resume'); table.insert(fields, '1')
       for field in string.gmatch(ARGV[10], '[^\n]+') do
         local awaited = redis.call('HGET', runKey, field)
-        if awaited and string.sub(awaited, 1, 2) ~= '[3' then status = 'queued' end
+        if awaited and not is_child_wait(awaited) then status = 'queued' end
       end
     end
     if tonumber(ARGV[7]) > 0 then table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7]) end
@@ -53,15 +53,10 @@ else
     elseif tonumber(ARGV[7]) > 0 then
       redis.call('ZADD', KEYS[4], ARGV[7], runId)
     end
-  end
-  table.insert(fields, 'status'); table.insert(fields, status)
-  redis.call('HSET', runKey, unpack(fields))
-  if run[6] then redis.call('HDEL', runKey, 'lease', 'slot') else redis.call('HDEL', runKey, 'lease') end
-  redis.call('ZREM', KEYS[2], runId)
-  move_index(base, runId, run[4], 'running', status, score)
-  release_slots(base, runId, run[4], run[5], run[6])
-  if run[7] and (outcome == 'succeeded' or outcome == 'failed') then
-    notify_waiters(base, runId, outcome == 'succeeded', ARGV[6], now)
+    table.insert(fields, 'status'); table.insert(fields, status)
+    redis.call('HSET', runKey, unpack(fields))
+    stop_running(base, runId, KEYS[2], run[4], run[5], run[6])
+    move_index(base, runId, run[4], 'running', status, run[3])
   end
 end
 

@@ -18,7 +18,10 @@
 -- ARGV[22..] extra child fields (pairs): mutex, throttle, rateLimit
 -- Returns { 'lost' } | { 'unknown' } | { 'dynamic' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
 --   stepRecord starts with '[3' while the parent must wait.
---!include common.lua
+--!include writable.lua
+--!include keys.lua
+--!include start-run.lua
+--!include step-record.lua
 
 local base, parentId, now = ARGV[1], ARGV[2], tonumber(ARGV[7])
 assert_writable(base)
@@ -62,11 +65,11 @@ local childKey = k_run(base, childId)
 local field, seq, attempt = ARGV[4], ARGV[5], ARGV[6]
 local record
 if ARGV[8] == 'emit' then
-  record = '[1,' .. seq .. ',' .. attempt .. ',' .. now .. ',0,' .. cjson.encode(childId) .. ']'
+  record = step_done(true, seq, attempt, now, cjson.encode(childId))
 else
   redis.call('SADD', k_children(base, parentId), childId)
   local child = redis.call('HMGET', childKey, 'status', 'output', 'error')
-  local waiting = '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. ARGV[17] .. ']'
+  local waiting = step_waiting_child(seq, attempt, childId, ARGV[17])
   if child[1] == 'succeeded' then
     record = resolved_record(waiting, true, child[2] or '', now)
   elseif child[1] == 'failed' or child[1] == 'canceled' then

@@ -3,7 +3,7 @@
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease expiry (ms)
 -- ARGV[3..] pairs of run id, lease token
 -- Returns the ids of runs the worker no longer holds (canceled, taken over or gone).
---!include common.lua
+--!include keys.lua
 
 -- No write check here: a heartbeat must keep leases alive while Redis is full, so that a worker
 -- waiting to store a step does not lose its run. PERSIST of the leases zset (which has no TTL)

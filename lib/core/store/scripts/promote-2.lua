@@ -2,7 +2,9 @@
 -- KEYS[1] queue scheduled zset  KEYS[2] queue ready list
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
 -- Returns { moved count, next due time in ms or -1 }
---!include common.lua
+--!include writable.lua
+--!include keys.lua
+--!include index.lua
 
 local base = ARGV[1]
 assert_writable(base)

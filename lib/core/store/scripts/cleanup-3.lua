@@ -5,7 +5,7 @@
 -- (workflow, status) index entry removed with each run is that of the status its index stands for)
 -- ARGV[1] base "{prefix}:"    ARGV[2] cutoff (finish time, ms)   ARGV[3] batch size
 -- Returns the number of runs deleted.
---!include common.lua
+--!include keys.lua
 
 local base, budget = ARGV[1], tonumber(ARGV[3])
 local ENDED = { 'succeeded', 'failed', 'canceled' }

@@ -2,7 +2,8 @@
 -- KEYS[1] due events zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
 -- Returns the number of events fanned out.
---!include common.lua
+--!include writable.lua
+--!include keys.lua
 --!include fan-out.lua
 
 local base, now = ARGV[1], tonumber(ARGV[2])

@@ -7,7 +7,10 @@
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] now (ms)
 -- ARGV[4] error JSON          ARGV[5] reason      ARGV[6] cancel channel
 -- Returns 'ok' when canceled now, else the unchanged terminal status, or 'missing'
---!include common.lua
+--!include status.lua
+--!include writable.lua
+--!include keys.lua
+--!include end-run.lua
 
 local base, now = ARGV[1], ARGV[3]
 assert_writable(base)
@@ -18,17 +21,9 @@ local function cancel_one(runId, errorJson, reason)
   local status = run[1]
   if not status then return 'missing' end
   if TERMINAL[status] then return status end
-  if status == 'scheduled' then
-    redis.call('ZREM', k_scheduled(base, run[2]), runId)
-  elseif status == 'running' then
-    redis.call('ZREM', KEYS[2], runId)
-    redis.call('HDEL', runKey, 'lease', 'slot')
-    release_slots(base, runId, run[3], run[4], run[5])
-    redis.call('PUBLISH', ARGV[6], runId)
-  end
-  redis.call('HSET', runKey, 'status', 'canceled', 'error', errorJson, 'cancelReason', reason, 'finishedAt', now)
-  move_index(base, runId, run[3], status, 'canceled', now)
-  if run[6] then notify_waiters(base, runId, false, errorJson, now) end
+  end_run(base, runId, { from = status, queue = run[2], workflow = run[3], mutex = run[4], slot = run[5], waited = run[6], leasesKey = KEYS[2] },
+    'canceled', now, errorJson, { 'cancelReason', reason })
+  if status == 'running' then redis.call('PUBLISH', ARGV[6], runId) end
   return 'ok'
 end
 

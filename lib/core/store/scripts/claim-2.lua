@@ -3,7 +3,8 @@
 -- KEYS[1] queue ready list    KEYS[2] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease token (unique per claim)   ARGV[3] now (ms)   ARGV[4] lease (ms)
 -- Returns { runId, flat run hash } or nil when the queue is empty.
---!include common.lua
+--!include writable.lua
+--!include claim.lua
 
 assert_writable(ARGV[1])
 return claim_next(ARGV[1], KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[4])

@@ -11,7 +11,9 @@
 -- ARGV[5] chunk size (ZSCAN COUNT)
 -- Returns { next cursor ('0' when the workflow is done), runs indexed }, or { 'lost' } when the
 -- marker is no longer this caller's (another worker finished or took over; nothing was written).
---!include common.lua
+--!include status.lua
+--!include writable.lua
+--!include keys.lua
 
 local base = ARGV[1]
 assert_writable(base)

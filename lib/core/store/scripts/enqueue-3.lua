@@ -12,7 +12,8 @@
 -- ARGV[15..] extra run fields (pairs): mutex, throttle, rateLimit
 -- Returns { 'created', runId } | { 'existing', runId } | { 'conflict', runId } | { 'unknown', '' }
 --   | { 'dynamic', '' } (the workflow computes a flow-control key with a function this caller lacks)
---!include common.lua
+--!include writable.lua
+--!include start-run.lua
 
 local base, runId, workflow = ARGV[1], ARGV[2], ARGV[3]
 assert_writable(base)

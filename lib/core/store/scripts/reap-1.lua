@@ -5,7 +5,10 @@
 -- KEYS[1] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size   ARGV[4] max recoveries
 -- Returns the ids of the recovered (or failed) runs.
---!include common.lua
+--!include writable.lua
+--!include keys.lua
+--!include index.lua
+--!include end-run.lua
 
 local base = ARGV[1]
 assert_writable(base)
@@ -16,18 +19,16 @@ for _, runId in ipairs(expired) do
   local runKey = k_run(base, runId)
   local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
   if run[1] == 'running' then
-    redis.call('HDEL', runKey, 'lease', 'slot')
-    release_slots(base, runId, run[4], run[5], run[6])
     local recoveries = redis.call('HINCRBY', runKey, 'recoveries', 1)
     if recoveries > tonumber(ARGV[4]) then
       local message = 'Run "' .. runId .. '" was interrupted ' .. recoveries .. ' times: its worker died or stopped ' ..
         'renewing its lease each time (a crash, out of memory, or a blocked event loop in this run?). It was failed ' ..
         'so it stops taking workers down; fix the cause, then re-run it.'
       local errorJson = cjson.encode({ name = 'RunStalledError', message = message })
-      redis.call('HSET', runKey, 'status', 'failed', 'error', errorJson, 'finishedAt', ARGV[2])
-      move_index(base, runId, run[4], 'running', 'failed', ARGV[2])
-      if run[7] then notify_waiters(base, runId, false, errorJson, ARGV[2]) end
+      end_run(base, runId, { from = 'running', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[1] },
+        'failed', ARGV[2], errorJson)
     else
+      stop_running(base, runId, KEYS[1], run[4], run[5], run[6])
       redis.call('HSET', runKey, 'status', 'queued', 'resume', '1')
       move_index(base, runId, run[4], 'running', 'queued', run[3])
       redis.call('LPUSH', k_ready(base, run[2]), runId)

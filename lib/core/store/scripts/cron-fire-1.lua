@@ -6,7 +6,9 @@
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id     ARGV[3] tick time (ms, the expected score)
 -- ARGV[4] following tick (ms) ARGV[5] workflow    ARGV[6] input JSON  ARGV[7] now (ms)
 -- Returns 'fired' | 'skipped' (at maxConcurrency) | 'taken' (another worker fired it) | 'unknown'
---!include common.lua
+--!include writable.lua
+--!include keys.lua
+--!include start-run.lua
 
 local base, cronId, tick, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[7])
 assert_writable(base)

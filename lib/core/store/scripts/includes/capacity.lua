@@ -1,0 +1,44 @@
+-- capacity.lua: handing a freed mutex or concurrency slot to the next parked run.
+--!include keys.lua
+
+-- Puts the first still-queued run of a parked list back at the front of its queue.
+local function unpark_one(base, parkedKey)
+  for _ = 1, 1000 do
+    local runId = redis.call('LPOP', parkedKey)
+    if not runId then return end
+    local run = redis.call('HMGET', k_run(base, runId), 'status', 'queue')
+    if run[1] == 'queued' then
+      redis.call('LPUSH', k_ready(base, run[2]), runId)
+      return
+    end
+  end
+end
+
+-- Releases what a running run holds besides its lease: its mutex and its workflow concurrency
+-- slot, each handed to the next parked run. Called whenever a run stops running.
+-- `slot` is the run's `slot` field: set while it holds a concurrency slot.
+local function release_slots(base, runId, workflow, mutex, slot)
+  if mutex and mutex ~= '' then
+    local mutexKey = k_mutex(base, mutex)
+    if redis.call('GET', mutexKey) == runId then
+      redis.call('DEL', mutexKey)
+      unpark_one(base, k_mutex_parked(base, mutex))
+    end
+  end
+  if slot and workflow and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
+    unpark_one(base, k_parked(base, workflow))
+  end
+end
+
+-- A queued run left without taking a slot or mutex (dropped as canceled, rate-limited, throttled):
+-- the run woken for that capacity is gone, so wake the next parked run if the capacity is free.
+local function offer_capacity(base, workflow, mutex)
+  if workflow then
+    local limit = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxConcurrency') or '0')
+    if limit > 0 and redis.call('ZCARD', k_active(base, workflow)) < limit then unpark_one(base, k_parked(base, workflow)) end
+  end
+  if mutex then
+    local mutexKey = k_mutex(base, mutex)
+    if not redis.call('GET', mutexKey) then unpark_one(base, k_mutex_parked(base, mutex)) end
+  end
+end

@@ -1,0 +1,40 @@
+-- claim.lua: claiming the next admitted run of a queue.
+--!include keys.lua
+--!include index.lua
+--!include capacity.lua
+--!include admit.lua
+
+-- Pops run ids from a queue's ready list until one is admitted, starts it under the given lease
+-- token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
+-- empty. Ids of runs canceled while queued (or already deleted) are dropped here instead of being
+-- searched for in the list when they are canceled.
+local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
+  now = tonumber(now)
+  for _ = 1, 1000 do
+    local runId = redis.call('LPOP', readyKey)
+    if not runId then return nil end
+    local runKey = k_run(base, runId)
+    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
+      'resume', 'waited')
+    local admitted, slot = false, false
+    if run[1] == 'queued' then
+      admitted, slot = admit(base, runId, runKey, run, now)
+    elseif run[1] then
+      -- Canceled while queued: it may have been the run woken for a freed slot or mutex.
+      offer_capacity(base, run[3], run[4])
+    end
+    if admitted then
+      -- A run resuming after a wait or a crash goes on with the same attempt.
+      if run[8] then redis.call('HDEL', runKey, 'resume') else redis.call('HINCRBY', runKey, 'attempt', 1) end
+      if slot then
+        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now, 'slot', '1')
+      else
+        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
+      end
+      move_index(base, runId, run[3], 'queued', 'running', run[2])
+      redis.call('ZADD', leasesKey, now + tonumber(leaseMs), runId)
+      return { runId, redis.call('HGETALL', runKey) }
+    end
+  end
+  return nil
+end

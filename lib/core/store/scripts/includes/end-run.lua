@@ -1,0 +1,39 @@
+-- end-run.lua: the one place a run stops running, and the one place a run ends. finish, reap,
+-- cancel and the rate-limit refusal in admit.lua all end runs through end_run.
+--!include keys.lua
+--!include index.lua
+--!include capacity.lua
+--!include waiters.lua
+
+-- A running run gives back what it holds: its lease, its mutex and its workflow concurrency slot
+-- (each handed to the next parked run). `slot` is the run's `slot` field, set while it holds one.
+local function stop_running(base, runId, leasesKey, workflow, mutex, slot)
+  redis.call('ZREM', leasesKey, runId)
+  redis.call('HDEL', k_run(base, runId), 'lease', 'slot')
+  release_slots(base, runId, workflow, mutex, slot)
+end
+
+-- Ends a run for good: `to` is 'succeeded', 'failed' or 'canceled'; `result` is its output JSON
+-- (succeeded) or error JSON; `fields` more hash fields (pairs) written with the status.
+--   from running:   gives back its lease, mutex and slot (stop_running);
+--   from scheduled: leaves its queue's schedule;
+--   from queued:    its id stays in the ready list, dropped by the next claim; but when the id was
+--                   already popped (`r.popped`: refused at admission), the capacity it was woken
+--                   for goes to the next parked run now.
+-- Then its status, finish time and status indexes (scored by finish time: lists show recent ends
+-- first, retention deletes the oldest first), and the parents waiting on it get its result.
+-- r = { from, workflow, queue, mutex, slot, waited, leasesKey, popped }
+local function end_run(base, runId, r, to, now, result, fields)
+  if r.from == 'running' then
+    stop_running(base, runId, r.leasesKey, r.workflow, r.mutex, r.slot)
+  elseif r.from == 'scheduled' then
+    redis.call('ZREM', k_scheduled(base, r.queue), runId)
+  elseif r.popped then
+    offer_capacity(base, r.workflow, r.mutex)
+  end
+  local all = { 'status', to, 'finishedAt', now, to == 'succeeded' and 'output' or 'error', result }
+  for _, v in ipairs(fields or {}) do all[#all + 1] = v end
+  redis.call('HSET', k_run(base, runId), unpack(all))
+  move_index(base, runId, r.workflow, r.from, to, now)
+  if r.waited then notify_waiters(base, runId, to == 'succeeded', result, now) end
+end

@@ -1,0 +1,25 @@
+-- keys.lua: every key shape a script builds, as in keys.ts. `base` is "{prefix}:", so each key
+-- stays in the prefix's hash tag.
+
+local function k_run(base, id) return base .. 'run:' .. id end
+local function k_ready(base, queue) return base .. 'q:' .. queue .. ':ready' end
+local function k_scheduled(base, queue) return base .. 'q:' .. queue .. ':scheduled' end
+local function k_status(base, status) return base .. 'status:' .. status end
+local function k_meta(base, workflow) return base .. 'workflow:' .. workflow end
+local function k_active(base, workflow) return base .. 'wf:' .. workflow .. ':active' end
+local function k_parked(base, workflow) return base .. 'wf:' .. workflow .. ':parked' end
+local function k_mutex(base, key) return base .. 'mutex:' .. key end
+-- User-chosen parts (run ids, mutex keys) always end a key, and each kind of key has its own
+-- fixed first segment: a mutex named "m:parked" can never be the parked list of mutex "m".
+local function k_mutex_parked(base, key) return base .. 'mutex-parked:' .. key end
+local function k_children(base, runId) return base .. 'children:' .. runId end
+local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
+local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
+-- Runs of a workflow in a status. The status is one of six words without ':', and the workflow
+-- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named
+-- 'a:b' in status 'failed' is 'wfstatus:failed:a:b', which no other (status, workflow) pair builds.
+local function k_workflow_status(base, status, workflow) return base .. 'wfstatus:' .. status .. ':' .. workflow end
+local function k_idempotency(base, workflow, key) return base .. 'idem:' .. workflow .. '|' .. key end
+local function k_event_subs(base, event) return base .. 'event:' .. event .. ':subs' end
+local function k_event_data(base, eventId) return base .. 'evdata:' .. eventId end
+local function k_debounce(base, workflow, key) return base .. 'debounce:' .. workflow .. '|' .. key end

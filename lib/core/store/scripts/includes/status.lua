@@ -1,0 +1,4 @@
+-- status.lua: the run statuses.
+
+local TERMINAL = { succeeded = true, failed = true, canceled = true }
+local STATUSES = { 'scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled' }

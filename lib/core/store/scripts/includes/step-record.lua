@@ -1,0 +1,30 @@
+-- step-record.lua: the step records scripts write; the Lua twin of store/step-record.ts, which
+-- documents the format. A step record is the run-hash field "s:<step name>", a JSON array.
+
+-- A step done by a script at `finishedAt` (it took no time of the handler's): [1, seq, attempt,
+-- finishedAt, 0, output] when `ok`, [0, seq, attempt, finishedAt, 0, error] otherwise. `payload`
+-- is JSON text; '' leaves the output out (undefined).
+local function step_done(ok, seq, attempt, finishedAt, payload)
+  local head = '[' .. (ok and 1 or 0) .. ',' .. seq .. ',' .. attempt .. ',' .. finishedAt .. ',0'
+  if payload == '' then return head .. ']' end
+  return head .. ',' .. payload .. ']'
+end
+
+-- A step waiting for child run `childId` until `deadline` (ms, 0 = no deadline).
+local function step_waiting_child(seq, attempt, childId, deadline)
+  return '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. deadline .. ']'
+end
+
+-- True for the record of a step still waiting for a child run.
+local function is_child_wait(record)
+  return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[3'
+end
+
+-- The record that replaces a child-wait record once the child ended. Parsed with a pattern, not
+-- cjson, so a damaged record cannot raise an error after this script has written: it returns nil
+-- and the record is left for the run's replay to report as corrupt.
+local function resolved_record(waiting, ok, payload, now)
+  local seq, attempt = string.match(waiting, '^%[3,(%d+),(%d+),')
+  if not seq then return nil end
+  return step_done(ok, seq, attempt, now, payload)
+end

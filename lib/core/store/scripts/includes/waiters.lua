@@ -1,0 +1,27 @@
+-- waiters.lua: handing an ended child's result to the parents waiting on it.
+--!include keys.lua
+--!include status.lua
+--!include step-record.lua
+--!include wake.lua
+
+-- A run ended: hand its result to every parent waiting on it (step.runWorkflow), and wake those
+-- parents that are suspended. Callers check the run's `waited` field first (set by start-child),
+-- so runs nobody waits on pay nothing here.
+local function notify_waiters(base, runId, ok, payload, now)
+  local waitersKey = k_waiters(base, runId)
+  for _, waiter in ipairs(redis.call('SMEMBERS', waitersKey)) do
+    local sep = string.find(waiter, '|', 1, true)
+    local parentId, field = string.sub(waiter, 1, sep - 1), string.sub(waiter, sep + 1)
+    local parentKey = k_run(base, parentId)
+    local parent = redis.call('HMGET', parentKey, 'status', 'queue', 'createdAt', 'workflow')
+    if parent[1] and not TERMINAL[parent[1]] then
+      local waiting = redis.call('HGET', parentKey, field)
+      if is_child_wait(waiting) then
+        local record = resolved_record(waiting, ok, payload, now)
+        if record then redis.call('HSET', parentKey, field, record) end
+        if parent[1] == 'scheduled' then wake(base, parentId, parent) end
+      end
+    end
+  end
+  redis.call('DEL', waitersKey)
+end

@@ -1,0 +1,65 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadScript, SCRIPTS, scriptFile, type ScriptName } from '../../lib/core/store/scripts/script-loader';
+
+/**
+ * The Lua scripts as files: one per state transition, named `<name>-<numKeys>.lua`, each carrying
+ * the shared functions of `includes/` it uses and no others. No Redis needed.
+ */
+
+const DIR = join(__dirname, '..', '..', 'lib', 'core', 'store', 'scripts');
+const INCLUDES = join(DIR, 'includes');
+const names = Object.keys(SCRIPTS) as ScriptName[];
+const read = (file: string) => readFileSync(file, 'utf8');
+/** Lua without its comments, so that names mentioned in prose do not count as uses. */
+const code = (lua: string) => lua.replace(/--[^\n]*/g, '');
+const definedIn = (lua: string) => [...code(lua).matchAll(/^local (?:function )?([A-Za-z_]\w*)/gm)].map((m) => m[1]);
+
+describe('Lua scripts', () => {
+  it('each script file is <name>-<number of KEYS>.lua of a script the loader knows, and each known script has its file', () => {
+    const files = readdirSync(DIR).filter((f) => f.endsWith('.lua')).sort();
+    expect(files).toEqual(names.map(scriptFile).sort());
+    for (const name of names) expect(scriptFile(name)).toBe(`${name}-${SCRIPTS[name]}.lua`);
+  });
+
+  it('assembles every script with each shared function defined once, before the script body', () => {
+    for (const name of names) {
+      const lua = loadScript(name);
+      expect(lua).not.toMatch(/--!include/);
+      const functions = [...code(lua).matchAll(/^local function ([A-Za-z_]\w*)/gm)].map((m) => m[1]);
+      expect([name, functions.filter((f, i) => functions.indexOf(f) !== i)]).toEqual([name, []]);
+    }
+  });
+
+  it('every include a script carries is used by it: no script carries a shared function it does not need', () => {
+    const includes = readdirSync(INCLUDES).filter((f) => f.endsWith('.lua'));
+    const used = new Set<string>();
+    for (const name of names) {
+      const lua = code(loadScript(name));
+      for (const file of includes) {
+        const text = code(read(join(INCLUDES, file)));
+        if (!lua.includes(text.trim())) continue;
+        // Some name the include defines appears in the assembled script outside the include.
+        const rest = lua.replace(text.trim(), '');
+        const defined = definedIn(text);
+        expect([name, file, defined.some((fn) => new RegExp(`\\b${fn}\\b`).test(rest))]).toEqual([name, file, true]);
+        used.add(file);
+      }
+    }
+    expect(includes.filter((file) => !used.has(file))).toEqual([]);
+  });
+
+  it('ending a run is written once, in includes/end-run.lua: no other file sets a finish time', () => {
+    const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
+    const setting = all.filter((file) => /'finishedAt',/.test(code(read(join(DIR, file)))) && !/HMGET/.test(code(read(join(DIR, file))).match(/.*'finishedAt',.*/)![0]));
+    expect(setting).toEqual(['includes/end-run.lua']);
+    for (const name of ['finish', 'reap', 'cancel'] as const) expect([name, code(read(join(DIR, scriptFile(name)))).includes('end_run(')]).toEqual([name, true]);
+    expect(code(read(join(INCLUDES, 'admit.lua')))).toContain('end_run(');
+  });
+
+  it('step records are built and recognized in includes/step-record.lua only', () => {
+    const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
+    const building = all.filter((file) => /'\[[0-3],?'|'\[' \.\./.test(code(read(join(DIR, file)))));
+    expect(building).toEqual(['includes/step-record.lua']);
+  });
+});
