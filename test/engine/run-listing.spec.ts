@@ -1,6 +1,6 @@
 import { createAdmin } from '../../lib';
 import { CorruptRunDataError, RedisScriptError, type RedflowLogger, type RedisConnection, type RunStatus, type RunSummary } from '../../lib';
-import { summarizeRun } from '../../lib/core/client/workflow-client';
+import { summarizeRun } from '../../lib/core/store/run-record';
 import type { FinishOutcome } from '../../lib/core/store/redis-scripts';
 import { TestEngine, countScriptCalls, deferred, eventually } from '../support/engine';
 

@@ -5,7 +5,6 @@ import { idempotencyTtlSec, timeOption } from '../definition/duration';
 import {
   CanceledError,
   ConfigurationError,
-  CorruptRunDataError,
   IdempotencyConflictError,
   RedisUnavailableError,
   RedisWriteRefusedError,
@@ -14,6 +13,7 @@ import {
   UnknownWorkflowError,
 } from '../errors';
 import { RedflowKeys } from '../store/keys';
+import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { masterNodes, scanPrefix } from '../store/prefix-scan';
 import {
   assertKnownKeys,
@@ -34,10 +34,8 @@ import {
   RUN_STATUSES,
   stderrLogger,
   TERMINAL_STATUSES,
-  type CorruptRunSummary,
   type CronState,
   type EmitEventOptions,
-  type IntactRunSummary,
   type ListRunsOptions,
   type RedflowLogger,
   type RunHandle,
@@ -98,69 +96,10 @@ export const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 
 
 
-const RUN_FIELDS = [
-  'workflow',
-  'queue',
-  'status',
-  'input',
-  'output',
-  'error',
-  'attempt',
-  'maxAttempts',
-  'createdAt',
-  'availableAt',
-  'startedAt',
-  'finishedAt',
-  'cancelReason',
-  'idempotencyKey',
-  'parent',
-] as const;
-
 /** A new run id: time-ordered, unique across processes. */
 export function newRunId(): string {
   return `${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
 }
-
-/** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
-function num(value: string | null | undefined, id: string, field: string): number | undefined {
-  if (value == null || value === '') return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n)) throw new CorruptRunDataError(id, `field "${field}" is not a number`);
-  return n;
-}
-
-/** Reads a stored run. Throws `CorruptRunDataError` when required fields are missing or undecodable. */
-export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIELDS)[number], string | null>>): RunState<TOutput> {
-  if (!f.workflow || !f.queue || !f.status) throw new CorruptRunDataError(id, 'the run hash has no workflow, queue or status field');
-  if (!isRunStatus(f.status)) throw new CorruptRunDataError(id, `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);
-  const run: RunState<TOutput> = {
-    id,
-    workflow: f.workflow,
-    queue: f.queue,
-    status: f.status,
-    input: decodeJson(f.input ?? '', id, 'input'),
-    attempt: num(f.attempt, id, 'attempt') ?? 0,
-    maxAttempts: num(f.maxAttempts, id, 'maxAttempts') ?? 1,
-    createdAt: num(f.createdAt, id, 'createdAt') ?? 0,
-    availableAt: num(f.availableAt, id, 'availableAt') ?? 0,
-  };
-  if (f.output) run.output = decodeJson(f.output, id, 'output') as TOutput;
-  if (f.error) run.error = decodeJson(f.error, id, 'error') as RunState['error'];
-  const startedAt = num(f.startedAt, id, 'startedAt');
-  if (startedAt !== undefined) run.startedAt = startedAt;
-  const finishedAt = num(f.finishedAt, id, 'finishedAt');
-  if (finishedAt !== undefined) run.finishedAt = finishedAt;
-  if (f.cancelReason) run.cancelReason = f.cancelReason;
-  if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
-  if (f.parent) run.parentId = f.parent;
-  return run;
-}
-
-/** What a run summary is read from: never input, output or step records. */
-const SUMMARY_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error'] as const;
-
-/** Longest error message of a run summary, '…' included. */
-const SUMMARY_MESSAGE_CHARS = 200;
 
 /** The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. */
 const RUN_INDEX_VERSION = '1';
@@ -168,10 +107,6 @@ const RUN_INDEX_VERSION = '1';
 export const RUN_INDEX_LEASE_MS = 30_000;
 /** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
 const RUN_INDEX_CHUNK = 500;
-
-function isRunStatus(value: string | null | undefined): value is RunStatus {
-  return (RUN_STATUSES as readonly (string | null | undefined)[]).includes(value);
-}
 
 /** The filters of a list call, checked, with their defaults. */
 function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; limit: number; offset: number } {
@@ -185,70 +120,6 @@ function checkListOptions(options: ListRunsOptions, what: string): { workflow?: 
   const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
   const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
   return { workflow: options.workflow || undefined, status: options.status, limit, offset };
-}
-
-/** `text` cut to `max` characters, the last one '…', without splitting a surrogate pair. */
-function cutText(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max - 1;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${text.slice(0, end)}…`;
-}
-
-/**
- * A list row from a run's summary fields. Never throws: a field that is missing or cannot be
- * read is left out and named in `corrupt`, and a bad status is replaced by the status of the
- * index the run was listed from, when there is one.
- */
-export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[number], string | null>, indexStatus?: RunStatus): RunSummary {
-  const problems: string[] = [];
-  const row: Partial<IntactRunSummary> & { id: string } = { id };
-  const text = (field: 'workflow' | 'queue') => {
-    if (f[field]) row[field] = f[field];
-    else problems.push(`field "${field}" is missing`);
-  };
-  const number = (field: 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt', required: boolean) => {
-    const value = f[field];
-    if (value === null) {
-      if (required) problems.push(`field "${field}" is missing`);
-      return;
-    }
-    const n = value.trim() === '' ? NaN : Number(value);
-    if (Number.isFinite(n)) row[field] = n;
-    else problems.push(`field "${field}" is not a number`);
-  };
-  text('workflow');
-  text('queue');
-  if (isRunStatus(f.status)) row.status = f.status;
-  else {
-    problems.push(f.status === null ? 'field "status" is missing' : `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);
-    if (indexStatus) row.status = indexStatus;
-  }
-  number('attempt', true);
-  number('maxAttempts', true);
-  number('createdAt', true);
-  number('availableAt', true);
-  number('startedAt', false);
-  number('finishedAt', false);
-  if (row.startedAt !== undefined && row.finishedAt !== undefined) row.durationMs = row.finishedAt - row.startedAt;
-  if (f.parent) row.parentId = f.parent;
-  if (f.error !== null) {
-    let error: unknown;
-    try {
-      error = JSON.parse(f.error);
-    } catch {
-      problems.push('field "error" is not valid JSON');
-    }
-    if (error !== undefined) {
-      const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-      if (typeof name === 'string' && typeof message === 'string') row.error = { name, message: cutText(message, SUMMARY_MESSAGE_CHARS) };
-      else problems.push('field "error" has no name and message');
-    }
-  }
-  if (!problems.length) return row as IntactRunSummary;
-  const corrupt: CorruptRunSummary = { ...row, corrupt: problems.join('; ') };
-  return corrupt;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
