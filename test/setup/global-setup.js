@@ -3,6 +3,8 @@
 const { startCluster, startStandalone } = require('../../scripts/redis-servers');
 
 module.exports = async function globalSetup() {
+  // `npm run test:unit`: pure modules only, no Redis at all.
+  if (process.env.REDFLOW_UNIT_ONLY === '1') return;
   if (process.env.REDFLOW_TEST_CLUSTER === '1') {
     const cluster = await startCluster();
     process.env.REDFLOW_TEST_CLUSTER_NODES = cluster.nodes;

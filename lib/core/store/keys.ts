@@ -23,6 +23,30 @@ export class RedflowKeys {
   scheduled(queue: string): string {
     return `${this.base}q:${queue}:scheduled`;
   }
+  /** Runs of a workflow holding a concurrency slot. */
+  active(workflow: string): string {
+    return `${this.base}wf:${workflow}:active`;
+  }
+  /** Runs of a workflow waiting for a concurrency slot. */
+  parked(workflow: string): string {
+    return `${this.base}wf:${workflow}:parked`;
+  }
+  /** The run holding mutex `key`. */
+  mutex(key: string): string {
+    return `${this.base}mutex:${key}`;
+  }
+  /** Runs waiting for mutex `key`; its own first segment, so a mutex named "m:parked" is not this list of "m". */
+  mutexParked(key: string): string {
+    return `${this.base}mutex-parked:${key}`;
+  }
+  /** Parents waiting for a run to end ("<parent id>|<step field>"). */
+  waiters(runId: string): string {
+    return `${this.base}waiters:${runId}`;
+  }
+  /** An event stored until its emitAt. */
+  eventData(eventId: string): string {
+    return `${this.base}evdata:${eventId}`;
+  }
   leases(): string {
     return `${this.base}leases`;
   }

@@ -1,0 +1,186 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigurationError, CorruptRunDataError, InvalidCronError, NonRetriableError, RetryAfterError } from '../../lib/core';
+import { cronIds, decodeCron, encodeCron, nextCronTick } from '../../lib/core/definition/cron';
+import { dueAt, idempotencyTtlSec, timeOption, toMs } from '../../lib/core/definition/duration';
+import { MAX_DURATION_MS, parseDurationMs } from '../../lib/core/definition/duration-format';
+import { defaultRetryDelayMs, nextAttemptAt } from '../../lib/core/definition/retry';
+import { WorkflowRegistry } from '../../lib/core/definition/workflow';
+import type { RunInfo } from '../../lib/core/definition/workflow-types';
+import { RedflowKeys } from '../../lib/core/store/keys';
+import { parseRun, summarizeRun } from '../../lib/core/store/run-record';
+import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, parseStepRecord } from '../../lib/core/store/step-record';
+
+/** The pure modules of the engine: no Redis, no timers. `npm run test:unit` runs these alone. */
+
+describe('durations', () => {
+  it('reads numbers of ms and strings with a unit, and nothing else', () => {
+    expect([toMs(0), toMs(250), toMs('500ms'), toMs('5s'), toMs('1.5m'), toMs('2h'), toMs('1d'), toMs(' 3 s ')]).toEqual([0, 250, 500, 5_000, 90_000, 7_200_000, 86_400_000, 3_000]);
+    expect(toMs(0.2)).toBe(1); // rounded up: a positive duration never becomes 0
+    for (const bad of ['abc', '5', '5 sec', '-1s', -1, NaN, Infinity, 11 * 365 * 86_400_000]) {
+      expect(() => toMs(bad as number)).toThrow(ConfigurationError);
+    }
+    expect(() => toMs('5x', 'retries.delay')).toThrow('retries.delay must be a duration >= 0 and at most 10 years (a number of ms or a string like "5s"), got "5x".');
+    expect([parseDurationMs('2s'), parseDurationMs(7), parseDurationMs({}), parseDurationMs('2 weeks')]).toEqual([2000, 7, NaN, NaN]);
+    expect(MAX_DURATION_MS).toBe(10 * 365 * 86_400_000);
+  });
+
+  it('turns delays and dates into due times, and checks idempotency TTLs', () => {
+    expect(dueAt('1s', 1_000)).toBe(2_000);
+    expect(dueAt(new Date(5_000), 1_000)).toBe(5_000);
+    expect(() => dueAt(new Date(Number.NaN), 0)).toThrow(ConfigurationError);
+    expect(timeOption(undefined, 'runAt')).toBe(0);
+    expect(timeOption(new Date(42), 'runAt')).toBe(42);
+    expect(idempotencyTtlSec(undefined)).toBe(7 * 24 * 3600);
+    expect(() => idempotencyTtlSec(0)).toThrow(ConfigurationError);
+  });
+});
+
+describe('retry policy', () => {
+  const run = (attempt: number, maxAttempts = 5): RunInfo => ({ id: 'r1', workflow: 'w', attempt, maxAttempts }) as RunInfo;
+
+  it('backs off 250 ms doubling per attempt up to 30 s, plus under 100 ms of jitter', () => {
+    for (const [attempt, base] of [[1, 250], [2, 500], [3, 1_000], [8, 30_000], [20, 30_000]]) {
+      for (let i = 0; i < 20; i++) {
+        const delay = defaultRetryDelayMs(attempt);
+        expect(delay).toBeGreaterThanOrEqual(base);
+        expect(delay).toBeLessThan(base + 100);
+      }
+    }
+  });
+
+  it('fails for good after the last attempt, on a permanent error, or when shouldRetry says no', () => {
+    expect(nextAttemptAt(undefined, run(5, 5), new Error('x'), 0)).toBeNull();
+    expect(nextAttemptAt(undefined, run(1), new NonRetriableError('card declined'), 0)).toBeNull();
+    expect(nextAttemptAt({ shouldRetry: () => false }, run(1), new Error('x'), 0)).toBeNull();
+  });
+
+  it('schedules the next attempt by RetryAfterError, a fixed delay, a delay function or the default', () => {
+    expect(nextAttemptAt({ delay: '1m' }, run(1), new RetryAfterError('busy', 5_000), 1_000)).toBe(6_000);
+    expect(nextAttemptAt({ delay: '2s' }, run(1), new Error('x'), 1_000)).toBe(3_000);
+    expect(nextAttemptAt({ delay: ({ run: info }) => info.attempt * 100 }, run(3), new Error('x'), 1_000)).toBe(1_300);
+    const fallback = nextAttemptAt(undefined, run(2), new Error('x'), 1_000)!;
+    expect(fallback - 1_000).toBeGreaterThanOrEqual(500);
+    expect(fallback - 1_000).toBeLessThan(600);
+    expect(() => nextAttemptAt({ delay: () => -5 }, run(1), new Error('x'), 0)).toThrow('retries.delay of workflow "w"');
+  });
+});
+
+describe('keys', () => {
+  const keys = new RedflowKeys('shop');
+
+  it('puts every key of a prefix in the hash tag {prefix}', () => {
+    expect(keys.base).toBe('{shop}:');
+    expect([keys.run('r1'), keys.ready('q'), keys.status('failed'), keys.workflowStatusRuns('failed', 'a:b'), keys.idempotency('w', 'k|1')]).toEqual([
+      '{shop}:run:r1',
+      '{shop}:q:q:ready',
+      '{shop}:status:failed',
+      '{shop}:wfstatus:failed:a:b',
+      '{shop}:idem:w|k|1',
+    ]);
+  });
+
+  it('builds the same keys as the Lua scripts, for every key shape a script builds', () => {
+    const lua = readFileSync(join(__dirname, '..', '..', 'lib', 'core', 'store', 'scripts', 'includes', 'keys.lua'), 'utf8');
+    const twins: Record<string, (...args: string[]) => string> = {
+      k_run: (id) => keys.run(id),
+      k_ready: (q) => keys.ready(q),
+      k_scheduled: (q) => keys.scheduled(q),
+      k_status: (s) => keys.status(s),
+      k_meta: (w) => keys.workflow(w),
+      k_active: (w) => keys.active(w),
+      k_parked: (w) => keys.parked(w),
+      k_mutex: (k) => keys.mutex(k),
+      k_mutex_parked: (k) => keys.mutexParked(k),
+      k_children: (id) => keys.children(id),
+      k_waiters: (id) => keys.waiters(id),
+      k_workflow_runs: (w) => keys.workflowRuns(w),
+      k_workflow_status: (s, w) => keys.workflowStatusRuns(s, w),
+      k_idempotency: (w, k) => keys.idempotency(w, k),
+      k_event_subs: (e) => keys.eventSubscribers(e),
+      k_event_data: (e) => keys.eventData(e),
+      k_debounce: (w, k) => keys.debounce(w, k),
+    };
+    const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
+    expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());
+    for (const [, name, params, body] of functions) {
+      const args = params ? params.split(', ') : [];
+      // A Lua concatenation of quoted strings and parameters is a JavaScript one with "+".
+      const luaKey = new Function('base', ...args, `return ${body.replace(/\.\./g, '+')};`) as (...a: string[]) => string;
+      const values = args.map((_, i) => `v${i}:x|y`);
+      expect([name, luaKey(keys.base, ...values)]).toEqual([name, twins[name](...values)]);
+    }
+  });
+});
+
+describe('cron triggers', () => {
+  const registry = new WorkflowRegistry();
+  const report = registry.define('report', { cron: [{ expression: '0 3 * * *', timezone: 'UTC' }, { id: 'hourly', expression: '0 * * * *', input: { scope: 'all' } }] }, () => 1);
+
+  it('names triggers by id or by position, and finds the next tick in the trigger time zone', () => {
+    expect(cronIds(report)).toEqual(['report#0', 'hourly']);
+    const after = Date.UTC(2026, 11, 5, 8, 30);
+    expect(nextCronTick('report', { expression: '0 3 * * *', timezone: 'UTC' }, after)).toBe(Date.UTC(2026, 11, 6, 3, 0));
+    expect(nextCronTick('report', { expression: '0 3 * * *', timezone: 'Asia/Tokyo' }, after)).toBe(Date.UTC(2026, 11, 5, 18, 0));
+    expect(() => nextCronTick('report', { expression: '61 * * * *' }, after)).toThrow(InvalidCronError);
+    expect(() => nextCronTick('report', { expression: '0 3 * * *', timezone: 'Mars/Olympus' }, after)).toThrow('with time zone "Mars/Olympus" of workflow "report" is invalid');
+  });
+
+  it('stores a trigger as one JSON shape and reads it back', () => {
+    const stored = encodeCron('report', report.options.cron![1]);
+    expect(JSON.parse(stored)).toEqual({ workflow: 'report', expression: '0 * * * *', timezone: null, input: { scope: 'all' } });
+    expect(decodeCron(stored)).toEqual({ workflow: 'report', expression: '0 * * * *', timezone: null, input: { scope: 'all' } });
+    expect(decodeCron(encodeCron('report', report.options.cron![0]))).toEqual({ workflow: 'report', expression: '0 3 * * *', timezone: 'UTC', input: null });
+  });
+});
+
+describe('step records', () => {
+  it('encodes each kind of record and reads it back as a step state', () => {
+    expect(parseStepRecord('r', 's:charge', encodeSuccessRecord(1, 2, 5_000, 40, '{"id":"ch_1"}'))).toEqual({
+      name: 'charge',
+      seq: 1,
+      attempt: 2,
+      status: 'succeeded',
+      startedAt: 4_960,
+      finishedAt: 5_000,
+      output: { id: 'ch_1' },
+    });
+    expect(parseStepRecord('r', 's:noop', encodeSuccessRecord(2, 1, 10, 0, ''))).toEqual({ name: 'noop', seq: 2, attempt: 1, status: 'succeeded', startedAt: 10, finishedAt: 10 });
+    expect(parseStepRecord('r', 's:send#2', encodeFailureRecord(3, 1, 100, 7, '{"name":"Error","message":"smtp down"}'))).toEqual({
+      name: 'send#2',
+      seq: 3,
+      attempt: 1,
+      status: 'failed',
+      startedAt: 93,
+      finishedAt: 100,
+      error: { name: 'Error', message: 'smtp down' },
+    });
+    const future = Date.now() + 60_000;
+    expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, future))).toEqual({ name: 'nap', seq: 4, attempt: 1, status: 'waiting', wakeAt: future });
+    expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, 1_000))).toMatchObject({ status: 'succeeded', wakeAt: 1_000 });
+    expect(parseStepRecord('r', 's:kid', '[3,5,1,"r.kid",0]')).toEqual({ name: 'kid', seq: 5, attempt: 1, status: 'waiting', childRunId: 'r.kid' });
+  });
+
+  it('refuses a record that is not one, naming the run and the field', () => {
+    expect(() => parseStepRecord('r9', 's:x', '[9,1,1,0]')).toThrow(CorruptRunDataError);
+    expect(() => parseStepRecord('r9', 's:x', '{"a":1}')).toThrow('field "s:x" is not a step record');
+    expect(() => parseStepRecord('r9', 's:x', 'not json')).toThrow(CorruptRunDataError);
+  });
+});
+
+describe('run records', () => {
+  const stored = { workflow: 'w', queue: 'default', status: 'failed', input: '{"n":1}', error: '{"name":"Error","message":"boom"}', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175' };
+
+  it('reads a run hash strictly: an unknown status or a field that is not a number is CorruptRunDataError', () => {
+    expect(parseRun('r1', stored)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', status: 'failed', input: { n: 1 }, error: { name: 'Error', message: 'boom' }, attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175 });
+    expect(() => parseRun('r1', { ...stored, status: 'done' })).toThrow('field "status" has the unknown value "done"');
+    expect(() => parseRun('r1', { ...stored, attempt: 'two' })).toThrow('field "attempt" is not a number');
+    expect(() => parseRun('r1', { ...stored, workflow: null })).toThrow(CorruptRunDataError);
+  });
+
+  it('reads a list row leniently: what can be read, and what is wrong in `corrupt`', () => {
+    const fields = { workflow: 'w', queue: 'default', status: 'failed', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175', parent: null, error: stored.error };
+    expect(summarizeRun('r1', fields)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', status: 'failed', attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175, durationMs: 25, error: { name: 'Error', message: 'boom' } });
+    expect(summarizeRun('r1', { ...fields, status: 'done', attempt: 'x' }, 'failed')).toMatchObject({ id: 'r1', status: 'failed', corrupt: 'field "status" has the unknown value "done"; field "attempt" is not a number' });
+  });
+});
