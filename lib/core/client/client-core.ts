@@ -1,0 +1,193 @@
+import { randomBytes } from 'node:crypto';
+import { closeConnection, type ConnectionOptions } from '../store/connection';
+import { RedisHealth, redisAddress, withTimeout, outageKind } from '../store/redis-health';
+import { ConfigurationError, RedisUnavailableError } from '../errors';
+import { RedflowKeys } from '../store/keys';
+import { masterNodes } from '../store/prefix-scan';
+import {
+  assertKnownKeys,
+  checkDuration,
+  checkInteger,
+  checkResourceName,
+  optionKeys,
+} from '../definition/option-checks';
+import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
+import {
+  stderrLogger,
+  TERMINAL_STATUSES,
+  type RedflowLogger,
+  type RunStatus,
+} from '../definition/types';
+import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
+
+
+/** Options of `createClient`. */
+export interface ClientOptions extends ConnectionOptions {
+  /** Namespace of every key; all keys of a prefix share one Redis Cluster slot. @default process.env.REDFLOW_PREFIX ?? "redflow" */
+  prefix?: string;
+  /** Workflows known to this process: their schemas validate input on enqueue. @default the default registry */
+  registry?: WorkflowRegistry;
+  /** Largest input or step output in bytes. @default 1048576 (1 MiB) */
+  maxPayloadBytes?: number;
+  /**
+   * How long a call waits for Redis before it rejects with `RedisUnavailableError`. A call that
+   * timed out may still be applied when Redis comes back. @default 10000
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Fail (ConfigurationError) instead of warning when Redis's `maxmemory-policy`, read on the
+   * first connection, is not `noeviction`: any other policy lets Redis delete runs when it fills
+   * up. In Nest: `redis: { requireNoEviction: true }`. @default false
+   */
+  requireNoEviction?: boolean;
+  /** Where warnings go (Redis outages, eviction policy). @default warnings and errors to stderr */
+  logger?: RedflowLogger;
+}
+
+/** Keys of `ClientOptions` (`createClient`). */
+export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
+  'redis',
+  'url',
+  'prefix',
+  'registry',
+  'maxPayloadBytes',
+  'commandTimeoutMs',
+  'requireNoEviction',
+  'logger',
+]);
+
+/** Default of `commandTimeoutMs`. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
+
+/** A new run id: time-ordered, unique across processes. */
+export function newRunId(): string {
+  return `${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A node's maxmemory-policy: CONFIG GET, or INFO memory where CONFIG is forbidden (managed Redis, ACL users). */
+async function readEvictionPolicy(node: RedisConnection): Promise<string | undefined> {
+  try {
+    const reply = (await node.config('GET', 'maxmemory-policy')) as unknown;
+    const flat = Array.isArray(reply) ? reply.map(String) : Object.entries(reply as Record<string, string>).flat();
+    const i = flat.indexOf('maxmemory-policy');
+    if (i >= 0 && flat[i + 1]) return flat[i + 1];
+  } catch (error) {
+    if (outageKind(error)) throw error;
+  }
+  try {
+    const info = await node.info('memory');
+    return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
+  } catch (error) {
+    if (outageKind(error)) throw error;
+    return undefined;
+  }
+}
+
+/** Ids are never empty, and hold no control characters: anything else cannot be a run. */
+export function isPossibleRunId(id: unknown): id is string {
+  if (typeof id !== 'string' || id.length === 0 || id.length > 2048) return false;
+  for (let i = 0; i < id.length; i++) if (id.charCodeAt(i) < 0x20 || id.charCodeAt(i) === 0x7f) return false;
+  return true;
+}
+
+/**
+ * What every part of the client shares: the connection, keys, scripts and limits, the first-call
+ * eviction-policy check, and `call`, which runs one request within `commandTimeoutMs` and turns
+ * connection failures into `RedisUnavailableError`.
+ */
+export class ClientCore {
+  readonly keys: RedflowKeys;
+  /** @internal */
+  readonly scripts: RedisScripts;
+  readonly registry: WorkflowRegistry;
+  readonly maxPayloadBytes: number;
+  /** How long a call waits for Redis before rejecting with RedisUnavailableError. */
+  readonly commandTimeoutMs: number;
+  /** Up, unreachable or refusing writes: shared with this client's worker. */
+  readonly health: RedisHealth;
+  readonly logger: RedflowLogger;
+  protected readonly requireNoEviction: boolean;
+  protected checked: Promise<void> | undefined;
+  protected closed = false;
+
+  constructor(
+    readonly redis: RedisConnection,
+    private readonly ownsConnection: boolean,
+    options: ClientOptions,
+  ) {
+    assertKnownKeys('createClient options', options, CLIENT_OPTION_KEYS);
+    this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
+    this.scripts = new RedisScripts(redis, this.keys);
+    this.registry = options.registry ?? getDefaultRegistry();
+    this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
+    this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });
+    this.requireNoEviction = options.requireNoEviction ?? false;
+    this.logger = options.logger ?? stderrLogger;
+    this.health = new RedisHealth(redisAddress(redis), this.logger, () => this.redis.set(this.keys.probe(), String(Date.now()), 'PX', 60_000));
+    if (ownsConnection) this.health.watch(redis);
+  }
+
+  /**
+   * Checks Redis once per client, before its first call: warns (or, with
+   * `redis.requireNoEviction`, throws ConfigurationError) when its `maxmemory-policy` lets it
+   * delete keys. A worker awaits it before it starts.
+   */
+  ready(): Promise<void> {
+    this.checked ??= withTimeout(this.checkEvictionPolicy(), this.commandTimeoutMs, this.health.address).catch((error: unknown) => {
+      // A Redis that was down is checked again on the next call; a refused policy stays refused.
+      if (!(error instanceof ConfigurationError)) this.checked = undefined;
+      throw this.unavailable(error);
+    });
+    return this.checked;
+  }
+
+  protected async checkEvictionPolicy(): Promise<void> {
+    const nodes = await masterNodes(this.redis, this.keys);
+    for (const node of nodes) {
+      const policy = await readEvictionPolicy(node);
+      const where = `Redis at ${redisAddress(node)}`;
+      if (policy === undefined) {
+        this.logger.warn(`${where} did not tell its maxmemory-policy (CONFIG GET and INFO memory were refused); make sure it is noeviction, or Redis may delete runs when it fills up.`);
+        continue;
+      }
+      if (policy === 'noeviction') continue;
+      const message = `${where} has maxmemory-policy "${policy}": when it fills up it deletes keys, and with them workflow runs, steps and the workflow registry, without a trace. Set maxmemory-policy to noeviction (CONFIG SET maxmemory-policy noeviction, redis.conf, or your provider's parameter group).`;
+      if (this.requireNoEviction) throw new ConfigurationError(`${message} requireNoEviction is on, so this client refuses to use it.`);
+      this.logger.warn(`${message} Pass requireNoEviction: true (in Nest: redis: { requireNoEviction: true }) to refuse to start instead of this warning.`);
+    }
+  }
+
+  /**
+   * Runs one client call against Redis: after the first-connection check, within
+   * `commandTimeoutMs`, with connection failures turned into `RedisUnavailableError`.
+   */
+  protected async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      await this.ready();
+      return await withTimeout(fn(), this.commandTimeoutMs, this.health.address);
+    } catch (error) {
+      throw this.unavailable(error);
+    }
+  }
+
+  protected unavailable(error: unknown): unknown {
+    if (error instanceof RedisUnavailableError || outageKind(error) !== 'unreachable') return error;
+    return new RedisUnavailableError(this.health.address, (error as Error).message.split('\n')[0]);
+  }
+
+  /** Closes the connection if this client opened it. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.health.close();
+    if (this.ownsConnection) await closeConnection(this.redis);
+  }
+
+  /** True when a run status is final. */
+  static isTerminal(status: RunStatus): boolean {
+    return TERMINAL_STATUSES.has(status);
+  }
+}

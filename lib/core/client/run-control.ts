@@ -1,0 +1,62 @@
+import { CanceledError, RunNotFoundError } from '../errors';
+import { assertKnownKeys, checkUserName } from '../definition/option-checks';
+import { serializeError } from '../store/serialization';
+import { type RunHandle } from '../definition/types';
+
+import { RunProducer } from './producer';
+import { isPossibleRunId, newRunId } from './client-core';
+
+/** Controlling runs: cancel (with the children it waits on) and re-run. */
+export class RunControl extends RunProducer {
+  /**
+   * Starts a new run of an ended run's workflow with the same input, queue, attempts and
+   * flow-control keys (mutex, throttle, rate limit). Returns its handle.
+   */
+  rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
+    return this.call(() => this.rerunNow<TOutput>(id));
+  }
+
+  protected async rerunNow<TOutput>(id: string): Promise<RunHandle<TOutput>> {
+    if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
+    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit] = await this.redis.hmget(
+      this.keys.run(id),
+      'workflow',
+      'queue',
+      'maxAttempts',
+      'input',
+      'mutex',
+      'throttle',
+      'rateLimit',
+    );
+    if (!workflow || !queue) throw new RunNotFoundError(id);
+    const extra: string[] = [];
+    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit]] as const) if (value !== null) extra.push(field, value);
+    const result = await this.scripts.enqueue({
+      runId: newRunId(),
+      workflow,
+      queue,
+      maxAttempts: maxAttempts ?? '1',
+      input: input ?? '',
+      now: Date.now(),
+      runAt: 0,
+      idempotencyKey: '',
+      idempotencyTtlSec: 1,
+      localFlow: true,
+      extra,
+    });
+    return this.handle<TOutput>(result.runId);
+  }
+
+  /**
+   * Cancels a run that has not ended. Queued and scheduled runs end at once; a running run's signal
+   * aborts and no later step starts. Returns false when the run already ended or does not exist.
+   */
+  async cancelRun(id: string, options: { reason?: string } = {}): Promise<boolean> {
+    assertKnownKeys('cancelRun options', options, ['reason']);
+    if (options.reason !== undefined) checkUserName(options.reason, 'cancelRun reason', { max: 1000 });
+    if (!isPossibleRunId(id)) return false;
+    const error = serializeError(new CanceledError(id, options.reason));
+    const result = await this.call(() => this.scripts.cancel(id, Date.now(), error, options.reason ?? ''));
+    return result === 'ok';
+  }
+}

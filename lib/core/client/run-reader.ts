@@ -1,0 +1,296 @@
+import { randomBytes } from 'node:crypto';
+import { ConfigurationError, RedisWriteRefusedError } from '../errors';
+import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
+import { scanPrefix } from '../store/prefix-scan';
+import { assertKnownKeys, checkInteger, LIST_RUNS_OPTION_KEYS } from '../definition/option-checks';
+import { parseStepRecord, STEP_FIELD_PREFIX } from '../store/step-record';
+import {
+  RUN_STATUSES,
+  type CronState,
+  type ListRunsOptions,
+  type RunState,
+  type RunStats,
+  type RunStatus,
+  type RunSummary,
+  type StepState,
+  type WorkflowMeta,
+} from '../definition/types';
+import { decodeCron } from '../definition/cron';
+
+import { ClientCore, isPossibleRunId } from './client-core';
+
+/** The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. */
+const RUN_INDEX_VERSION = '1';
+/** How long the marker stays taken without a chunk from its builder before another worker takes over. */
+export const RUN_INDEX_LEASE_MS = 30_000;
+/** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
+const RUN_INDEX_CHUNK = 500;
+
+/** The filters of a list call, checked, with their defaults. */
+function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; limit: number; offset: number } {
+  assertKnownKeys(`${what} options`, options, LIST_RUNS_OPTION_KEYS);
+  if (options.status !== undefined && !isRunStatus(options.status)) {
+    throw new ConfigurationError(`${what} status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(options.status)}.`);
+  }
+  if (options.workflow !== undefined && typeof options.workflow !== 'string') {
+    throw new ConfigurationError(`${what} workflow must be a workflow name, got ${typeof options.workflow}.`);
+  }
+  const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
+  const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
+  return { workflow: options.workflow || undefined, status: options.status, limit, offset };
+}
+
+/** Reading runs: one run, its steps and children, pages of runs or summaries, counts, crons and
+ * workflows; and the (workflow, status) index those pages read. */
+export class RunReader extends ClientCore {
+  /** A run, or null when it does not exist. */
+  async getRun<TOutput = unknown>(id: string): Promise<RunState<TOutput> | null> {
+    if (!isPossibleRunId(id)) return null;
+    const values = await this.call(() => this.redis.hmget(this.keys.run(id), ...RUN_FIELDS));
+    if (values.every((v) => v === null)) return null;
+    return parseRun<TOutput>(id, Object.fromEntries(RUN_FIELDS.map((f, i) => [f, values[i]])));
+  }
+
+  /** A run's stored steps, in the order they were stored. */
+  async getRunSteps(id: string): Promise<StepState[]> {
+    if (!isPossibleRunId(id)) return [];
+    const hash = await this.call(() => this.redis.hgetall(this.keys.run(id)));
+    const steps: StepState[] = [];
+    for (const [field, value] of Object.entries(hash)) {
+      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value));
+    }
+    return steps.sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Runs, newest first, filtered by workflow and/or status. Running runs come first, queued and
+   * scheduled runs sort by creation time, ended runs by finish time. Filtered by workflow alone,
+   * runs sort by creation time; filtered by workflow and status, as that status sorts, except
+   * running runs, which sort by creation time too. Each page reads one index and only its runs.
+   */
+  listRuns(options: ListRunsOptions = {}): Promise<RunState[]> {
+    return this.call(() =>
+      this.listPage(options, 'listRuns', RUN_FIELDS, (id, f, pairStatus) => {
+        // Listed by workflow and status, a run with an unknown status is skipped, as when this
+        // list filtered the workflow's runs by status; a corrupt run still fails the list.
+        if (f.status === null || (pairStatus && f.status !== pairStatus)) return undefined;
+        return parseRun(id, f);
+      }),
+    );
+  }
+
+  /**
+   * Like `listRuns` (same filters, paging and order), but reads only what a list row shows: never
+   * input, output or step records. A run whose stored fields cannot be read comes back as a
+   * `CorruptRunSummary` (with `corrupt` set) instead of failing the page.
+   */
+  listRunSummaries(options: ListRunsOptions = {}): Promise<RunSummary[]> {
+    return this.call(() => this.listPage(options, 'listRunSummaries', SUMMARY_FIELDS, (id, f, _pairStatus, indexStatus) => summarizeRun(id, f, indexStatus)));
+  }
+
+  /**
+   * One page of runs: the ids from one index read, then the fields of those runs in one pipeline.
+   * Ids whose run no longer exists are skipped. A (workflow, status) entry whose run has another
+   * status was left by an older engine during a rolling deploy: it is skipped and pruned, and the
+   * page read again so that it stays full. `toRow` gets the status of a (workflow, status) page
+   * (`pairStatus`) and the status of the index each run was listed from (`indexStatus`).
+   */
+  protected async listPage<F extends string, T>(
+    options: ListRunsOptions,
+    what: string,
+    fields: readonly F[],
+    toRow: (id: string, values: Record<F, string | null>, pairStatus: RunStatus | undefined, indexStatus: RunStatus | undefined) => T | undefined,
+  ): Promise<T[]> {
+    const { workflow, status, limit, offset } = checkListOptions(options, what);
+    if (limit === 0) return [];
+    const pairStatus = workflow ? status : undefined;
+    const statusAt = fields.indexOf('status' as F);
+    for (let read = 1; ; read++) {
+      const entries = await this.pageEntries(workflow, status, limit, offset);
+      const values = await this.readRuns(entries.map((e) => e.id), fields);
+      const rows: T[] = [];
+      const stale: string[] = [];
+      entries.forEach(({ id, indexStatus }, i) => {
+        const v = values[i];
+        const gone = v.every((value) => value === null);
+        if (pairStatus && (gone || (v[statusAt] !== pairStatus && isRunStatus(v[statusAt])))) stale.push(id);
+        else if (!gone) {
+          const row = toRow(id, Object.fromEntries(fields.map((f, j) => [f, v[j]])) as Record<F, string | null>, pairStatus, indexStatus);
+          if (row !== undefined) rows.push(row);
+        }
+      });
+      if (!workflow || !pairStatus || !stale.length || read === 3 || !(await this.pruneRunIndex(pairStatus, workflow, stale))) return rows;
+    }
+  }
+
+  /**
+   * The ids of a page, newest first, each with the status of the index it came from (none when
+   * listed by workflow alone). Workflow and status: that pair's index. Workflow: its runs index.
+   * Status: its status index. Neither: the newest entries of the status indexes, merged (no index
+   * holds every run).
+   */
+  protected async pageEntries(workflow: string | undefined, status: RunStatus | undefined, limit: number, offset: number): Promise<Array<{ id: string; indexStatus?: RunStatus }>> {
+    if (workflow && status) return (await this.redis.zrevrange(this.keys.workflowStatusRuns(status, workflow), offset, offset + limit - 1)).map((id) => ({ id, indexStatus: status }));
+    if (workflow) return (await this.redis.zrevrange(this.keys.workflowRuns(workflow), offset, offset + limit - 1)).map((id) => ({ id }));
+    if (status) return (await this.redis.zrevrange(this.statusIndex(status), offset, offset + limit - 1)).map((id) => ({ id, indexStatus: status }));
+    const pipeline = this.redis.pipeline();
+    for (const s of RUN_STATUSES) pipeline.zrevrange(this.statusIndex(s), 0, offset + limit - 1, 'WITHSCORES');
+    const merged: Array<{ id: string; indexStatus: RunStatus; score: number }> = [];
+    ((await pipeline.exec()) ?? []).forEach(([error, reply], i) => {
+      if (error) throw error;
+      const flat = reply as string[];
+      for (let j = 0; j < flat.length; j += 2) merged.push({ id: flat[j], indexStatus: RUN_STATUSES[i], score: Number(flat[j + 1]) });
+    });
+    merged.sort((a, b) => b.score - a.score);
+    return merged.slice(offset, offset + limit).map(({ id, indexStatus }) => ({ id, indexStatus }));
+  }
+
+  /** Running runs are listed by the leases zset (newest lease first); other statuses have an index. */
+  protected statusIndex(status: RunStatus): string {
+    return status === 'running' ? this.keys.leases() : this.keys.status(status);
+  }
+
+  /** Fields of runs by id, in one round trip. */
+  protected async readRuns<F extends string>(ids: string[], fields: readonly F[]): Promise<(string | null)[][]> {
+    if (!ids.length) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.run(id), ...fields);
+    return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
+      if (error) throw error;
+      return reply as (string | null)[];
+    });
+  }
+
+  /**
+   * Prunes stale entries of a (workflow, status) index; false when none was taken out (or Redis
+   * refuses writes: the page is then shown without them, and pruned by a later read).
+   */
+  protected async pruneRunIndex(status: RunStatus, workflow: string, ids: string[]): Promise<boolean> {
+    try {
+      return (await this.scripts.pruneRunIndex(status, workflow, ids)) > 0;
+    } catch (error) {
+      if (error instanceof RedisWriteRefusedError) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Builds the (workflow, status) index that `listRuns` and `listRunSummaries` read, for runs
+   * stored before it existed: a worker calls it when it starts. The first caller of a prefix
+   * takes the `index:wfstatus` marker (with a lease, renewed by each chunk) and indexes every
+   * workflow's runs, 500 per atomic call; the marker says the index is built only after the last
+   * chunk. Returns `built`, `done` (built before), `busy` (another process is building it: call
+   * again later, it takes over if that process stopped), or `stopped` (`stopped()` became true;
+   * the marker's lease runs out and a later call starts over). With `force`, builds it again even
+   * when it is built: after a rolling deploy during which workers older than the index moved runs.
+   */
+  backfillRunIndex(options: { force?: boolean; stopped?: () => boolean } = {}): Promise<'built' | 'done' | 'busy' | 'stopped'> {
+    assertKnownKeys('backfillRunIndex options', options, ['force', 'stopped']);
+    return this.backfillRunIndexNow(options.force ?? false, options.stopped ?? (() => false));
+  }
+
+  protected async backfillRunIndexNow(force: boolean, stopped: () => boolean): Promise<'built' | 'done' | 'busy' | 'stopped'> {
+    const marker = this.keys.workflowStatusIndexMarker();
+    if (!force && (await this.call(() => this.redis.get(marker))) === RUN_INDEX_VERSION) return 'done';
+    const token = `building:${randomBytes(8).toString('hex')}`;
+    const taken = await this.call(() => (force ? this.redis.set(marker, token, 'PX', RUN_INDEX_LEASE_MS) : this.redis.set(marker, token, 'PX', RUN_INDEX_LEASE_MS, 'NX')));
+    if (taken !== 'OK') return 'busy';
+    for (const workflow of await this.call(() => this.workflowsWithRuns())) {
+      let cursor = '0';
+      do {
+        if (stopped()) return 'stopped';
+        const chunk = await this.call(() => this.scripts.backfillRunIndex({ workflow, token, leaseMs: RUN_INDEX_LEASE_MS, cursor, count: RUN_INDEX_CHUNK }));
+        if (!chunk) return 'busy';
+        cursor = chunk.cursor;
+      } while (cursor !== '0');
+    }
+    await this.call(() => this.redis.set(marker, RUN_INDEX_VERSION));
+    return 'built';
+  }
+
+  /** Names of the workflows that have a runs index, registered or not (a deleted workflow's runs stay). */
+  protected async workflowsWithRuns(): Promise<string[]> {
+    const head = `${this.keys.base}wf:`;
+    const names: string[] = [];
+    // `wf:<name>:active` and `wf:<name>:parked` never end in ":runs"; `wfstatus:` keys do not start with "wf:".
+    await scanPrefix(this.redis, this.keys, 'wf:*:runs', async (keys) => {
+      for (const key of keys) names.push(key.slice(head.length, -':runs'.length));
+    });
+    return names.sort();
+  }
+
+  /** Ids of the child runs a run waits or waited on (`step.runWorkflow`). */
+  async getRunChildren(id: string): Promise<string[]> {
+    if (!isPossibleRunId(id)) return [];
+    return (await this.call(() => this.redis.smembers(this.keys.children(id)))).sort();
+  }
+
+  /**
+   * Counts for an overview: runs per status, runs per workflow (as indexed), and runs that
+   * succeeded or failed in each of the last `minutes` minutes (oldest first).
+   */
+  getStats(options: { minutes?: number } = {}): Promise<RunStats> {
+    return this.call(() => this.getStatsNow(options));
+  }
+
+  protected async getStatsNow(options: { minutes?: number }): Promise<RunStats> {
+    assertKnownKeys('getStats options', options, ['minutes']);
+    const minutes = checkInteger(options.minutes ?? 60, 'getStats minutes', 1, 24 * 60);
+    const workflows = (await this.redis.smembers(this.keys.workflows())).sort();
+    const now = Date.now();
+    const start = now - (now % 60_000) - (minutes - 1) * 60_000;
+    const pipeline = this.redis.pipeline();
+    for (const status of RUN_STATUSES) pipeline.zcard(this.statusIndex(status));
+    for (const name of workflows) pipeline.zcard(this.keys.workflowRuns(name));
+    for (const status of ['succeeded', 'failed'] as const) {
+      for (let i = 0; i < minutes; i++) pipeline.zcount(this.keys.status(status), start + i * 60_000, start + (i + 1) * 60_000 - 1);
+    }
+    const replies = ((await pipeline.exec()) ?? []).map(([, value]) => Number(value));
+    const byStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, replies[i]])) as Record<RunStatus, number>;
+    const byWorkflow = Object.fromEntries(workflows.map((w, i) => [w, replies[RUN_STATUSES.length + i]]));
+    const offset = RUN_STATUSES.length + workflows.length;
+    const perMinute = Array.from({ length: minutes }, (_, i) => ({
+      minute: start + i * 60_000,
+      succeeded: replies[offset + i],
+      failed: replies[offset + minutes + i],
+    }));
+    return { byStatus, byWorkflow, perMinute };
+  }
+
+  /** Cron schedules registered in Redis, with their next tick. */
+  async listCrons(): Promise<CronState[]> {
+    const [defs, next] = await this.call(() => Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]));
+    const nextById = new Map<string, number>();
+    for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
+    return Object.entries(defs)
+      .map(([id, json]) => {
+        const def = decodeCron(json);
+        return { id, workflow: def.workflow, expression: def.expression, timezone: def.timezone ?? undefined, input: def.input, nextAt: nextById.get(id) };
+      })
+      .sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /** Workflows registered in Redis by workers (or `syncRegistry`). */
+  async listWorkflows(): Promise<WorkflowMeta[]> {
+    const names = (await this.call(() => this.redis.smembers(this.keys.workflows()))).sort();
+    const metas = await Promise.all(names.map((n) => this.getWorkflowMeta(n)));
+    return metas.filter((m): m is WorkflowMeta => m !== null);
+  }
+
+  async getWorkflowMeta(name: string): Promise<WorkflowMeta | null> {
+    const h = await this.call(() => this.redis.hgetall(this.keys.workflow(name)));
+    if (!h.queue) return null;
+    const list = (value: string | undefined) => (value ? value.split('\n') : []);
+    const limit = Number(h.maxConcurrency ?? 0);
+    return {
+      name,
+      queue: h.queue,
+      maxAttempts: Number(h.maxAttempts),
+      maxConcurrency: limit > 0 ? limit : Infinity,
+      events: list(h.events),
+      crons: list(h.crons),
+      owner: h.owner,
+      updatedAt: Number(h.updatedAt),
+    };
+  }
+}
