@@ -29,8 +29,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIPv4, isIPv6, type AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import { WorkflowClient } from '../core/client/workflow-client';
+import { openConnection, type RedisConnection } from '../core/store/connection';
 import { RUN_STATUSES, type RunState, type RunStatus, type StepState } from '../core/definition/types';
 import { createDashboardHandler } from '../dashboard/dashboard-handler';
 import { maskSecrets } from '../dashboard/redact';
@@ -178,7 +179,7 @@ function decodedOrSame(text: string): string {
 
 /** A client for one command: it connects once and fails at once when Redis does not answer. */
 async function connectOnce(url: string, prefix: string): Promise<WorkflowClient> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  const { redis } = openConnection({ url, redisOptions: { lazyConnect: true, connectTimeout: 3000, maxRetriesPerRequest: 1, retryStrategy: () => null } });
   let cause: Error | undefined;
   redis.on('error', (error: Error) => (cause ??= error)); // reported below, once
   try {
@@ -207,7 +208,7 @@ const DASHBOARD_COMMAND_TIMEOUT_MS = 3000;
  * Prints one line when Redis becomes unreachable and one when it is back. The listener also
  * keeps ioredis from printing every failed reconnect attempt as an unhandled error.
  */
-function reportConnection(redis: Redis, url: string): void {
+function reportConnection(redis: RedisConnection, url: string): void {
   const shownUrl = redactUrl(url);
   let down = false;
   redis.on('error', (error: Error) => {
@@ -413,7 +414,7 @@ function gatedListener(handle: ReturnType<typeof createDashboardHandler>, hosts:
 }
 
 async function runDashboard(settings: DashboardSettings, redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl, DASHBOARD_REDIS_OPTIONS);
+  const { redis } = openConnection({ url: redisUrl, redisOptions: DASHBOARD_REDIS_OPTIONS });
   reportConnection(redis, redisUrl);
   // Wait for the first outcome only: a Redis that is down is reported, and the dashboard starts anyway.
   await new Promise<void>((resolve) => redis.once('ready', resolve).once('error', () => resolve()));

@@ -71,10 +71,11 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     requireNoEviction: options.redis?.requireNoEviction,
     logger: new Logger(REDFLOW_LOGGER_CONTEXT),
   };
-  if (connection instanceof Redis || connection instanceof Cluster) return new RedflowClient(connection, false, clientOptions, accessor);
-  if (connection !== undefined && typeof connection !== 'string') {
-    return new RedflowClient(new Redis({ maxRetriesPerRequest: null, ...connection }), true, clientOptions, accessor);
-  }
-  const { redis } = openConnection({ url: connection });
-  return new RedflowClient(redis, true, clientOptions, accessor);
+  const { redis, owned } =
+    connection instanceof Redis || connection instanceof Cluster
+      ? openConnection({ redis: connection })
+      : typeof connection === 'object'
+        ? openConnection({ redisOptions: connection })
+        : openConnection({ url: connection });
+  return new RedflowClient(redis, owned, clientOptions, accessor);
 }

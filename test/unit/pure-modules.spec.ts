@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigurationError, CorruptRunDataError, InvalidCronError, NonRetriableError, RetryAfterError } from '../../lib/core';
 import { cronIds, decodeCron, encodeCron, nextCronTick } from '../../lib/core/definition/cron';
@@ -80,7 +80,7 @@ describe('keys', () => {
     ]);
   });
 
-  it('builds the same keys as the Lua scripts, for every key shape a script builds', () => {
+  it('builds the same keys as the Lua scripts, for every key shape a script builds, and no script builds one inline', () => {
     const lua = readFileSync(join(__dirname, '..', '..', 'lib', 'core', 'store', 'scripts', 'includes', 'keys.lua'), 'utf8');
     const twins: Record<string, (...args: string[]) => string> = {
       k_run: (id) => keys.run(id),
@@ -100,6 +100,11 @@ describe('keys', () => {
       k_event_subs: (e) => keys.eventSubscribers(e),
       k_event_data: (e) => keys.eventData(e),
       k_debounce: (w, k) => keys.debounce(w, k),
+      k_throttle: (k) => keys.throttle(k),
+      k_ratelimit: (k) => keys.rateLimit(k),
+      k_event_idempotency: (e, k) => keys.eventIdempotency(e, k),
+      k_events_due: () => keys.eventsDue(),
+      k_write_check: () => keys.writeCheck(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
     expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());
@@ -110,6 +115,10 @@ describe('keys', () => {
       const values = args.map((_, i) => `v${i}:x|y`);
       expect([name, luaKey(keys.base, ...values)]).toEqual([name, twins[name](...values)]);
     }
+    const dir = join(__dirname, '..', '..', 'lib', 'core', 'store', 'scripts');
+    const files = [...readdirSync(dir).filter((f) => f.endsWith('.lua')), ...readdirSync(join(dir, 'includes')).map((f) => `includes/${f}`)];
+    const inline = files.filter((f) => f !== 'includes/keys.lua' && /base \.\. '/.test(readFileSync(join(dir, f), 'utf8').replace(/--[^\n]*/g, '')));
+    expect(inline).toEqual([]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigurationError } from '../errors';
 
 /** A connection the engine runs on: one Redis, or a Redis Cluster. */
@@ -12,14 +12,19 @@ export interface ConnectionOptions {
   url?: string;
 }
 
-/** Opens (or adopts) a connection; `owned` says whether we must close it. */
-export function openConnection(options: ConnectionOptions): { redis: RedisConnection; owned: boolean } {
+/**
+ * Opens (or adopts) a connection; `owned` says whether we must close it. The one place a
+ * connection is created: from a URL, from ioredis options (`redisOptions`, which also adjust a URL's
+ * connection), or adopted as given. Commands wait for a reconnect rather than fail after a few
+ * retries (`maxRetriesPerRequest: null`), unless `redisOptions` says otherwise.
+ */
+export function openConnection(options: ConnectionOptions & { redisOptions?: RedisOptions }): { redis: RedisConnection; owned: boolean } {
   if (options.redis) return { redis: options.redis, owned: false };
+  const settings: RedisOptions = { maxRetriesPerRequest: null, ...options.redisOptions };
   const url = options.url ?? process.env.REDIS_URL;
-  if (!url) {
-    throw new ConfigurationError('No Redis connection given. Pass { redis } (an ioredis instance) or { url }, or set REDIS_URL.');
-  }
-  return { redis: new Redis(url, { maxRetriesPerRequest: null }), owned: true };
+  if (url) return { redis: new Redis(url, settings), owned: true };
+  if (options.redisOptions) return { redis: new Redis(settings), owned: true };
+  throw new ConfigurationError('No Redis connection given. Pass { redis } (an ioredis instance) or { url }, or set REDIS_URL.');
 }
 
 /** Closes a connection without waiting on a dead server. */

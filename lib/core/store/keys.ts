@@ -47,6 +47,22 @@ export class RedflowKeys {
   eventData(eventId: string): string {
     return `${this.base}evdata:${eventId}`;
   }
+  /** Starts of runs with throttle key `key` in the current window. */
+  throttle(key: string): string {
+    return `${this.base}throttle:${key}`;
+  }
+  /** Starts of runs with rate-limit key `key` in the current window. */
+  rateLimit(key: string): string {
+    return `${this.base}ratelimit:${key}`;
+  }
+  /** The event id an `emitEvent` idempotency key stands for. */
+  eventIdempotency(event: string, key: string): string {
+    return `${this.base}idem-event:${event}|${key}`;
+  }
+  /** Never exists: scripts write it with SET XX first, so a full Redis refuses them before any change. */
+  writeCheck(): string {
+    return `${this.base}write-check`;
+  }
   leases(): string {
     return `${this.base}leases`;
   }

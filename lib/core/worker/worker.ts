@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { WorkflowClient, createClient, RUN_INDEX_LEASE_MS, type ClientOptions } from '../client/workflow-client';
-import { decodeCron, nextCronTick } from '../definition/cron';
+import { fireDueCrons } from './cron-ticker';
 import { duplicateConnection, type ConnectionOptions } from '../store/connection';
 import { ConfigurationError } from '../errors';
 import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
@@ -94,7 +94,6 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
 const PROMOTE_BATCH = 100;
 const REAP_BATCH = 100;
 const CLEANUP_BATCH = 500;
-const CRON_BATCH = 20;
 const DAY_MS = 86_400_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -241,7 +240,7 @@ export class Worker implements ExecutorHost {
     this.every(this.reaperIntervalMs, () => this.whenHealthy(() => this.reap()));
     this.every(this.blockTimeoutMs, () => this.whenHealthy(() => this.promoteAll()));
     this.every(this.cleanupIntervalMs, () => this.whenHealthy(() => this.cleanup()));
-    this.loop(async () => (this.health.healthy ? this.fireCrons() : 1_000));
+    this.loop(async () => (this.health.healthy ? fireDueCrons(this.client, this.logger) : 1_000));
     this.watchEventLoop();
   }
 
@@ -481,37 +480,6 @@ export class Worker implements ExecutorHost {
   private async cleanup(): Promise<void> {
     const cutoff = Date.now() - this.retentionMs;
     while ((await this.scripts.cleanup(cutoff, CLEANUP_BATCH)) === CLEANUP_BATCH && !this.timersStopped);
-  }
-
-  /**
-   * Fires due cron ticks. Every worker does this; `cron-fire` lets exactly one of them fire each
-   * tick. Returns the delay until the next check: the next tick, at most a second away.
-   */
-  private async fireCrons(): Promise<number> {
-    const keys = this.client.keys;
-    const redis = this.client.redis;
-    const now = Date.now();
-    const due = await redis.zrangebyscore(keys.cronNext(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, CRON_BATCH);
-    if (due.length) {
-      const ids = due.filter((_, i) => i % 2 === 0);
-      const defs = await redis.hmget(keys.cronDefs(), ...ids);
-      for (let i = 0; i < ids.length; i++) {
-        const tick = Number(due[2 * i + 1]);
-        try {
-          if (defs[i] === null) continue;
-          const def = decodeCron(defs[i]!);
-          const trigger = { expression: def.expression, timezone: def.timezone ?? undefined };
-          // A tick missed while no worker ran is fired once; the schedule resumes after now.
-          const next = nextCronTick(def.workflow, trigger, Math.max(tick, now));
-          await this.scripts.cronFire(ids[i], tick, next, def.workflow, JSON.stringify(def.input ?? null), now);
-        } catch (error) {
-          this.logger.error(`Cron "${ids[i]}" could not fire: ${(error as Error).message}`);
-        }
-      }
-    }
-    const [, nextTick] = await redis.zrange(keys.cronNext(), 0, '0', 'WITHSCORES');
-    const wait = nextTick === undefined ? 1_000 : Number(nextTick) - Date.now();
-    return Math.min(1_000, Math.max(5, wait));
   }
 
   private once(delayMs: number, task: () => Promise<unknown>): void {

@@ -24,14 +24,14 @@ if parentId ~= '' then
 end
 
 if ARGV[7] ~= '' then
-  local idemKey = base .. 'idem-event:' .. name .. '|' .. ARGV[7]
+  local idemKey = k_event_idempotency(base, name, ARGV[7])
   local existing = redis.call('GET', idemKey)
   if existing then eventId = existing else redis.call('SET', idemKey, eventId, 'EX', ARGV[8]) end
 end
 
 local runIds = {}
 if emitAt > now then
-  redis.call('ZADD', base .. 'events:due', emitAt, eventId)
+  redis.call('ZADD', k_events_due(base), emitAt, eventId)
   redis.call('HSET', k_event_data(base, eventId), 'name', name, 'payload', payload)
 else
   runIds = fan_out(base, KEYS[1], eventId, payload, now)

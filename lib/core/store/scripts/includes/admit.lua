@@ -46,7 +46,7 @@ local function admit(base, runId, runKey, run, now)
   if run[8] then throttle, rateLimit = nil, nil end
   if throttle then
     local l, p, key = parse_limit(throttle)
-    throttleKey, throttlePeriod = base .. 'throttle:' .. key, p
+    throttleKey, throttlePeriod = k_throttle(base, key), p
     local due = window_full(throttleKey, now, l, p)
     if due then
       redis.call('HSET', runKey, 'status', 'scheduled', 'availableAt', due)
@@ -58,7 +58,7 @@ local function admit(base, runId, runKey, run, now)
   end
   if rateLimit then
     local l, p, key = parse_limit(rateLimit)
-    rateKey, ratePeriod = base .. 'ratelimit:' .. key, p
+    rateKey, ratePeriod = k_ratelimit(base, key), p
     if window_full(rateKey, now, l, p) then
       local message = 'Run "' .. runId .. '" of workflow "' .. workflow .. '" exceeded its rate limit of ' .. l ..
         ' runs per ' .. p .. ' ms for key "' .. key .. '". Start it again later, or raise rateLimit.limit.'

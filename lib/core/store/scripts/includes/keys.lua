@@ -23,3 +23,8 @@ local function k_idempotency(base, workflow, key) return base .. 'idem:' .. work
 local function k_event_subs(base, event) return base .. 'event:' .. event .. ':subs' end
 local function k_event_data(base, eventId) return base .. 'evdata:' .. eventId end
 local function k_debounce(base, workflow, key) return base .. 'debounce:' .. workflow .. '|' .. key end
+local function k_throttle(base, key) return base .. 'throttle:' .. key end
+local function k_ratelimit(base, key) return base .. 'ratelimit:' .. key end
+local function k_event_idempotency(base, event, key) return base .. 'idem-event:' .. event .. '|' .. key end
+local function k_events_due(base) return base .. 'events:due' end
+local function k_write_check(base) return base .. 'write-check' end

@@ -1,4 +1,5 @@
 -- writable.lua: the refusal of a full or read-only Redis, before a script writes.
+--!include keys.lua
 
 -- Called first by every script that may grow memory. Redis refuses a script's first
 -- memory-growing write when it is over maxmemory (OOM), a replica (READONLY) or cannot persist
@@ -6,5 +7,5 @@
 -- an LPOP or a ZREM would therefore get half-way on a full Redis. This no-op write (SET XX of a
 -- key that never exists) makes the refusal happen here, before anything has changed.
 local function assert_writable(base)
-  redis.call('SET', base .. 'write-check', '1', 'XX')
+  redis.call('SET', k_write_check(base), '1', 'XX')
 end
