@@ -9,6 +9,7 @@
  *   lib/dashboard/            the dashboard's API and page, framework-free
  *   lib/nest/                 the Nest module, decorators, explorer, orchestrator, server
  *   lib/cli/                  the `redflow` command
+ *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis
  *
  * Layers import downward only: errors ← definition ← store ← client ← worker, then dashboard, then
  * nest and cli on top. Nothing under lib/core imports Nest, class-validator or class-transformer
@@ -42,14 +43,14 @@ module.exports = {
       comment: 'The engine works in plain Node: no Nest, no class-validator or class-transformer, no dashboard or CLI.',
       severity: 'error',
       from: { path: '^lib/core/' },
-      to: { path: ['^lib/(nest|dashboard|cli)/', '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/)'] },
+      to: { path: ['^lib/(nest|dashboard|cli|testing)/', '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/)'] },
     },
     {
       name: 'dashboard-is-framework-free',
       comment: 'The dashboard serves plain Node requests; the Nest layer adapts it, not the other way round.',
       severity: 'error',
       from: { path: '^lib/dashboard/' },
-      to: { path: ['^lib/(nest|cli)/', '(^|/)node_modules/@nestjs/'] },
+      to: { path: ['^lib/(nest|cli|testing)/', '(^|/)node_modules/@nestjs/'] },
     },
     {
       name: 'cli-needs-no-nest',

@@ -72,6 +72,29 @@ main().catch((error) => { console.error(error); process.exit(1); });
     expect(JSON.parse(out.trim())).toEqual({ output: 'Hello ADA', steps: ['load:succeeded', 'compose:succeeded'] });
   });
 
+  it('nestjs-redflow/testing gives a test its own prefix and workers, and deletes its keys on close, with no Nest installed', () => {
+    const script = `
+const { createTestEngine } = require('nestjs-redflow/testing');
+async function main() {
+  const engine = createTestEngine({ url: process.env.REDIS_URL });
+  const double = engine.define('double', {}, async ({ input, step }) => step.run('times-two', () => input.n * 2));
+  await engine.worker();
+  const handle = await engine.client.start(double, { n: 21 });
+  const output = await handle.result({ timeoutMs: 10000 });
+  const before = (await engine.redis.keys('{' + engine.prefix + '}:*')).length;
+  await engine.close();
+  const Redis = require('ioredis').Redis;
+  const check = new Redis(process.env.REDIS_URL);
+  const after = (await check.keys('{' + engine.prefix + '}:*')).length;
+  await check.quit();
+  console.log(JSON.stringify({ output, prefixed: engine.prefix.startsWith('test:'), before: before > 0, after }));
+}
+main().catch((error) => { console.error(error); process.exit(1); });
+`;
+    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8', env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL }, timeout: 30_000 });
+    expect(JSON.parse(out.trim())).toEqual({ output: 42, prefixed: true, before: true, after: 0 });
+  });
+
   it('a DTO class as input schema without class-validator installed: a ConfigurationError saying what to install', () => {
     const script = `
 const { createClient, WorkflowRegistry } = require('nestjs-redflow/core');

@@ -1,7 +1,7 @@
-import { createAdmin } from '../../lib';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
-import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type RedisConnection, type Worker, type WorkerOptions } from '../../lib';
+import { startWorker, WorkflowRegistry, type RedisConnection } from '../../lib';
+import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing';
 import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /** True when the suite runs against the 3-master Redis Cluster. */
@@ -22,40 +22,19 @@ export function connect(): RedisConnection {
 }
 
 /** Short timings so recovery and scheduling happen within a test's patience. */
-export const FAST_RUNTIME = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
+export const FAST_RUNTIME = { ...TEST_RUNTIME };
 
 /**
- * One test's engine: its own prefix, registry, client and workers on the shared test Redis.
- * `close()` stops the workers, deletes the prefix's keys and closes the connections.
+ * One test's engine: the package's own `createTestEngine` (its own prefix, registry, client and
+ * workers) on the shared test Redis, standalone or cluster. `close()` also closes the connection.
  */
-export class TestEngine {
-  readonly registry = new WorkflowRegistry();
-  readonly prefix = `test:${randomBytes(5).toString('hex')}`;
-  readonly redis = connect();
-  readonly client: WorkflowClient;
-  private readonly workers: Worker[] = [];
-
+export class TestEngine extends RedflowTestEngine {
   constructor() {
-    this.client = createClient({ redis: this.redis, prefix: this.prefix, registry: this.registry });
+    super({ redis: connect() });
   }
 
-  async worker(options: Partial<WorkerOptions> = {}): Promise<Worker> {
-    const worker = await startWorker({
-      app: 'test-app',
-      client: this.client,
-      registry: this.registry,
-      concurrency: 4,
-      ...options,
-      runtime: { ...FAST_RUNTIME, ...options.runtime },
-    });
-    this.workers.push(worker);
-    return worker;
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 })));
-    await createAdmin(this.client).resetState();
-    await this.client.close();
+  override async close(): Promise<void> {
+    await super.close();
     await this.redis.quit();
   }
 }
