@@ -20,26 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type WorkflowContext } from '../lib';
-
-interface Servers {
-  url: string;
-  pids: number[];
-  dir: string;
-}
-const redisServers = require('../scripts/redis-servers.js') as {
-  startStandalone(): Promise<Servers>;
-  stopServers(servers: Servers): Promise<void>;
-  hasRedisServer(): boolean;
-  NO_REDIS: string;
-};
-
-function envInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number >= 1, got "${raw}".`);
-  return value;
-}
+import { envInt, redisServers, runMain } from './bench-support';
 
 const ROUNDS = envInt('BENCH_ROUNDS', 2);
 const RUNS = envInt('BENCH_RUNS', 10_000);
@@ -473,10 +454,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -27,26 +27,7 @@ import { Redis } from 'ioredis';
 import { createClient, WorkflowRegistry, type RunStatus, type WorkflowClient } from '../lib';
 import { serializeError } from '../lib/core/store/serialization';
 import { CanceledError } from '../lib/core/errors';
-
-interface Servers {
-  url: string;
-  pids: number[];
-  dir: string;
-}
-const redisServers = require('../scripts/redis-servers.js') as {
-  startStandalone(): Promise<Servers>;
-  stopServers(servers: Servers): Promise<void>;
-  hasRedisServer(): boolean;
-  NO_REDIS: string;
-};
-
-function envInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number >= 1, got "${raw}".`);
-  return value;
-}
+import { envInt, redisServers, runMain } from './bench-support';
 
 const RUNS = envInt('BENCH_LIST_RUNS', 100_000);
 const REQUESTS = envInt('BENCH_LIST_REQUESTS', 200);
@@ -281,10 +262,12 @@ interface Figure {
 /** The requests: statuses in turn, offsets from the first page to deep ones (within each status's count). */
 function requestPlan(counts: Record<RunStatus, number>, n: number): Array<{ status: RunStatus; offset: number }> {
   const plan: Array<{ status: RunStatus; offset: number }> = [];
+  // A status with fewer runs than a page (at small BENCH_LIST_RUNS) is left out.
+  if (!MIX.some(([status]) => counts[status] >= PAGE)) throw new Error(`No status has a full page of ${PAGE} runs: raise BENCH_LIST_RUNS.`);
   for (let i = 0; plan.length < n; i++) {
     const [status] = MIX[i % MIX.length];
     const candidates = OFFSETS.filter((o) => o + PAGE <= counts[status]);
-    plan.push({ status, offset: candidates[Math.floor(i / MIX.length) % candidates.length] });
+    if (candidates.length) plan.push({ status, offset: candidates[Math.floor(i / MIX.length) % candidates.length] });
   }
   return plan;
 }
@@ -362,10 +345,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runMain(main);

@@ -31,17 +31,10 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createClient, WorkflowRegistry, type WorkflowClient } from '../../lib';
 import { CHAOS_WORKFLOW, execsKey, expectedOutput, FAST_RUNTIME, STEPS, type ChaosInput } from './chaos-shared';
+import { envInt } from '../bench-support';
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
-
-function envInt(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}".`);
-  return value;
-}
 
 const RUNS = envInt('CHAOS_RUNS', 1000);
 const WORKERS = envInt('CHAOS_WORKERS', 3);

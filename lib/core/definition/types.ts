@@ -55,23 +55,10 @@ export interface RunErrorSummary {
  * A run as a list row shows it: read without its input, output or step records, so a page of
  * summaries stays small whatever the runs carry.
  */
-export interface IntactRunSummary {
-  id: string;
-  workflow: string;
-  queue: string;
-  status: RunStatus;
-  attempt: number;
-  maxAttempts: number;
-  createdAt: number;
-  /** When the run is or was due to start (after a delay or retry backoff). */
-  availableAt: number;
-  /** When the current or last attempt started. */
-  startedAt?: number;
-  finishedAt?: number;
+export interface IntactRunSummary
+  extends Pick<RunState, 'id' | 'workflow' | 'queue' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'> {
   /** `finishedAt - startedAt`: the length of the last attempt of an ended run that started. */
   durationMs?: number;
-  /** The run that started this one with `step.runWorkflow` / `step.emitWorkflow`. */
-  parentId?: string;
   error?: RunErrorSummary;
   /** Never set here; lets `summary.corrupt !== undefined` tell a `CorruptRunSummary` apart. */
   corrupt?: undefined;

@@ -36,14 +36,7 @@ end
 local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[4], ARGV[5])
 if not queue then return { 'unknown', '' } end
 
-local extra = {}
-for i = 15, #ARGV do extra[#extra + 1] = ARGV[i] end
-if idemKey ~= '' then
-  extra[#extra + 1] = 'idempotencyKey'
-  extra[#extra + 1] = idemKey
-end
-local debounce
-if ARGV[11] ~= '' then debounce = { key = KEYS[3], period = tonumber(ARGV[12]), timeout = tonumber(ARGV[13]) } end
+local extra, debounce = caller_flow({}, 15, idemKey, ARGV[11] ~= '' and KEYS[3] or '', ARGV[12], ARGV[13])
 
 local id, outcome = start_run(base, { runId = runId, workflow = workflow, queue = queue, maxAttempts = maxAttempts,
   input = input, now = now, availableAt = math.max(now, runAt), extra = extra, debounce = debounce,

@@ -45,14 +45,7 @@ end
 if redis.call('EXISTS', k_run(base, childId)) == 0 then
   local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[11], ARGV[12])
   if not queue then return { 'unknown' } end
-  local extra = { 'parent', parentId }
-  for i = 22, #ARGV do extra[#extra + 1] = ARGV[i] end
-  if idemKey ~= '' then
-    extra[#extra + 1] = 'idempotencyKey'
-    extra[#extra + 1] = idemKey
-  end
-  local debounce
-  if ARGV[19] ~= '' then debounce = { key = ARGV[19], period = tonumber(ARGV[20]), timeout = tonumber(ARGV[21]) } end
+  local extra, debounce = caller_flow({ 'parent', parentId }, 22, idemKey, ARGV[19], ARGV[20], ARGV[21])
   local id, outcome = start_run(base, { runId = childId, workflow = workflow, queue = queue, maxAttempts = maxAttempts,
     input = input, now = now, availableAt = math.max(now, tonumber(ARGV[14])), extra = extra, debounce = debounce,
     localFlow = ARGV[18] == '1' })

@@ -76,6 +76,20 @@ local function registry_flow(base, workflow)
   return extra, debounce, f[5] == '1'
 end
 
+-- The flow control a caller computed, as start_run takes it: the extra run fields it sent (pairs
+-- from ARGV[first] on, after `extra`), the idempotency key ('' = none) and the debounce spec (nil
+-- when `debounceKey` is ''). Shared by enqueue and start-child.
+local function caller_flow(extra, first, idemKey, debounceKey, period, timeout)
+  for i = first, #ARGV do extra[#extra + 1] = ARGV[i] end
+  if idemKey ~= '' then
+    extra[#extra + 1] = 'idempotencyKey'
+    extra[#extra + 1] = idemKey
+  end
+  local debounce
+  if debounceKey ~= '' then debounce = { key = debounceKey, period = tonumber(period), timeout = tonumber(timeout) } end
+  return extra, debounce
+end
+
 -- Starts a run the same way from every entry point (enqueue, child, event, cron), with its
 -- workflow's flow control: the caller's own (`r.localFlow`: it had the definition and computed
 -- the keys, `r.extra` and `r.debounce`) or else the registry entry's static keys.
