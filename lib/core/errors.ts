@@ -163,6 +163,19 @@ export class RunNotFoundError extends RedflowError {
   }
 }
 
+/** A run has as many buffered signals as it may hold: the signal was not stored. */
+export class SignalBufferFullError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    readonly signal: string,
+    readonly limit: number,
+  ) {
+    super(
+      `Run "${runId}" already holds ${limit} signals that no step.waitForSignal has consumed, so signal "${signal}" was refused. Make the workflow wait for its signals, or send fewer.`,
+    );
+  }
+}
+
 /** A worker or client option is invalid. */
 export class ConfigurationError extends RedflowError {}
 
@@ -303,6 +316,7 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RateLimitExceededError, retryable: false },
   { cls: IdempotencyConflictError, retryable: false },
   { cls: RunNotFoundError, retryable: false },
+  { cls: SignalBufferFullError, retryable: false },
   // Retryable: the cause may be gone by the next attempt.
   { cls: RedflowError, retryable: true },
   { cls: TimeoutError, retryable: true },

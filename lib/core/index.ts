@@ -22,6 +22,7 @@ export {
   type RunInfo,
   type StepApi,
   type StepOptions,
+  type WaitForSignalOptions,
   type WorkflowContext,
   type WorkflowDefinition,
   type WorkflowHandler,

@@ -20,6 +20,7 @@ import {
   RedisWriteRefusedError,
   RetryAfterError,
   RunNotFoundError,
+  SignalBufferFullError,
   RunStalledError,
   TimeoutError,
   UnknownWorkflowError,
@@ -41,6 +42,7 @@ const PERMANENT = [
   new RateLimitExceededError('too many'),
   new IdempotencyConflictError('wf', 'k', 'r0'),
   new RunNotFoundError('r1'),
+  new SignalBufferFullError('r1', 's', 1000),
 ];
 
 const RETRYABLE = [

@@ -105,6 +105,7 @@ describe('keys', () => {
       k_event_idempotency: (e, k) => keys.eventIdempotency(e, k),
       k_events_due: () => keys.eventsDue(),
       k_write_check: () => keys.writeCheck(),
+      k_signals: (id) => keys.signals(id),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
     expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());

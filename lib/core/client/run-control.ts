@@ -1,10 +1,13 @@
-import { CanceledError, RunNotFoundError } from '../errors';
+import { CanceledError, RunNotFoundError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkUserName } from '../definition/option-checks';
-import { serializeError } from '../store/serialization';
+import { encodeJson, serializeError } from '../store/serialization';
 import { type RunHandle } from '../definition/types';
 
 import { RunProducer } from './producer';
 import { isPossibleRunId, newRunId } from './client-core';
+
+/** Signals a run holds before a wait consumes them; one more is refused. */
+export const MAX_BUFFERED_SIGNALS = 1_000;
 
 /** Controlling runs: cancel (with the children it waits on) and re-run. */
 export class RunControl extends RunProducer {
@@ -58,5 +61,20 @@ export class RunControl extends RunProducer {
     const error = serializeError(new CanceledError(id, options.reason));
     const result = await this.call(() => this.scripts.cancel(id, Date.now(), error, options.reason ?? ''));
     return result === 'ok';
+  }
+
+  /**
+   * Sends a signal to a run: the step waiting for it (`step.waitForSignal`) gets `payload`, or the
+   * signal is buffered for the next wait on its name. Resolves `false` when the run has ended or
+   * does not exist; throws `SignalBufferFullError` when the run already holds 1,000 unconsumed
+   * signals.
+   */
+  async signal(runId: string, name: string, payload: unknown = null): Promise<boolean> {
+    if (!isPossibleRunId(runId)) return false;
+    checkUserName(name, 'The signal name');
+    const text = encodeJson(payload ?? null, `The payload of signal "${name}"`, this.maxPayloadBytes);
+    const outcome = await this.call(() => this.scripts.signal(runId, name, text, Date.now(), MAX_BUFFERED_SIGNALS));
+    if (outcome === 'full') throw new SignalBufferFullError(runId, name, MAX_BUFFERED_SIGNALS);
+    return outcome === 'delivered' || outcome === 'buffered';
   }
 }

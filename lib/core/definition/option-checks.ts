@@ -16,6 +16,7 @@ import type {
   LimitOptions,
   RetryPolicy,
   StepOptions,
+  WaitForSignalOptions,
   WorkflowOptions,
 } from './workflow-types';
 
@@ -84,6 +85,9 @@ export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['
 
 
 
+
+/** Keys of `WaitForSignalOptions`. */
+export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);
 
 /** Keys of `RunOptions` (starting a run). */
 export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride']);

@@ -80,7 +80,7 @@ export type RunSummary = IntactRunSummary | CorruptRunSummary;
 /** A stored step record. */
 export interface StepState {
   name: string;
-  /** `waiting`: a `waitFor` not yet due, or a child run not yet ended. */
+  /** `waiting`: a `waitFor` not yet due, a child run not yet ended, or a signal not yet received. */
   status: 'succeeded' | 'failed' | 'waiting';
   output?: unknown;
   error?: StoredError;
@@ -94,6 +94,8 @@ export interface StepState {
   wakeAt?: number;
   /** For `runWorkflow` steps still waiting. */
   childRunId?: string;
+  /** For `waitForSignal` steps still waiting: the signal name (`wakeAt` is the timeout, if any). */
+  signal?: string;
 }
 
 /** Registry entry of a workflow, as synced by workers. */

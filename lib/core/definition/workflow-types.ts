@@ -70,6 +70,19 @@ export interface StepApi {
   emitWorkflow<TInput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput>, input: TInput): Promise<string>;
   /** Emits an event to every subscribed workflow; returns their run ids (`[]` when emitAt is in the future). */
   emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]>;
+  /**
+   * Waits for a signal sent with `client.signal(runId, signal, payload)` and returns its payload, or
+   * `null` after `timeout`. The run waits without a worker slot, like `waitFor`. Signals sent before
+   * the wait are buffered (up to 1,000 per run) and consumed oldest first, each by one wait; a
+   * replay returns the payload this step received, never a second signal.
+   */
+  waitForSignal<T = unknown>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions): Promise<T | null>;
+}
+
+/** Options of `step.waitForSignal`. */
+export interface WaitForSignalOptions {
+  /** Give up after this long (from the first time the step is reached) and return `null`. @default no limit */
+  timeout?: Duration;
 }
 
 /** The argument of a workflow handler. */

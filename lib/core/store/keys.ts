@@ -63,6 +63,10 @@ export class RedflowKeys {
   writeCheck(): string {
     return `${this.base}write-check`;
   }
+  /** Signals sent to a run and not consumed yet, oldest first ("<name>\n<payload JSON>"). */
+  signals(runId: string): string {
+    return `${this.base}signals:${runId}`;
+  }
   leases(): string {
     return `${this.base}leases`;
   }

@@ -255,6 +255,20 @@ export class RedisScripts {
     return { code: reply[0] as 'ok', childId: reply[1] ?? '', record: reply[2] ?? '' };
   }
 
+  /** `signal-2.lua`: delivers a signal into the waiting step, or buffers it. */
+  async signal(runId: string, name: string, payload: string, now: number, max: number): Promise<'delivered' | 'buffered' | 'full' | 'ended' | 'missing'> {
+    return (await this.commands.signal(this.keys.run(runId), this.keys.signals(runId), this.keys.base, runId, name, payload, now, max)) as 'delivered';
+  }
+
+  /** `wait-signal-2.lua`: consumes a buffered signal, records a timeout, or records the wait. */
+  async waitSignal(step: StepTarget, name: string, deadline: number, now: number): Promise<{ code: 'lost' | 'got' | 'timeout' | 'wait'; record: string }> {
+    const [code, record] = (await this.commands['wait-signal'](this.keys.run(step.runId), this.keys.signals(step.runId), this.keys.base, ...stepArgs(step), name, deadline, now)) as [
+      'lost' | 'got' | 'timeout' | 'wait',
+      string?,
+    ];
+    return { code, record: record ?? '' };
+  }
+
   async emitEvent(a: {
     eventId: string;
     event: string;

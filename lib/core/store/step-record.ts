@@ -11,8 +11,9 @@ import { decodeJson } from './serialization';
  * - `[0, seq, attempt, finishedAt, durationMs, error]`: threw; runs again on the next attempt
  * - `[2, seq, attempt, wakeAt]`: a `waitFor`, done once `wakeAt` has passed
  * - `[3, seq, attempt, childRunId, deadline]`: waiting for a child run (deadline 0 = none)
+ * - `[4, seq, attempt, signalName, deadline]`: waiting for a signal (deadline 0 = none)
  */
-export type StepRecord = [kind: 0 | 1 | 2 | 3, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
+export type StepRecord = [kind: 0 | 1 | 2 | 3 | 4, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
@@ -36,7 +37,7 @@ export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number):
 /** Reads a stored step record into its public form. */
 export function parseStepRecord(runId: string, field: string, text: string): StepState {
   const r = decodeJson(text, runId, field) as StepRecord;
-  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3].includes(r[0])) {
+  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3, 4].includes(r[0])) {
     throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
   }
   const base = { name: field.slice(STEP_FIELD_PREFIX.length), seq: r[1], attempt: r[2] };
@@ -47,6 +48,8 @@ export function parseStepRecord(runId: string, field: string, text: string): Ste
     }
     case 3:
       return { ...base, status: 'waiting' as const, childRunId: r[3] as string };
+    case 4:
+      return { ...base, status: 'waiting' as const, signal: r[3] as string, ...(r[4] ? { wakeAt: r[4] as number } : {}) };
     default: {
       const finishedAt = r[3] as number;
       const timing = { finishedAt, startedAt: finishedAt - (r[4] as number) };

@@ -9,6 +9,7 @@ import {
   CHILD_RUN_OPTION_KEYS,
   EMIT_EVENT_STEP_OPTION_KEYS,
   STEP_OPTION_KEYS,
+  WAIT_FOR_SIGNAL_OPTION_KEYS,
 } from '../definition/option-checks';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
 import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, STEP_FIELD_PREFIX, type StepRecord } from '../store/step-record';
@@ -16,7 +17,7 @@ import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, STEP_FIELD
 export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WaitForSignalOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
@@ -92,6 +93,8 @@ export class StepRuntime {
       emitWorkflow: <I>(options: ChildRunOptions | string, workflow: WorkflowRef<I>, input: I) =>
         this.track(this.startChild('emit', options, workflow as WorkflowRef, input)) as Promise<string>,
       emitEvent: (options, event, payload) => this.track(this.emitEvent(options, event, payload)),
+      waitForSignal: <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
+        this.track(this.waitForSignal(options, signal, waitOptions)) as Promise<T | null>,
     };
     this.seq = stored.size;
   }
@@ -172,6 +175,19 @@ export class StepRuntime {
     }
     if (Date.now() >= wakeAt) return;
     this.suspend(wakeAt);
+  }
+
+  private async waitForSignal(options: StepOptions | string, signal: string, waitOptions: WaitForSignalOptions = {}): Promise<unknown> {
+    const { name, field, record } = this.begin('waitForSignal', options);
+    checkUserName(signal, `The signal name of step "${name}"`);
+    assertKnownKeys(`step.waitForSignal options of step "${name}"`, waitOptions, WAIT_FOR_SIGNAL_OPTION_KEYS);
+    if (record?.[0] === 1) return record[5] ?? null;
+    await this.ready();
+    const deadline = record?.[0] === 4 ? (record[4] as number) : waitOptions.timeout === undefined ? 0 : Date.now() + toMs(waitOptions.timeout, `timeout of step "${name}"`);
+    const result = await this.ctx.call(() => this.ctx.scripts.waitSignal(this.target(field), signal, deadline, Date.now()));
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'wait') this.suspend(deadline, field);
+    return (JSON.parse(result.record) as StepRecord)[5] ?? null;
   }
 
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {

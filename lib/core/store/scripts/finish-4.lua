@@ -4,8 +4,8 @@
 --   succeeded / failed: terminal; parents waiting on this run get its result and wake up.
 --   retry: back to scheduled at the due time, for the next attempt.
 --   wait:  back to scheduled (step.waitFor, or children to finish), the attempt not counted. When
---          one of the child-wait step records named in ARGV[10] was already resolved by a finished
---          child, the run is queued again at once instead.
+--          one of the waiting step records named in ARGV[10] was already resolved (a finished
+--          child, a signal), the run is queued again at once instead.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- KEYS[3] queue ready list    KEYS[4] queue scheduled zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] now (ms)
@@ -44,7 +44,7 @@ else
       table.insert(fields, 'resume'); table.insert(fields, '1')
       for field in string.gmatch(ARGV[10], '[^\n]+') do
         local awaited = redis.call('HGET', runKey, field)
-        if awaited and not is_child_wait(awaited) then status = 'queued' end
+        if awaited and not is_waiting(awaited) then status = 'queued' end
       end
     end
     if tonumber(ARGV[7]) > 0 then table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7]) end

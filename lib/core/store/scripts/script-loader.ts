@@ -26,6 +26,8 @@ export const SCRIPTS = {
   'sync-registry': 3,
   'backfill-run-index': 2,
   'prune-run-index': 1,
+  signal: 2,
+  'wait-signal': 2,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

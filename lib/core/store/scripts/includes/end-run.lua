@@ -35,5 +35,7 @@ local function end_run(base, runId, r, to, now, result, fields)
   for _, v in ipairs(fields or {}) do all[#all + 1] = v end
   redis.call('HSET', k_run(base, runId), unpack(all))
   move_index(base, runId, r.workflow, r.from, to, now)
+  -- Signals nobody consumed die with the run.
+  redis.call('DEL', k_signals(base, runId))
   if r.waited then notify_waiters(base, runId, to == 'succeeded', result, now) end
 end

@@ -28,3 +28,5 @@ local function k_ratelimit(base, key) return base .. 'ratelimit:' .. key end
 local function k_event_idempotency(base, event, key) return base .. 'idem-event:' .. event .. '|' .. key end
 local function k_events_due(base) return base .. 'events:due' end
 local function k_write_check(base) return base .. 'write-check' end
+-- Signals sent to a run and not consumed yet, oldest first: "<signal name>\n<payload JSON>".
+local function k_signals(base, runId) return base .. 'signals:' .. runId end

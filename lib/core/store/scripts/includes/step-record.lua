@@ -15,16 +15,35 @@ local function step_waiting_child(seq, attempt, childId, deadline)
   return '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. deadline .. ']'
 end
 
+-- A step waiting for signal `name` until `deadline` (ms, 0 = no deadline).
+local function step_waiting_signal(seq, attempt, name, deadline)
+  return '[4,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(name) .. ',' .. deadline .. ']'
+end
+
+-- True for the record of a step still waiting for something else to happen: a child run ([3) or
+-- a signal ([4).
+local function is_waiting(record)
+  if record == nil or record == false then return false end
+  local head = string.sub(record, 1, 2)
+  return head == '[3' or head == '[4'
+end
+
+-- True for the record of a step still waiting for a signal.
+local function is_signal_wait(record)
+  return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[4'
+end
+
 -- True for the record of a step still waiting for a child run.
 local function is_child_wait(record)
   return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[3'
 end
 
--- The record that replaces a child-wait record once the child ended. Parsed with a pattern, not
+-- The record that replaces a waiting record once what it waited for happened (the child ended,
+-- the signal came, or the wait timed out). Parsed with a pattern, not
 -- cjson, so a damaged record cannot raise an error after this script has written: it returns nil
 -- and the record is left for the run's replay to report as corrupt.
 local function resolved_record(waiting, ok, payload, now)
-  local seq, attempt = string.match(waiting, '^%[3,(%d+),(%d+),')
+  local seq, attempt = string.match(waiting, '^%[[34],(%d+),(%d+),')
   if not seq then return nil end
   return step_done(ok, seq, attempt, now, payload)
 end

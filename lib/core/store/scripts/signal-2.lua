@@ -1,0 +1,34 @@
+-- signal: delivers a signal to a run. When the run waits for this signal name (step.waitForSignal),
+-- the payload becomes that step's record and a suspended run is queued again at once; otherwise the
+-- signal is buffered, oldest first, for the next wait on its name (at most ARGV[6] per run).
+-- KEYS[1] run hash            KEYS[2] signals list of the run
+-- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] signal name   ARGV[4] payload JSON
+-- ARGV[5] now (ms)            ARGV[6] most buffered signals per run
+-- Returns 'delivered' | 'buffered' | 'full' | 'ended' | 'missing'
+--!include writable.lua
+--!include keys.lua
+--!include status.lua
+--!include step-record.lua
+--!include wake.lua
+
+local base, runId, name, payload, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+assert_writable(base)
+local run = redis.call('HMGET', KEYS[1], 'status', 'queue', 'createdAt', 'workflow')
+if not run[1] then return 'missing' end
+if TERMINAL[run[1]] then return 'ended' end
+local field = redis.call('HGET', KEYS[1], 'sigwait:' .. name)
+if field then
+  local waiting = redis.call('HGET', KEYS[1], field)
+  if is_signal_wait(waiting) then
+    local record = resolved_record(waiting, true, payload, now)
+    if record then
+      redis.call('HSET', KEYS[1], field, record)
+      redis.call('HDEL', KEYS[1], 'sigwait:' .. name)
+      if run[1] == 'scheduled' then wake(base, runId, run) end
+      return 'delivered'
+    end
+  end
+end
+if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[6]) then return 'full' end
+redis.call('RPUSH', KEYS[2], name .. '\n' .. payload)
+return 'buffered'
