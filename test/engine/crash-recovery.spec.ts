@@ -109,4 +109,27 @@ describe('crash recovery', () => {
     expect(steps[2]).toMatchObject({ name: 'c', status: 'succeeded', attempt: 1, output: { by: 'parent', n: 2 } });
     expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toBeNull();
   });
+
+  it('delivers a signal sent while the worker that ran the wait is dead, once, after another worker takes the run', async () => {
+    const { signaled } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+    const proc = spawnCrashWorker();
+    const handle = await engine.client.start(signaled, {});
+    // The child ran "before" and recorded the wait: the run is suspended, holding no lease.
+    await whileChildRuns(async () => (await handle.getState())?.status === 'scheduled');
+    expect((await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status])).toEqual([
+      ['before', 'succeeded'],
+      ['wait', 'waiting'],
+    ]);
+    await killChild(proc);
+
+    expect(await engine.client.signal(handle.id, 'go', { ok: 1 })).toBe(true);
+    // Delivered into the step record and queued again, with no worker alive.
+    expect(await handle.getState()).toMatchObject({ status: 'queued' });
+    expect(await engine.redis.llen(engine.client.keys.signals(handle.id))).toBe(0);
+    await engine.worker();
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ before: { by: 'child', n: 1 }, got: { ok: 1 }, after: { by: 'parent', n: 1 } });
+    expect(await effects('before', 'after')).toEqual([1, 1]);
+    // A second signal finds the run ended: nothing consumed it twice.
+    expect(await engine.client.signal(handle.id, 'go', { ok: 2 })).toBe(false);
+  });
 });
