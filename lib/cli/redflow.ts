@@ -106,11 +106,11 @@ function table(rows: Array<Record<string, unknown>>, columns: string[]): string 
 
 /** A run as the CLI shows it: secrets in its input, output and error masked. */
 function maskRun(run: RunState): RunState {
-  return { ...run, input: maskSecrets(run.input), output: maskSecrets(run.output), error: maskSecrets(run.error) };
+  return { ...run, input: maskSecrets(run.input), output: maskSecrets(run.output), error: maskSecrets(run.error), progress: maskSecrets(run.progress) };
 }
 
 function maskStep(step: StepState): StepState {
-  return { ...step, output: maskSecrets(step.output), error: maskSecrets(step.error) };
+  return { ...step, output: maskSecrets(step.output), error: maskSecrets(step.error), lastError: maskSecrets(step.lastError) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -458,11 +458,12 @@ function runText(run: RunState, steps: StepState[]): string {
   return [
     `${cell(run.id)}  ${cell(run.workflow)}  ${cell(run.status)}  attempt ${run.attempt}/${run.maxAttempts}`,
     `created ${time(run.createdAt)}  finished ${time(run.finishedAt)}`,
+    run.progress !== undefined ? `progress: ${jsonText(run.progress)}` : '',
     `input: ${jsonText(run.input)}`,
     run.output !== undefined ? `output: ${jsonText(run.output)}` : '',
     run.error ? `error: ${cell(run.error.name)}: ${cell(run.error.message)}` : '',
     '',
-    steps.length ? table(steps.map((s) => ({ ...s, duration: s.finishedAt !== undefined && s.startedAt !== undefined ? `${s.finishedAt - s.startedAt} ms` : '' })), ['seq', 'name', 'status', 'attempt', 'duration']) : 'No steps.',
+    steps.length ? table(steps.map((s) => ({ ...s, tries: s.attempts ?? '', duration: s.finishedAt !== undefined && s.startedAt !== undefined ? `${s.finishedAt - s.startedAt} ms` : '' })), ['seq', 'name', 'status', 'attempt', 'tries', 'duration']) : 'No steps.',
   ]
     .filter((line, i, all) => line !== '' || i === all.length - 2)
     .join('\n');

@@ -138,8 +138,9 @@ export class PayloadTooLargeError extends RedflowError {
     readonly what: string,
     readonly bytes: number,
     readonly limit: number,
+    fix = 'Store large data elsewhere and pass a reference, or raise maxPayloadBytes.',
   ) {
-    super(`${what} is ${bytes} bytes, over the ${limit}-byte limit. Store large data elsewhere and pass a reference, or raise maxPayloadBytes.`);
+    super(`${what} is ${bytes} bytes, over the ${limit}-byte limit. ${fix}`);
   }
 }
 

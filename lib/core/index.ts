@@ -22,6 +22,8 @@ export {
   type RunInfo,
   type StepApi,
   type StepOptions,
+  type RunStepOptions,
+  type StepRetryPolicy,
   type WaitForSignalOptions,
   type WorkflowContext,
   type WorkflowDefinition,

@@ -137,10 +137,11 @@ export class DashboardApi {
   async run(query: DashboardQuery) {
     const run = await this.loadRun(this.runId(query));
     const children = await this.read(() => this.client.getRunChildren(run.id));
-    const { input, output, error, steps, ...fields } = run;
+    const { input, output, error, steps, progress, ...fields } = run;
     return {
       run: {
         ...fields,
+        progress: progress === undefined ? undefined : previewPayload(progress),
         input: previewPayload(input),
         output: output === undefined ? undefined : previewPayload(output),
         error: error === undefined ? undefined : { name: error.name, message: error.message, detail: previewPayload(error) },
@@ -151,6 +152,7 @@ export class DashboardApi {
           ...rest,
           output: stepOutput === undefined ? undefined : previewPayload(stepOutput),
           error: stepError === undefined ? undefined : { name: stepError.name, message: stepError.message },
+          lastError: rest.lastError === undefined ? undefined : { name: rest.lastError.name, message: rest.lastError.message },
         };
       }),
       children: children.slice(0, 200),
@@ -164,9 +166,9 @@ export class DashboardApi {
     const field = param(query, 'field') ?? '';
     const run = await this.loadRun(id);
     let value: unknown;
-    if (field === 'input' || field === 'output' || field === 'error') value = run[field];
+    if (field === 'input' || field === 'output' || field === 'error' || field === 'progress') value = run[field];
     else if (field.startsWith('step:')) value = run.steps.find((s) => s.name === field.slice(5))?.output;
-    else throw new DashboardHttpError(400, 'BAD_REQUEST', 'The query parameter "field" must be input, output, error or step:<name>.');
+    else throw new DashboardHttpError(400, 'BAD_REQUEST', 'The query parameter "field" must be input, output, error, progress or step:<name>.');
     if (value === undefined) throw new DashboardHttpError(404, 'NOT_FOUND', `Run "${id}" has no ${field}.`);
     const safe = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100);
     return { body: JSON.stringify(value, null, 2), filename: `${safe(id)}-${safe(field)}.json` };

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { StepApi, StepOptions } from '../core';
+import type { RunStepOptions, StepApi } from '../core';
 
 /**
  * The step API of the workflow run the current call belongs to. The store holds a value only
@@ -14,7 +14,7 @@ export function runWithSteps<T>(step: StepApi, handler: () => T): T {
 }
 
 /** Runs `fn` as a durable step when called inside a workflow run, else just runs it. */
-export function runAsStep<T>(options: StepOptions, fn: () => T | Promise<T>): T | Promise<T> {
+export function runAsStep<T>(options: RunStepOptions, fn: () => T | Promise<T>): T | Promise<T> {
   const step = currentStep.getStore();
   if (!step) return fn();
   // Inside the step function there is no enclosing run: nested @Step calls run plainly.

@@ -64,9 +64,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     engine = new TestEngine();
     common = ['--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', engine.prefix];
     const { registry, client } = engine;
-    const greet = registry.define('greet', { maxConcurrency: Infinity, event: [{ name: 'user.signed-up' }] }, async ({ input, step }: WorkflowContext<{ name: string }>) =>
-      step.run('compose', () => `Hello ${input.name}`),
-    );
+    const greet = registry.define('greet', { maxConcurrency: Infinity, event: [{ name: 'user.signed-up' }] }, async ({ input, step }: WorkflowContext<{ name: string }>) => {
+      const text = await step.run('compose', () => `Hello ${input.name}`);
+      await step.setProgress({ phase: 'composed' });
+      return text;
+    });
     const explode = registry.define('explode', { retries: { maxAttempts: 2, delay: 10 } }, () => {
       throw new Error('kaboom');
     });
@@ -171,16 +173,17 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
     expect(shown).toMatchObject({ code: 0, stderr: '' });
     const out = lines(shown.stdout);
-    expect(out.slice(0, 5)).toEqual([
+    expect(out.slice(0, 6)).toEqual([
       `${ids.greet}  greet  succeeded  attempt 1/1`,
       `created ${new Date(greet.createdAt).toISOString()}  finished ${new Date(greet.finishedAt!).toISOString()}`,
+      'progress: {"phase":"composed"}',
       'input: {"name":"Ada"}',
       'output: "Hello Ada"',
       '',
     ]);
-    expect(cells(out[5])).toEqual(['seq', 'name', 'status', 'attempt', 'duration']);
-    expect(cells(out[7])).toEqual(['1', 'compose', 'succeeded', '1', `${steps[0].finishedAt! - steps[0].startedAt!} ms`]);
-    expect(out).toHaveLength(8);
+    expect(cells(out[6])).toEqual(['seq', 'name', 'status', 'attempt', 'tries', 'duration']);
+    expect(cells(out[8])).toEqual(['1', 'compose', 'succeeded', '1', '1', `${steps[0].finishedAt! - steps[0].startedAt!} ms`]);
+    expect(out).toHaveLength(9);
 
     expect(failed).toMatchObject({ code: 0, stderr: '' });
     expect(lines(failed.stdout)).toEqual([

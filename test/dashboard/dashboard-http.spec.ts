@@ -98,6 +98,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
     const child = registry.define('child', {}, ({ input }: WorkflowContext<{ n: number }>) => input.n * 2);
     const parent = registry.define('parent', {}, async ({ input, step }: WorkflowContext<{ n: number }>) => {
       const doubled = await step.runWorkflow('kid', child, { n: input.n });
+      await step.setProgress({ phase: 'doubled' });
       await pause(5); // the parent finishes strictly after its child: a stable order by finish time
       return { doubled };
     });
@@ -335,7 +336,9 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(body.run.input).toEqual({ text: JSON.stringify({ n: 21 }, null, 2), bytes: JSON.stringify({ n: 21 }, null, 2).length, truncated: false });
       expect(body.run.output).toEqual({ text: JSON.stringify({ doubled: 42 }, null, 2), bytes: JSON.stringify({ doubled: 42 }, null, 2).length, truncated: false });
       expect(body.run.parentId).toBeUndefined();
-      expect(body.steps).toEqual([expect.objectContaining({ name: 'kid', status: 'succeeded', output: { text: '42', bytes: 2, truncated: false }, seq: 1, attempt: 1 })]);
+      const progressText = JSON.stringify({ phase: 'doubled' }, null, 2);
+      expect(body.run.progress).toEqual({ text: progressText, bytes: progressText.length, truncated: false });
+      expect(body.steps).toEqual([expect.objectContaining({ name: 'kid', status: 'succeeded', output: { text: '42', bytes: 2, truncated: false }, seq: 1, attempt: 1, attempts: 1 })]);
       expect(body.children).toEqual([ids.child]);
       expect(body.moreChildren).toBe(0);
 
@@ -375,7 +378,8 @@ describe('dashboard HTTP API (seeded runs)', () => {
     });
 
     it('run/payload: 400 for an unknown field, 404 for a field the run does not have', async () => {
-      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=secrets`).expect(400)).body.message).toBe('The query parameter "field" must be input, output, error or step:<name>.');
+      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=secrets`).expect(400)).body.message).toBe('The query parameter "field" must be input, output, error, progress or step:<name>.');
+      expect(JSON.parse((await get(`/redflow/api/run/payload?id=${ids.parent}&field=progress`).expect(200)).text)).toEqual({ phase: 'doubled' });
       expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=error`).expect(404)).body).toEqual({ statusCode: 404, code: 'NOT_FOUND', message: `Run "${ids.ok[0]}" has no error.` });
       expect(JSON.parse((await get(`/redflow/api/run/payload?id=${ids.parent}&field=step:kid`).expect(200)).text)).toBe(42);
     });

@@ -74,7 +74,7 @@ describe('RedflowExplorer', () => {
     expect(greet.options.event).toEqual([{ name: 'user.joined' }]);
     expect(greet.options.cron).toEqual([{ id: 'morning', expression: '0 0 9 * * *' }]);
     const step = { run: jest.fn() } as unknown as WorkflowContext<unknown>['step'];
-    const output = await greet.handler({ input: { who: 'ada' }, run: { id: 'r', workflow: 'greet', queue: 'default', attempt: 1, maxAttempts: 1 }, signal: new AbortController().signal, step });
+    const output = await greet.handler({ input: { who: 'ada' }, run: { id: 'r', workflow: 'greet', queue: 'default', attempt: 1, maxAttempts: 1 }, signal: new AbortController().signal, step, setEvent: async () => undefined });
     expect(output).toBe('hello ada');
     expect(await greet.options.onFailure!({ error: new Error('x'), run: {} as never, input: null })).toBe('cleaned');
   });

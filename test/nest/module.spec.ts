@@ -56,6 +56,22 @@ class BillingWorkflows {
   }
 }
 
+@Injectable()
+class ReceiptWorkflows {
+  deliveries = 0;
+
+  @Workflow({ name: 'send-receipt' })
+  async send({ input }: WorkflowContext<{ to: string }>) {
+    return this.deliver(input.to);
+  }
+
+  @Step({ name: 'deliver', retries: { maxAttempts: 3, backoff: 'fixed', delay: 10 } })
+  async deliver(to: string): Promise<string> {
+    if (++this.deliveries < 3) throw new Error(`mail server busy (${this.deliveries})`);
+    return `sent to ${to}`;
+  }
+}
+
 const runtime = { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
 
 describe('RedflowModule', () => {
@@ -98,6 +114,18 @@ describe('RedflowModule', () => {
       ['bill', 'billing'],
       ['on-paid', 'billing'],
     ]);
+  });
+
+  it('@Step({ retries }) retries the method by its own policy within one run attempt', async () => {
+    const module = await Test.createTestingModule({ imports: [RedflowModule.forRoot(options())], providers: [ReceiptWorkflows] }).compile();
+    app = module.createNestApplication({ logger: false });
+    await app.init();
+    const client = app.get(RedflowClient);
+    const handle = await client.run(ReceiptWorkflows, 'send', { to: 'ada@example.com' });
+    await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe('sent to ada@example.com');
+    expect(app.get(ReceiptWorkflows).deliveries).toBe(3);
+    expect((await client.getRun(handle.id))!.attempt).toBe(1);
+    expect(await client.getRunSteps(handle.id)).toEqual([expect.objectContaining({ name: 'deliver', status: 'succeeded', attempts: 3, lastError: expect.objectContaining({ message: 'mail server busy (2)' }) })]);
   });
 
   it('RedflowClient has no destructive operations; RedflowAdmin, injected by name, deletes the prefix and nothing else', async () => {

@@ -9,7 +9,7 @@ import { WorkflowRegistry } from '../../lib/core/definition/workflow';
 import type { RunInfo } from '../../lib/core/definition/workflow-types';
 import { RedflowKeys } from '../../lib/core/store/keys';
 import { parseRun, summarizeRun } from '../../lib/core/store/run-record';
-import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, parseStepRecord } from '../../lib/core/store/step-record';
+import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, encodeTriesRecord, parseStepRecord, parseTriesRecord } from '../../lib/core/store/step-record';
 
 /** The pure modules of the engine: no Redis, no timers. `npm run test:unit` runs these alone. */
 
@@ -154,8 +154,9 @@ describe('step records', () => {
       startedAt: 4_960,
       finishedAt: 5_000,
       output: { id: 'ch_1' },
+      attempts: 1,
     });
-    expect(parseStepRecord('r', 's:noop', encodeSuccessRecord(2, 1, 10, 0, ''))).toEqual({ name: 'noop', seq: 2, attempt: 1, status: 'succeeded', startedAt: 10, finishedAt: 10 });
+    expect(parseStepRecord('r', 's:noop', encodeSuccessRecord(2, 1, 10, 0, ''))).toEqual({ name: 'noop', seq: 2, attempt: 1, status: 'succeeded', startedAt: 10, finishedAt: 10, attempts: 1 });
     expect(parseStepRecord('r', 's:send#2', encodeFailureRecord(3, 1, 100, 7, '{"name":"Error","message":"smtp down"}'))).toEqual({
       name: 'send#2',
       seq: 3,
@@ -164,11 +165,21 @@ describe('step records', () => {
       startedAt: 93,
       finishedAt: 100,
       error: { name: 'Error', message: 'smtp down' },
+      attempts: 1,
     });
     const future = Date.now() + 60_000;
     expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, future))).toEqual({ name: 'nap', seq: 4, attempt: 1, status: 'waiting', wakeAt: future });
     expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, 1_000))).toMatchObject({ status: 'succeeded', wakeAt: 1_000 });
     expect(parseStepRecord('r', 's:kid', '[3,5,1,"r.kid",0]')).toEqual({ name: 'kid', seq: 5, attempt: 1, status: 'waiting', childRunId: 'r.kid' });
+  });
+
+  it('counts the tries of a step that failed before, and shows its last error and next retry', () => {
+    const error = '{"name":"Error","message":"card declined"}';
+    const tries = encodeTriesRecord({ failures: 2, runAttempt: 1, failuresInRunAttempt: 2, retryAt: 9_000 }, error);
+    expect(parseTriesRecord('r', 't:charge', tries)).toEqual({ failures: 2, runAttempt: 1, failuresInRunAttempt: 2, retryAt: 9_000, lastError: JSON.parse(error) });
+    expect(parseStepRecord('r', 's:charge', encodeSuccessRecord(3, 1, 5_000, 40, '1'), tries)).toMatchObject({ status: 'succeeded', attempts: 3, lastError: { message: 'card declined' } });
+    expect(parseStepRecord('r', 's:charge', encodeFailureRecord(3, 1, 5_000, 40, error), tries)).toMatchObject({ status: 'failed', attempts: 2, retryAt: 9_000 });
+    expect(() => parseTriesRecord('r', 't:charge', '[1,2]')).toThrow('field "t:charge" is not a step tries record');
   });
 
   it('refuses a record that is not one, naming the run and the field', () => {

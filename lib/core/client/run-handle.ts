@@ -5,14 +5,20 @@ import {
   RunNotFoundError,
   TimeoutError,
 } from '../errors';
-import { assertKnownKeys, checkDuration } from '../definition/option-checks';
+import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
+import { VALUE_FIELD_PREFIX } from '../store/step-record';
 import { decodeJson, deserializeError } from '../store/serialization';
 import { type RunHandle } from '../definition/types';
 
 import { RunReader } from './run-reader';
-import { sleep } from './client-core';
+import { isPossibleRunId, sleep } from './client-core';
 
-/** Handles on runs: `handle(id)` and waiting for a run's result. */
+const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled'];
+
+/** How long `getRunEvent` waits by default. */
+const GET_RUN_EVENT_TIMEOUT_MS = 60_000;
+
+/** Handles on runs: `handle(id)`, waiting for a run's result, and for the values it publishes. */
 export class RunHandles extends RunReader {
   /** A handle for an existing run id. */
   handle<TOutput = unknown>(id: string): RunHandle<TOutput> {
@@ -56,6 +62,28 @@ export class RunHandles extends RunReader {
       if (status === 'canceled') throw new CanceledError(id, reason ?? undefined);
       await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
       pause = Math.min(pause * 2, 200);
+    }
+  }
+
+  /**
+   * The value the run published under `key` with `ctx.setEvent` (the latest one). Waits until it
+   * exists, for at most `timeoutMs` (default 60 s), and returns `null` when it does not exist by
+   * then or the run ended without it. `RunNotFoundError` when the run does not exist.
+   */
+  async getRunEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | null> {
+    assertKnownKeys('getRunEvent options', options, ['timeoutMs']);
+    checkUserName(key, 'The key of getRunEvent');
+    const timeoutMs = options.timeoutMs === undefined ? GET_RUN_EVENT_TIMEOUT_MS : checkDuration(options.timeoutMs, 'getRunEvent timeoutMs', { allowZero: true, timer: true });
+    const deadline = Date.now() + timeoutMs;
+    const field = VALUE_FIELD_PREFIX + key;
+    let pause = 10;
+    for (;;) {
+      const [status, value] = isPossibleRunId(runId) ? await this.call(() => this.redis.hmget(this.keys.run(runId), 'status', field)) : [null, null];
+      if (status === null) throw new RunNotFoundError(runId);
+      if (value !== null) return decodeJson(value, runId, field) as T;
+      if (TERMINAL_STATUSES.includes(status) || Date.now() >= deadline) return null;
+      await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
+      pause = Math.min(pause * 2, 250);
     }
   }
 }

@@ -3,7 +3,7 @@ import { ConfigurationError, RedisWriteRefusedError } from '../errors';
 import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { scanPrefix } from '../store/prefix-scan';
 import { assertKnownKeys, checkInteger, LIST_RUNS_OPTION_KEYS } from '../definition/option-checks';
-import { parseStepRecord, STEP_FIELD_PREFIX } from '../store/step-record';
+import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
 import {
   RUN_STATUSES,
   type CronState,
@@ -57,7 +57,7 @@ export class RunReader extends ClientCore {
     const hash = await this.call(() => this.redis.hgetall(this.keys.run(id)));
     const steps: StepState[] = [];
     for (const [field, value] of Object.entries(hash)) {
-      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value));
+      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)]));
     }
     return steps.sort((a, b) => a.seq - b.seq);
   }

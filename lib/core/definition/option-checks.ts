@@ -16,6 +16,8 @@ import type {
   LimitOptions,
   RetryPolicy,
   StepOptions,
+  RunStepOptions,
+  StepRetryPolicy,
   WaitForSignalOptions,
   WorkflowOptions,
 } from './workflow-types';
@@ -76,6 +78,38 @@ export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
 
 /** Keys of `StepOptions` (`step.run`, `step.waitFor`, `@Step`). */
 export const STEP_OPTION_KEYS = optionKeys<StepOptions>()(['name', 'timeoutMs']);
+
+/** Keys of `RunStepOptions` (`step.run`, `@Step`). */
+export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()(['name', 'timeoutMs', 'retries']);
+
+/** Keys of `StepRetryPolicy` (the `retries` of a step). */
+export const STEP_RETRY_KEYS = optionKeys<StepRetryPolicy>()(['maxAttempts', 'backoff', 'delay', 'maxDelay', 'jitter']);
+
+/** A step retry policy with its defaults, checked. */
+export interface CheckedStepRetry {
+  maxAttempts: number;
+  backoff: 'fixed' | 'linear' | 'exponential';
+  delayMs: number;
+  maxDelayMs: number;
+  jitter: number;
+}
+
+/** Checks a step's `retries` option; `ConfigurationError` naming the bad key and value. */
+export function checkStepRetry(policy: unknown, what: string): CheckedStepRetry {
+  assertKnownKeys(what, policy, STEP_RETRY_KEYS);
+  const p = (policy ?? {}) as StepRetryPolicy;
+  const maxAttempts = checkInteger(p.maxAttempts ?? 3, `${what} maxAttempts`, 1, 1_000);
+  const backoff = p.backoff ?? 'exponential';
+  if (!['fixed', 'linear', 'exponential'].includes(backoff)) {
+    throw new ConfigurationError(`${what} backoff must be 'fixed', 'linear' or 'exponential', got ${describeValue(backoff)}.`);
+  }
+  const delayMs = p.delay === undefined ? 1_000 : checkDuration(p.delay, `${what} delay`, { allowZero: true });
+  const maxDelayMs = p.maxDelay === undefined ? Math.max(delayMs, 300_000) : checkDuration(p.maxDelay, `${what} maxDelay`, { allowZero: true });
+  if (maxDelayMs < delayMs) throw new ConfigurationError(`${what} maxDelay (${maxDelayMs} ms) must not be shorter than delay (${delayMs} ms).`);
+  const jitter = p.jitter ?? 0;
+  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) throw new ConfigurationError(`${what} jitter must be a number from 0 to 1, got ${describeValue(jitter)}.`);
+  return { maxAttempts, backoff, delayMs, maxDelayMs, jitter };
+}
 
 /** Keys of `ChildRunOptions` (`step.runWorkflow`, `step.emitWorkflow`). */
 export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'timeoutMs', 'runAt', 'idempotencyKey', 'idempotencyTtl']);

@@ -1,6 +1,7 @@
 import { dueAt, toMs } from './duration';
 import { isRetryable, RetryAfterError } from '../errors';
 import type { RetryPolicy, RunInfo } from './workflow-types';
+import type { CheckedStepRetry } from './option-checks';
 
 /** Default backoff: 250 ms doubling per attempt, capped at 30 s, plus up to 100 ms of jitter. */
 export function defaultRetryDelayMs(attempt: number): number {
@@ -21,4 +22,15 @@ export function nextAttemptAt(policy: RetryPolicy | undefined, run: RunInfo, err
   if (delay === undefined) return now + defaultRetryDelayMs(run.attempt);
   if (typeof delay === 'function') return dueAt(delay({ run, error }), now, `retries.delay of workflow "${run.workflow}"`);
   return now + toMs(delay, `retries.delay of workflow "${run.workflow}"`);
+}
+
+/**
+ * The wait before the next try of a step retried by its own policy, after `failures` failed tries
+ * in this run attempt (1 after the first). `random` is Math.random unless a test fixes it.
+ */
+export function stepRetryDelayMs(policy: CheckedStepRetry, failures: number, random: () => number = Math.random): number {
+  const n = Math.max(1, failures);
+  const base = policy.backoff === 'fixed' ? policy.delayMs : policy.backoff === 'linear' ? policy.delayMs * n : policy.delayMs * 2 ** (n - 1);
+  const capped = Math.min(policy.maxDelayMs, base);
+  return Math.round(capped - capped * policy.jitter * random());
 }

@@ -42,6 +42,8 @@ export interface RunState<TOutput = unknown> {
   idempotencyKey?: string;
   /** The run that started this one with `step.runWorkflow` / `step.emitWorkflow`. */
   parentId?: string;
+  /** The latest value given to `step.setProgress`, if any. */
+  progress?: unknown;
 }
 
 /** The error of a run in a list: its class name and the start of its message. */
@@ -96,6 +98,12 @@ export interface StepState {
   childRunId?: string;
   /** For `waitForSignal` steps still waiting: the signal name (`wakeAt` is the timeout, if any). */
   signal?: string;
+  /** Times its function ran: failed tries plus the one that succeeded. Set once it ran at all. */
+  attempts?: number;
+  /** The error of its last failed try, when one failed (also when a later try succeeded). */
+  lastError?: StoredError;
+  /** When the next try of a step retried by its own policy is due. */
+  retryAt?: number;
 }
 
 /** Registry entry of a workflow, as synced by workers. */

@@ -29,6 +29,32 @@ export interface StepOptions {
   timeoutMs?: number;
 }
 
+/** Options of `step.run` (and `@Step`). */
+export interface RunStepOptions extends StepOptions {
+  /** Retries this step by its own policy, before the run-level retry applies. @default no step retries */
+  retries?: StepRetryPolicy;
+}
+
+/**
+ * How a step is retried when its function throws. Tries of one run attempt are counted: when they
+ * are used up, the step's error fails the attempt, and the run's own `retries` decide what comes
+ * next (a later run attempt gives the step its budget again). `NonRetriableError` (and the other
+ * permanent errors) skip the step's retries. A delay of 1 s or more frees the worker slot: the run
+ * goes back to `scheduled` until the try is due, like `waitFor`; shorter delays wait in process.
+ */
+export interface StepRetryPolicy {
+  /** Tries of the step per run attempt, the first included. @default 3 */
+  maxAttempts?: number;
+  /** `fixed`: `delay` each time; `linear`: `delay` × n; `exponential`: `delay` × 2^(n-1). @default 'exponential' */
+  backoff?: 'fixed' | 'linear' | 'exponential';
+  /** The wait after the first failed try. @default '1s' */
+  delay?: Duration;
+  /** The longest wait. @default '5m' */
+  maxDelay?: Duration;
+  /** Shortens each wait by a random part of up to this fraction of it (0 to 1). @default 0 */
+  jitter?: number;
+}
+
 /** Options of `step.runWorkflow` and `step.emitWorkflow`. */
 export interface ChildRunOptions extends StepOptions {
   /** Start the child no earlier than this. */
@@ -55,7 +81,7 @@ export interface StepApi {
    * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
    * attempt or after a crash, without calling `fn` again.
    */
-  run<T>(options: StepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
   /**
    * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
    * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
@@ -77,6 +103,12 @@ export interface StepApi {
    * replay returns the payload this step received, never a second signal.
    */
   waitForSignal<T = unknown>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions): Promise<T | null>;
+  /**
+   * Stores `value` (any JSON, at most 64 KiB) as the run's progress: `getRun(id).progress`, the
+   * dashboard and the CLI show the latest one. Not a step: it costs one write (shared with any step
+   * records waiting to be stored), and a replay sets it again as it goes.
+   */
+  setProgress(value: unknown): Promise<void>;
 }
 
 /** Options of `step.waitForSignal`. */
@@ -92,6 +124,11 @@ export interface WorkflowContext<TInput> {
   /** Aborted when the run is canceled or this worker loses the run. */
   signal: AbortSignal;
   step: StepApi;
+  /**
+   * Publishes `value` under `key` on the run, for `client.getRunEvent(runId, key)` to read (the
+   * latest value wins). Stored with the run, so it outlives the attempt; a replay sets it again.
+   */
+  setEvent(key: string, value: unknown): Promise<void>;
 }
 
 /** How failed attempts are retried. */

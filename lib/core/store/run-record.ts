@@ -25,6 +25,7 @@ export const RUN_FIELDS = [
   'cancelReason',
   'idempotencyKey',
   'parent',
+  'progress',
 ] as const;
 
 /** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
@@ -59,6 +60,7 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.cancelReason) run.cancelReason = f.cancelReason;
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
   if (f.parent) run.parentId = f.parent;
+  if (f.progress) run.progress = decodeJson(f.progress, id, 'progress');
   return run;
 }
 

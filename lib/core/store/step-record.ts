@@ -18,6 +18,44 @@ export type StepRecord = [kind: 0 | 1 | 2 | 3 | 4, seq: number, attempt: number,
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
 
+/** Run-hash field of the latest `step.setProgress` value (JSON). */
+export const PROGRESS_FIELD = 'progress';
+
+/** Prefix of run-hash fields holding `ctx.setEvent` values: `v:<key>` (JSON). */
+export const VALUE_FIELD_PREFIX = 'v:';
+
+/**
+ * Prefix of a step's tries record, `t:<step name>`, written each time the step's function throws:
+ * `[failures, runAttempt, failuresInRunAttempt, retryAt, lastError]`. `failures` counts every
+ * failed try of the run; `failuresInRunAttempt` those of run attempt `runAttempt` (the step's own
+ * retry budget is per run attempt); `retryAt` is when its next try is due (0: no retry pending).
+ */
+export const TRIES_FIELD_PREFIX = 't:';
+
+/** A decoded tries record (see TRIES_FIELD_PREFIX). */
+export interface StepTries {
+  failures: number;
+  runAttempt: number;
+  failuresInRunAttempt: number;
+  retryAt: number;
+  lastError: unknown;
+}
+
+/** Encodes a tries record; `error` is the serialized error's JSON text. */
+export function encodeTriesRecord(t: Omit<StepTries, 'lastError'>, error: string): string {
+  return `[${t.failures},${t.runAttempt},${t.failuresInRunAttempt},${t.retryAt},${error}]`;
+}
+
+/** Decodes a tries record; `CorruptRunDataError` when it is not one. */
+export function parseTriesRecord(runId: string, field: string, text: string): StepTries {
+  const r = decodeJson(text, runId, field) as unknown[];
+  if (!Array.isArray(r) || r.length !== 5 || !r.slice(0, 4).every((n) => typeof n === 'number' && Number.isFinite(n))) {
+    throw new CorruptRunDataError(runId, `field "${field}" is not a step tries record`);
+  }
+  const [failures, runAttempt, failuresInRunAttempt, retryAt, lastError] = r as [number, number, number, number, unknown];
+  return { failures, runAttempt, failuresInRunAttempt, retryAt, lastError };
+}
+
 /** A succeeded step; `output` is its JSON text, or '' for `undefined` (kept out of the record). */
 export function encodeSuccessRecord(seq: number, attempt: number, finishedAt: number, durationMs: number, output: string): string {
   const head = `[1,${seq},${attempt},${finishedAt},${durationMs}`;
@@ -34,8 +72,20 @@ export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number):
   return `[2,${seq},${attempt},${wakeAt}]`;
 }
 
-/** Reads a stored step record into its public form. */
-export function parseStepRecord(runId: string, field: string, text: string): StepState {
+/**
+ * Reads a stored step record into its public form; with its tries record, when the step ever
+ * failed, it also tells how many times the step ran and its last error.
+ */
+export function parseStepRecord(runId: string, field: string, text: string, triesText?: string): StepState {
+  const state = parseStepRecordOnly(runId, field, text);
+  if (state.status === 'waiting' || state.wakeAt !== undefined) return state;
+  if (triesText === undefined) return { ...state, attempts: 1 };
+  const tries = parseTriesRecord(runId, TRIES_FIELD_PREFIX + state.name, triesText);
+  const retry = state.status === 'failed' && tries.retryAt > 0 ? { retryAt: tries.retryAt } : {};
+  return { ...state, attempts: tries.failures + (state.status === 'succeeded' ? 1 : 0), lastError: tries.lastError as StepState['lastError'], ...retry };
+}
+
+function parseStepRecordOnly(runId: string, field: string, text: string): StepState {
   const r = decodeJson(text, runId, field) as StepRecord;
   if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3, 4].includes(r[0])) {
     throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);

@@ -3,7 +3,8 @@ import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
 import { decodeJson, encodeJson, serializeError } from '../store/serialization';
-import { SiblingStepFailedError, STEP_FIELD_PREFIX, StepRuntime, SuspendSignal } from './step-runtime';
+import { SiblingStepFailedError, StepRuntime, SuspendSignal } from './step-runtime';
+import { STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
 import type { RedflowLogger } from '../definition/types';
 import { validateInput } from '../definition/validation';
 import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
@@ -122,7 +123,7 @@ export class RunExecutor {
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
 
       const stored = new Map<string, string>();
-      for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX)) stored.set(field, hash[field]);
+      for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX)) stored.set(field, hash[field]);
       const steps = (this.steps = new StepRuntime(
         {
           runId: this.runId,
@@ -144,6 +145,7 @@ export class RunExecutor {
         input: validInput,
         run: info,
         step: steps.api,
+        setEvent: (key, value) => steps.setEvent(key, value),
         get signal() {
           return executor.signal;
         },

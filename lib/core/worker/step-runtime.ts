@@ -1,23 +1,37 @@
-import { idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
-import { CanceledError, ConfigurationError, IdempotencyConflictError, TimeoutError, UnknownWorkflowError } from '../errors';
+import { dueAt, idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
+import { CanceledError, ConfigurationError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError, UnknownWorkflowError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
   checkIdempotencyKey,
   checkUserName,
+  checkStepRetry,
   CHILD_RUN_OPTION_KEYS,
   EMIT_EVENT_STEP_OPTION_KEYS,
+  RUN_STEP_OPTION_KEYS,
   STEP_OPTION_KEYS,
   WAIT_FOR_SIGNAL_OPTION_KEYS,
 } from '../definition/option-checks';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
-import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, STEP_FIELD_PREFIX, type StepRecord } from '../store/step-record';
+import {
+  encodeFailureRecord,
+  encodeSleepRecord,
+  encodeSuccessRecord,
+  encodeTriesRecord,
+  parseTriesRecord,
+  PROGRESS_FIELD,
+  STEP_FIELD_PREFIX,
+  TRIES_FIELD_PREFIX,
+  VALUE_FIELD_PREFIX,
+  type StepRecord,
+} from '../store/step-record';
+import { stepRetryDelayMs } from '../definition/retry';
 
 export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type StepApi, type StepOptions, type WaitForSignalOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForSignalOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
@@ -54,6 +68,12 @@ interface InflightStep {
 }
 
 const noop = () => undefined;
+
+/** Largest progress value, in bytes of JSON. */
+export const MAX_PROGRESS_BYTES = 64 * 1024;
+
+/** A step retry waits at least this long (ms) in `scheduled`, freeing the worker slot; shorter ones wait in process. */
+const SLOT_FREEING_RETRY_MS = 1_000;
 
 /** An explicit step name: "#" is reserved for repeat suffixes, "|" and newlines separate step fields in scripts. */
 const STEP_NAME_RULES = { forbid: '#|', reason: '"#" is reserved for the "#2", "#3" suffix of repeated names and "|" separates fields in scripts' };
@@ -95,8 +115,17 @@ export class StepRuntime {
       emitEvent: (options, event, payload) => this.track(this.emitEvent(options, event, payload)),
       waitForSignal: <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
         this.track(this.waitForSignal(options, signal, waitOptions)) as Promise<T | null>,
+      setProgress: (value) => this.setField(PROGRESS_FIELD, value, 'The progress of the run', Math.min(MAX_PROGRESS_BYTES, this.ctx.maxPayloadBytes)),
     };
-    this.seq = stored.size;
+    let steps = 0;
+    for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
+    this.seq = steps;
+  }
+
+  /** `ctx.setEvent`: publishes a value under `key` on the run (run-hash field `v:<key>`). */
+  setEvent(key: string, value: unknown): Promise<void> {
+    checkUserName(key, 'The key of ctx.setEvent');
+    return this.setField(VALUE_FIELD_PREFIX + key, value, `The value of run event "${key}"`, this.ctx.maxPayloadBytes);
   }
 
   /**
@@ -153,11 +182,81 @@ export class StepRuntime {
     return { opts, name, field, record };
   }
 
-  private async run<T>(options: StepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
-    const { opts, name, field, record } = this.begin('run', options);
+  private async run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
+    const { opts, name, field, record } = this.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
     if (record?.[0] === 1) return record[5] as T;
-    await this.ready();
-    return this.execute(name, field, opts.timeoutMs, fn);
+    const policy = opts.retries === undefined ? undefined : checkStepRetry(opts.retries, `retries of step "${name}"`);
+    const triesField = TRIES_FIELD_PREFIX + name;
+    const stored = this.stored.get(triesField);
+    const tries = stored === undefined ? undefined : parseTriesRecord(this.ctx.runId, triesField, stored);
+    let failures = tries?.failures ?? 0;
+    let inAttempt = tries?.runAttempt === this.ctx.attempt ? tries.failuresInRunAttempt : 0;
+    // Woken before its retry was due (a sibling's wait ended first): wait again until it is.
+    if (record?.[0] === 0 && tries && tries.runAttempt === this.ctx.attempt && tries.retryAt > Date.now()) this.suspend(tries.retryAt);
+    for (;;) {
+      await this.ready();
+      const startedAt = Date.now();
+      try {
+        return await this.execute(name, field, opts.timeoutMs, fn);
+      } catch (error) {
+        if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || this.ctx.stopReason()) throw error;
+        failures++;
+        inAttempt++;
+        const retry = policy !== undefined && inAttempt < policy.maxAttempts && isRetryable(error);
+        const delay = !retry ? 0 : error instanceof RetryAfterError ? Math.max(0, dueAt(error.delay, Date.now(), 'RetryAfterError delay') - Date.now()) : stepRetryDelayMs(policy, inAttempt);
+        const retryAt = retry && delay >= SLOT_FREEING_RETRY_MS ? Date.now() + delay : 0;
+        this.record(triesField, encodeTriesRecord({ failures, runAttempt: this.ctx.attempt, failuresInRunAttempt: inAttempt, retryAt }, serializeError(error)));
+        if (!retry) this.failAt(field, startedAt, error);
+        if (retryAt === 0) {
+          await this.pause(delay);
+          continue;
+        }
+        // A long wait frees the slot: the failed try is stored, and the run sleeps until retryAt.
+        const finishedAt = Date.now();
+        this.record(field, encodeFailureRecord(++this.seq, this.ctx.attempt, finishedAt, finishedAt - startedAt, serializeError(error)));
+        this.suspend(retryAt);
+      }
+    }
+  }
+
+  /** Waits `ms` in process (a short step retry delay); rejects when the attempt must stop. */
+  private pause(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const step: InflightStep = {
+        reject: (reason) => {
+          clearTimeout(timer);
+          this.inflight.delete(step);
+          reject(reason);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.inflight.delete(step);
+        resolve();
+      }, ms);
+      this.inflight.add(step);
+    });
+  }
+
+  /**
+   * Stores a run field that is not a step (progress, a published value) with the next checkpoint,
+   * which is sent now. Resolves once it is stored.
+   */
+  private setField(field: string, value: unknown, what: string, limit: number): Promise<void> {
+    let json: string;
+    try {
+      this.throwIfStopped();
+      json = encodeJson(value, what, limit);
+    } catch (error) {
+      if (error instanceof PayloadTooLargeError && field === PROGRESS_FIELD) {
+        return Promise.reject(new PayloadTooLargeError(what, error.bytes, error.limit, 'Progress is for small values (a count, a percentage, a phase): store large data elsewhere.'));
+      }
+      return Promise.reject(error);
+    }
+    this.record(field, json === '' ? 'null' : json);
+    const stored = this.durable();
+    stored.catch(noop); // an unawaited call must not become an unhandled rejection
+    return stored;
   }
 
   private async waitFor(options: StepOptions | string, target: Duration | Date): Promise<void> {
@@ -300,6 +399,7 @@ export class StepRuntime {
     for (const other of this.inflight) this.stop(other, sibling);
   }
 
+  /** Runs a step's function once; stores its record when it returns (the caller handles a throw). */
   private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
     const startedAt = Date.now();
     const step: InflightStep = { reject: noop };
@@ -328,7 +428,6 @@ export class StepRuntime {
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
       this.inflight.delete(step);
-      this.recordFailure(field, startedAt, error);
       throw error;
     } finally {
       clearTimeout(timer);

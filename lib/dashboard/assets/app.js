@@ -163,6 +163,7 @@
         run.parentId ? el('tr', {}, el('th', {}, 'Parent'), el('td', {}, runLink(run.parentId))) : null,
         children.length ? el('tr', {}, el('th', {}, 'Children'), el('td', {}, children.map((c) => el('div', {}, runLink(c))), moreChildren ? el('div', { class: 'muted' }, `and ${moreChildren} more`) : null)) : null,
         run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null)),
+      run.progress !== undefined ? [el('h3', {}, 'Progress'), payload(run.progress, run.id, 'progress', 'run-progress')] : null,
       el('h3', {}, 'Input'), payload(run.input, run.id, 'input', 'run-input'),
       run.output !== undefined ? [el('h3', {}, 'Output'), payload(run.output, run.id, 'output', 'run-output')] : null,
       run.error ? [el('h3', {}, 'Error'), el('p', { class: 'error', 'data-testid': 'run-error' }, `${run.error.name}: ${run.error.message}`),
@@ -176,7 +177,8 @@
             el('td', {}, s.seq),
             el('td', {}, s.name, s.output !== undefined ? el('details', {}, el('summary', {}, 'output'), payload(s.output, run.id, `step:${s.name}`, 'step-output')) : null,
               s.error ? el('div', { class: 'error' }, `${s.error.name}: ${s.error.message}`) : null),
-            el('td', {}, statusEl(s.status)), el('td', {}, s.attempt),
+            el('td', {}, statusEl(s.status)), el('td', {}, s.attempt, s.attempts > 1 ? el('div', { class: 'muted', 'data-testid': 'step-tries' }, `${s.attempts} tries`, s.lastError ? `, last error ${s.lastError.name}: ${s.lastError.message}` : '') : null,
+              s.retryAt ? el('div', { class: 'muted' }, `retry at ${time(s.retryAt)}`) : null),
             el('td', {}, duration !== undefined ? `${duration} ms` : s.wakeAt ? `until ${time(s.wakeAt)}` : s.childRunId ? runLink(s.childRunId) : ''),
             el('td', { style: 'width:30%' }, duration !== undefined ? el('div', { class: 'bar', style: `width:${(duration / longest) * 100}%` }) : null));
         }))),

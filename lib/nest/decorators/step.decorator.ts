@@ -1,5 +1,5 @@
-import type { StepOptions } from '../../core';
-import { assertKnownKeys, checkDuration, checkUserName, STEP_OPTION_KEYS } from '../../core/definition/option-checks';
+import type { RunStepOptions, StepRetryPolicy } from '../../core';
+import { assertKnownKeys, checkDuration, checkStepRetry, checkUserName, RUN_STEP_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
 import { methodLabel } from './workflow.decorator';
@@ -9,6 +9,8 @@ export interface StepDecoratorOptions {
   /** @default the method name */
   name?: string;
   timeoutMs?: number;
+  /** Retries this step by its own policy before the run-level retry applies (see `step.run`). */
+  retries?: StepRetryPolicy;
 }
 
 /**
@@ -21,14 +23,16 @@ export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecor
   return (target, key, descriptor: PropertyDescriptor) => {
     const where = methodLabel(target, key);
     const options = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : (nameOrOptions ?? {});
-    assertKnownKeys(`@Step options of ${where}`, options, STEP_OPTION_KEYS);
+    assertKnownKeys(`@Step options of ${where}`, options, RUN_STEP_OPTION_KEYS);
+    if (options.retries !== undefined) checkStepRetry(options.retries, `@Step retries of ${where}`);
     const name = checkUserName(options.name ?? String(key), `@Step name of ${where}`, {
       forbid: '#|',
       reason: '"#" is reserved for the "#2" suffix of repeated calls and "|" separates stored fields; choose another character',
     });
-    const stepOptions: StepOptions = {
+    const stepOptions: RunStepOptions = {
       name,
       timeoutMs: options.timeoutMs === undefined ? undefined : checkDuration(options.timeoutMs, `@Step timeoutMs of ${where}`, { timer: true }),
+      ...(options.retries === undefined ? {} : { retries: options.retries }),
     };
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const durable = function (this: unknown, ...args: unknown[]) {
