@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { ConfigurationError, RedisWriteRefusedError } from '../errors';
 import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { scanPrefix } from '../store/prefix-scan';
-import { assertKnownKeys, checkInteger, LIST_RUNS_OPTION_KEYS } from '../definition/option-checks';
+import { assertKnownKeys, checkInteger, COUNT_RUNS_OPTION_KEYS, LIST_RUNS_OPTION_KEYS } from '../definition/option-checks';
 import { parseStepRecord, STEP_FIELD_PREFIX } from '../store/step-record';
 import {
   RUN_STATUSES,
+  type CountRunsOptions,
   type CronState,
   type ListRunsOptions,
   type RunState,
@@ -26,18 +27,24 @@ export const RUN_INDEX_LEASE_MS = 30_000;
 /** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
 const RUN_INDEX_CHUNK = 500;
 
-/** The filters of a list call, checked, with their defaults. */
-function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; limit: number; offset: number } {
-  assertKnownKeys(`${what} options`, options, LIST_RUNS_OPTION_KEYS);
+/** The workflow and status filters of a list or count call, checked. */
+function checkRunFilter(options: CountRunsOptions, what: string, known: readonly string[]): { workflow?: string; status?: RunStatus } {
+  assertKnownKeys(`${what} options`, options, known);
   if (options.status !== undefined && !isRunStatus(options.status)) {
     throw new ConfigurationError(`${what} status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(options.status)}.`);
   }
   if (options.workflow !== undefined && typeof options.workflow !== 'string') {
     throw new ConfigurationError(`${what} workflow must be a workflow name, got ${typeof options.workflow}.`);
   }
+  return { workflow: options.workflow || undefined, status: options.status };
+}
+
+/** The filters of a list call, checked, with their defaults. */
+function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; limit: number; offset: number } {
+  const filter = checkRunFilter(options, what, LIST_RUNS_OPTION_KEYS);
   const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
   const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
-  return { workflow: options.workflow || undefined, status: options.status, limit, offset };
+  return { ...filter, limit, offset };
 }
 
 /** Reading runs: one run, its steps and children, pages of runs or summaries, counts, crons and
@@ -86,6 +93,27 @@ export class RunReader extends ClientCore {
    */
   listRunSummaries(options: ListRunsOptions = {}): Promise<RunSummary[]> {
     return this.call(() => this.listPage(options, 'listRunSummaries', SUMMARY_FIELDS, (id, f, _pairStatus, indexStatus) => summarizeRun(id, f, indexStatus)));
+  }
+
+  /**
+   * How many runs there are, filtered by workflow and/or status, as the indexes `listRuns` reads
+   * count them: one `ZCARD` (workflow and status, workflow alone, or status alone), or without a
+   * filter the six status indexes added up in one round trip. O(1) in Redis whatever the number of
+   * runs.
+   */
+  async countRuns(options: CountRunsOptions = {}): Promise<number> {
+    const { workflow, status } = checkRunFilter(options, 'countRuns', COUNT_RUNS_OPTION_KEYS);
+    return this.call(async () => {
+      if (workflow && status) return this.redis.zcard(this.keys.workflowStatusRuns(status, workflow));
+      if (workflow) return this.redis.zcard(this.keys.workflowRuns(workflow));
+      if (status) return this.redis.zcard(this.statusIndex(status));
+      const pipeline = this.redis.pipeline();
+      for (const s of RUN_STATUSES) pipeline.zcard(this.statusIndex(s));
+      return ((await pipeline.exec()) ?? []).reduce((sum, [error, count]) => {
+        if (error) throw error;
+        return sum + Number(count);
+      }, 0);
+    });
   }
 
   /**

@@ -182,6 +182,12 @@ export interface ListRunsOptions {
   offset?: number;
 }
 
+/** Filters of `countRuns`: both, either or neither. */
+export interface CountRunsOptions {
+  workflow?: string;
+  status?: RunStatus;
+}
+
 /** A started run. */
 export interface RunHandle<TOutput = unknown> {
   readonly id: string;
