@@ -1,6 +1,6 @@
 export * from './errors';
 export { toMs, type Duration } from './definition/duration';
-export { createClient, WorkflowClient, type ClientOptions, type CountRunsOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client/workflow-client';
+export { createClient, WorkflowClient, type ClientOptions, type CountRunsOptions, type EmitEventOptions, type ListRunsOptions, type PruneOptions, type RunHandle, type RunOptions } from './client/workflow-client';
 export { createAdmin, WorkflowAdmin } from './client/admin';
 export type { ConnectionOptions } from './store/connection';
 export type { RedisConnection } from './store/redis-scripts';
@@ -33,6 +33,7 @@ export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
 export type {
   CorruptRunSummary,
   CronState,
+  EndedStatus,
   IntactRunSummary,
   RedflowLogger,
   RunErrorSummary,

@@ -6,7 +6,7 @@
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import type { InputSchema } from './validation';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, RunOptions } from './types';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './types';
 import type {
   ChildRunOptions,
   CronTrigger,
@@ -97,6 +97,9 @@ export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 
 
 /** Keys of `CountRunsOptions`. */
 export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status']);
+
+/** Keys of `PruneOptions`. */
+export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
 
 /**
  * A short, printable description of any value for an error message: `NaN`, `"5x"`, `an array`,

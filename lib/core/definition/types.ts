@@ -1,3 +1,5 @@
+import type { Duration } from './duration-format';
+
 /** Where a run is in its life. */
 export type RunStatus = 'scheduled' | 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
 
@@ -186,6 +188,19 @@ export interface ListRunsOptions {
 export interface CountRunsOptions {
   workflow?: string;
   status?: RunStatus;
+}
+
+/** A status a run ends in. */
+export type EndedStatus = 'succeeded' | 'failed' | 'canceled';
+
+/** Options of `prune`. */
+export interface PruneOptions {
+  /** Deletes runs that finished longer ago than this: ms, or a string such as `"7d"`. */
+  olderThan: Duration;
+  /** @default ['succeeded', 'failed', 'canceled'] */
+  statuses?: EndedStatus[];
+  /** Only this workflow's runs. @default every workflow */
+  workflow?: string;
 }
 
 /** A started run. */

@@ -310,6 +310,20 @@ export class RedisScripts {
   }
 
   /**
+   * `prune-3.lua`: deletes up to `batch` ended runs of `statuses` that finished before `cutoff`,
+   * read from the status indexes or, with `workflow`, from that workflow's (workflow, status)
+   * indexes. Returns the runs deleted and the index entries taken (a full batch: call again).
+   */
+  async prune(a: { cutoff: number; batch: number; statuses: ReadonlySet<string>; workflow?: string }): Promise<{ deleted: number; taken: number }> {
+    const k = this.keys;
+    const ended = ['succeeded', 'failed', 'canceled'];
+    const indexes = ended.map((status) => (a.workflow ? k.workflowStatusRuns(status, a.workflow) : k.status(status)));
+    const flags = ended.map((status) => (a.statuses.has(status) ? '1' : '0'));
+    const [deleted, taken] = (await this.commands.prune(...indexes, k.base, a.cutoff, a.batch, ...flags)) as [number, number];
+    return { deleted: Number(deleted), taken: Number(taken) };
+  }
+
+  /**
    * Indexes one chunk of a workflow's runs by (workflow, status) while `token` holds the index
    * marker. Returns the next ZSCAN cursor ('0': the workflow is done), or null when the marker is
    * no longer the caller's.

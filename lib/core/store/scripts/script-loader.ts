@@ -23,6 +23,7 @@ export const SCRIPTS = {
   'fire-events': 1,
   'cron-fire': 1,
   cleanup: 3,
+  prune: 3,
   'sync-registry': 3,
   'backfill-run-index': 2,
   'prune-run-index': 1,
