@@ -13,10 +13,11 @@ import {
   type RunStats,
   type RunStatus,
   type RunSummary,
+  type ScheduleState,
   type StepState,
   type WorkflowMeta,
 } from '../definition/types';
-import { decodeCron } from '../definition/cron';
+import { decodeCron, scheduleIdOf, type StoredCron } from '../definition/cron';
 
 import { ClientCore, isPossibleRunId } from './client-core';
 
@@ -285,17 +286,45 @@ export class RunReader extends ClientCore {
     return { byStatus, byWorkflow, perMinute };
   }
 
-  /** Cron schedules registered in Redis, with their next tick. */
+  /**
+   * Cron schedules registered in Redis, with their next tick: the `cron` triggers of workflow
+   * definitions (`source: 'definition'`) and the schedules of `schedule()` (`source: 'runtime'`).
+   */
   async listCrons(): Promise<CronState[]> {
+    return (await this.readCrons())
+      .map(({ cronId, def, nextAt }): CronState => {
+        const scheduleId = scheduleIdOf(cronId);
+        return {
+          id: scheduleId ?? cronId,
+          source: scheduleId === undefined ? 'definition' : 'runtime',
+          workflow: def.workflow,
+          expression: def.expression,
+          every: def.every,
+          timezone: def.timezone ?? undefined,
+          input: def.input,
+          nextAt,
+        };
+      })
+      .sort((a, b) => a.id.localeCompare(b.id) || a.source.localeCompare(b.source));
+  }
+
+  /** The schedules added by `schedule()`, by id, with their next tick. */
+  async listSchedules(): Promise<ScheduleState[]> {
+    const schedules: ScheduleState[] = [];
+    for (const { cronId, def, nextAt } of await this.readCrons()) {
+      const id = scheduleIdOf(cronId);
+      if (id === undefined) continue;
+      schedules.push({ id, workflow: def.workflow, cron: def.expression, every: def.every, timezone: def.timezone ?? undefined, input: def.input, nextAt });
+    }
+    return schedules.sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  /** Every entry of `cron:defs`, decoded, with its next tick from `cron:next`. */
+  protected async readCrons(): Promise<Array<{ cronId: string; def: StoredCron; nextAt?: number }>> {
     const [defs, next] = await this.call(() => Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]));
     const nextById = new Map<string, number>();
     for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
-    return Object.entries(defs)
-      .map(([id, json]) => {
-        const def = decodeCron(json);
-        return { id, workflow: def.workflow, expression: def.expression, timezone: def.timezone ?? undefined, input: def.input, nextAt: nextById.get(id) };
-      })
-      .sort((a, b) => a.id.localeCompare(b.id));
+    return Object.entries(defs).map(([cronId, json]) => ({ cronId, def: decodeCron(json), nextAt: nextById.get(cronId) }));
   }
 
   /** Workflows registered in Redis by workers (or `syncRegistry`). */

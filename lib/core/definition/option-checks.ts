@@ -6,7 +6,7 @@
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import type { InputSchema } from './validation';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './types';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, ScheduleOptions } from './types';
 import type {
   ChildRunOptions,
   CronTrigger,
@@ -100,6 +100,9 @@ export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow'
 
 /** Keys of `PruneOptions`. */
 export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
+
+/** Keys of `ScheduleOptions` (`client.schedule`). */
+export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()(['workflow', 'cron', 'every', 'input', 'timezone']);
 
 /**
  * A short, printable description of any value for an error message: `NaN`, `"5x"`, `an array`,

@@ -303,6 +303,27 @@ export class RedisScripts {
     return (await this.commands['cron-fire'](this.keys.cronNext(), this.keys.base, cronId, tick, next, workflow, input, now)) as 'fired';
   }
 
+  /**
+   * `schedule-2.lua`: adds or replaces the runtime schedule stored as `cronId`; an unchanged one
+   * keeps its next tick. `local`: the caller has the workflow's definition, so it need not be
+   * registered in Redis yet.
+   */
+  async schedule(a: { cronId: string; def: string; next: number; workflow: string; local: boolean }): Promise<
+    { outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number } | { outcome: 'unknown' } | { outcome: 'dynamic' }
+  > {
+    const k = this.keys;
+    const [outcome, next] = (await this.commands.schedule(k.cronDefs(), k.cronNext(), k.base, a.cronId, a.def, a.next, a.workflow, a.local ? '1' : '0')) as [string, string?];
+    if (outcome === 'unknown') return { outcome };
+    if (outcome === 'dynamic') return { outcome };
+    return { outcome: outcome as 'created', nextAt: Number(next) };
+  }
+
+  /** `unschedule-2.lua`: removes the runtime schedule stored as `cronId`; false when there was none. */
+  async unschedule(cronId: string): Promise<boolean> {
+    const k = this.keys;
+    return Number(await this.commands.unschedule(k.cronDefs(), k.cronNext(), k.base, cronId)) === 1;
+  }
+
   async cleanup(cutoff: number, batch: number): Promise<number> {
     const k = this.keys;
     // This order: the script removes each run's (workflow, status) entry of the status its index stands for.

@@ -22,6 +22,8 @@ export const SCRIPTS = {
   'emit-event': 1,
   'fire-events': 1,
   'cron-fire': 1,
+  schedule: 2,
+  unschedule: 2,
   cleanup: 3,
   prune: 3,
   'sync-registry': 3,
