@@ -146,10 +146,11 @@ export class RunProducer extends RunHandles {
       if (hasDynamicFlowKeys(definition.options)) throw scheduleDynamicError(id, workflow);
       await validateInput(workflow, definition.options.schema, input);
     }
-    const encoded = encodeInput(workflow, input, `The input of schedule "${id}"`, this.maxPayloadBytes);
+    // As stored: what JSON makes of it (Dates become strings), checked for size and JSON-safety.
+    const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.maxPayloadBytes)) as unknown;
     const result = await this.call(() => this.scripts.schedule({
       cronId: runtimeCronId(id),
-      def: encodeCron(workflow, { ...tick, input: JSON.parse(encoded) }),
+      def: encodeCron(workflow, { ...tick, input: stored }),
       next: nextCronTick(workflow, tick, Date.now()),
       workflow,
       local: definition !== undefined,
@@ -157,7 +158,7 @@ export class RunProducer extends RunHandles {
     if (result.outcome === 'unknown') throw new UnknownWorkflowError(workflow);
     if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
     const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
-    return { id, workflow, ...shape, input: JSON.parse(encoded), nextAt: result.nextAt };
+    return { id, workflow, ...shape, input: stored, nextAt: result.nextAt };
   }
 
   /** Removes the schedule `id` added by `schedule()`; the runs it started stay. False when there was none. */

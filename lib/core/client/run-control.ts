@@ -1,7 +1,7 @@
 import { CanceledError, ConfigurationError, RunNotFoundError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
-import { type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
+import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
 
 import { RunProducer } from './producer';
 import { isPossibleRunId, newRunId } from './client-core';
@@ -10,9 +10,7 @@ import { isPossibleRunId, newRunId } from './client-core';
 export const MAX_BUFFERED_SIGNALS = 1_000;
 
 /** Runs `prune` deletes per atomic call at most, so that Redis is never blocked for long. */
-export const PRUNE_BATCH = 500;
-
-const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled'];
+const PRUNE_BATCH = 500;
 
 /** The `statuses` of `prune`, checked: ended statuses only, all three by default. */
 function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {

@@ -227,6 +227,9 @@ export interface CountRunsOptions {
 /** A status a run ends in. */
 export type EndedStatus = 'succeeded' | 'failed' | 'canceled';
 
+/** The statuses a run ends in, in the order the scripts that delete ended runs take their indexes. */
+export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled'];
+
 /** Options of `prune`. */
 export interface PruneOptions {
   /** Deletes runs that finished longer ago than this: ms, or a string such as `"7d"`. */

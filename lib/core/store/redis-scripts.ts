@@ -4,6 +4,7 @@ import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWrit
 import { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
 import { SCRIPTS, commandName, loadScript, type ScriptName } from './scripts/script-loader';
+import { ENDED_STATUSES, type EndedStatus } from '../definition/types';
 
 /** A Redis connection: standalone or Cluster. */
 export type { RedisConnection };
@@ -326,8 +327,8 @@ export class RedisScripts {
 
   async cleanup(cutoff: number, batch: number): Promise<number> {
     const k = this.keys;
-    // This order: the script removes each run's (workflow, status) entry of the status its index stands for.
-    return Number(await this.commands.cleanup(k.status('succeeded'), k.status('failed'), k.status('canceled'), k.base, cutoff, batch));
+    // In this order: the script takes each index to be that of its status.
+    return Number(await this.commands.cleanup(...ENDED_STATUSES.map((status) => k.status(status)), k.base, cutoff, batch));
   }
 
   /**
@@ -335,11 +336,10 @@ export class RedisScripts {
    * read from the status indexes or, with `workflow`, from that workflow's (workflow, status)
    * indexes. Returns the runs deleted and the index entries taken (a full batch: call again).
    */
-  async prune(a: { cutoff: number; batch: number; statuses: ReadonlySet<string>; workflow?: string }): Promise<{ deleted: number; taken: number }> {
+  async prune(a: { cutoff: number; batch: number; statuses: ReadonlySet<EndedStatus>; workflow?: string }): Promise<{ deleted: number; taken: number }> {
     const k = this.keys;
-    const ended = ['succeeded', 'failed', 'canceled'];
-    const indexes = ended.map((status) => (a.workflow ? k.workflowStatusRuns(status, a.workflow) : k.status(status)));
-    const flags = ended.map((status) => (a.statuses.has(status) ? '1' : '0'));
+    const indexes = ENDED_STATUSES.map((status) => (a.workflow ? k.workflowStatusRuns(status, a.workflow) : k.status(status)));
+    const flags = ENDED_STATUSES.map((status) => (a.statuses.has(status) ? '1' : '0'));
     const [deleted, taken] = (await this.commands.prune(...indexes, k.base, a.cutoff, a.batch, ...flags)) as [number, number];
     return { deleted: Number(deleted), taken: Number(taken) };
   }
