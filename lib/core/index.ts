@@ -1,6 +1,6 @@
 export * from './errors';
 export { toMs, type Duration } from './definition/duration';
-export { createClient, WorkflowClient, type ClientOptions, type EmitEventOptions, type ListRunsOptions, type RunHandle, type RunOptions } from './client/workflow-client';
+export { createClient, WorkflowClient, type ClientOptions, type CountRunsOptions, type EmitEventOptions, type ListRunsOptions, type PruneOptions, type RunHandle, type RunOptions, type ScheduleOptions } from './client/workflow-client';
 export { createAdmin, WorkflowAdmin } from './client/admin';
 export type { ConnectionOptions } from './store/connection';
 export type { RedisConnection } from './store/redis-scripts';
@@ -35,6 +35,7 @@ export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
 export type {
   CorruptRunSummary,
   CronState,
+  EndedStatus,
   IntactRunSummary,
   RedflowLogger,
   RunErrorSummary,
@@ -42,6 +43,7 @@ export type {
   RunStats,
   RunStatus,
   RunSummary,
+  ScheduleState,
   StepState,
   StoredError,
   WorkflowMeta,

@@ -183,6 +183,8 @@ describeBrowser('dashboard in chromium', () => {
     startBlocked = async () => (await client.start(blocked, {})).id;
     startCharge = async (input) => (await client.start(charge, input as { note?: string })).id;
     await engine.worker({ concurrency: 8 });
+    // A runtime schedule beside the workflow's own cron; its first tick is days away.
+    await client.schedule('reports-every-30d', { workflow: 'nightly', every: '30d' });
 
     ids.greet = (await client.start(greet, { name: 'Ada' })).id;
     [ids.greetByEvent] = await client.emitEvent('user.created', { name: 'Grace' });
@@ -397,7 +399,7 @@ describeBrowser('dashboard in chromium', () => {
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__xss)).toBeUndefined();
   });
 
-  it('lists the workflows and the cron schedule with its next tick', async () => {
+  it('lists the workflows, and the cron trigger and the runtime schedule with their next tick', async () => {
     await page.getByTestId('nav-workflows').click();
     const workflows = page.getByTestId('workflows-table');
     await workflows.waitFor();
@@ -407,19 +409,16 @@ describeBrowser('dashboard in chromium', () => {
     expect(await rowOf('blocked').locator('td').nth(3).textContent()).toBe('unlimited');
     expect(await rowOf('charge').locator('td').nth(3).textContent()).toBe('1');
 
-    const [cron] = (await engine.client.listCrons()) as [CronState];
-    expect(cron).toMatchObject({ id: 'nightly-report', workflow: 'nightly', expression: NIGHTLY });
+    const [cron, schedule] = (await engine.client.listCrons()) as [CronState, CronState];
+    expect(cron).toMatchObject({ id: 'nightly-report', source: 'definition', workflow: 'nightly', expression: NIGHTLY });
+    expect(schedule).toMatchObject({ id: 'reports-every-30d', source: 'runtime', workflow: 'nightly', every: 30 * 86_400_000 });
     expect(cron.nextAt).toBeGreaterThan(Date.now());
-    const cells = page.getByTestId('crons-table').locator('tbody tr').locator('td');
-    await cells.first().waitFor();
-    expect(await cells.allTextContents()).toEqual([
-      'nightly-report',
-      'nightly',
-      NIGHTLY,
-      '',
-      await page.evaluate((ms) => new Date(ms).toLocaleString(), cron.nextAt!),
-    ]);
-    expect((await cells.nth(4).textContent())?.trim()).not.toBe('');
+    const rows = page.getByTestId('crons-table').locator('tbody tr');
+    await rows.first().waitFor();
+    const localTime = (ms: number) => page.evaluate((at) => new Date(at).toLocaleString(), ms);
+    expect(await rows.nth(0).locator('td').allTextContents()).toEqual(['nightly-report', 'definition', 'nightly', NIGHTLY, '', await localTime(cron.nextAt!)]);
+    expect(await rows.nth(1).locator('td').allTextContents()).toEqual(['reports-every-30d', 'runtime', 'nightly', 'every 30d', '', await localTime(schedule.nextAt!)]);
+    expect((await rows.nth(0).locator('td').nth(5).textContent())?.trim()).not.toBe('');
     expect(await page.getByTestId('page-error').count()).toBe(0);
   });
 

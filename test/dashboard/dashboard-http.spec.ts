@@ -140,6 +140,8 @@ describe('dashboard HTTP API (seeded runs)', () => {
     expect(await client.cancelRun(ids.idle[0], { reason: 'not needed' })).toBe(true);
     await pause(3);
     ids.later = (await client.start(idle, { i: 'later' }, { runAt: Date.now() + 3_600_000 })).id;
+    // A runtime schedule whose first tick is days away.
+    await client.schedule('ticker-monthly', { workflow: 'ticker', every: '30d', input: { tick: 'runtime' } });
     server = serve(client);
   });
 
@@ -234,7 +236,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(perMinute.reduce((sum, m) => sum + m.failed, 0)).toBe(1);
     });
 
-    it('workflows: the registered workflows (queue, events, concurrency) and the crons with their next tick, without their input', async () => {
+    it('workflows: the registered workflows (queue, events, concurrency) and the crons and runtime schedules with their next tick, without their input', async () => {
       const res = await get('/redflow/api/workflows').expect(200);
       const workflows = res.body.workflows as Array<Record<string, unknown>>;
       expect(workflows.map((w) => w.name)).toEqual(['boom', 'child', 'hold', 'idle', 'ok', 'parent', 'ticker']);
@@ -243,8 +245,12 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(byName.boom).toMatchObject({ queue: 'default', maxConcurrency: 1, events: [], crons: [] });
       expect(byName.idle).toMatchObject({ queue: 'parked', events: [] });
       expect(byName.ticker).toMatchObject({ queue: 'parked', crons: ['ticker-yearly'] });
-      expect(res.body.crons).toEqual([{ id: 'ticker-yearly', workflow: 'ticker', expression: '0 0 1 1 *', nextAt: expect.any(Number) }]);
-      expect(res.body.crons[0].nextAt).toBe(nextCronTick('ticker', { expression: '0 0 1 1 *' }, Date.now()));
+      expect(res.body.crons).toEqual([
+        { id: 'ticker-monthly', source: 'runtime', workflow: 'ticker', every: 2_592_000_000, nextAt: expect.any(Number) },
+        { id: 'ticker-yearly', source: 'definition', workflow: 'ticker', expression: '0 0 1 1 *', nextAt: expect.any(Number) },
+      ]);
+      expect(res.body.crons[0].nextAt).toBe(nextCronTick('ticker', { every: 2_592_000_000 }, Date.now()));
+      expect(res.body.crons[1].nextAt).toBe(nextCronTick('ticker', { expression: '0 0 1 1 *' }, Date.now()));
     });
 
     it('runs: summaries only (no input or output), newest first, filtered by workflow and status', async () => {

@@ -137,6 +137,7 @@ describe('scripts on a full Redis', () => {
     await client.syncRegistry(registry, { owner: 'atomic' });
     const queued = await client.start(wf, { n: 1 });
     await client.start(wf, { n: 2 }, { runAt: Date.now() - 1 });
+    await client.schedule('s', { workflow: 'w', every: '1h' });
     const before = await snapshot();
     expect(before.size).toBeGreaterThan(3);
 
@@ -150,6 +151,8 @@ describe('scripts on a full Redis', () => {
       ['cancel', scripts.cancel(queued.id, now, '{}', 'test')],
       ['emit-event', scripts.emitEvent({ eventId: 'ev1', event: 'e', payload: '1', now, emitAt: 0, idempotencyKey: '', idempotencyTtlSec: 1 })],
       ['fire-events', scripts.fireEvents(now + 10_000, 10)],
+      ['schedule', scripts.schedule({ cronId: '@s2', def: '{"workflow":"w","every":1000,"input":null}', next: now + 1000, workflow: 'w', local: false })],
+      ['unschedule', scripts.unschedule('@s')],
     ];
     for (const [name, attempt] of attempts) {
       const error = await attempt.catch((e: unknown) => e);

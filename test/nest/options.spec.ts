@@ -137,6 +137,12 @@ describe('@Cron options', () => {
     );
     expect(() => decorate(Cron('0 9 * * 1-5', { id: 'morning', timezone: 'Europe/Paris', input: { a: 1 } }))).not.toThrow();
   });
+
+  it('rejects an id starting with "@", the mark of runtime schedules', () => {
+    expect(configError(() => decorate(Cron('0 9 * * 1-5', { id: '@morning' })))).toBe(
+      '@Cron id of Target.method must not start with "@", got "@morning": that mark is kept for the schedules of client.schedule().',
+    );
+  });
 });
 
 describe('@OnEvent name', () => {

@@ -77,13 +77,15 @@ export function countScriptCalls(redis: RedisConnection): Record<string, number>
 
 /**
  * The body of a fixture run as a child worker process: reads its prefix from `prefixEnv`,
- * defines its workflows and serves with FAST_RUNTIME until killed. Errors go to stderr.
+ * defines its workflows and serves with FAST_RUNTIME until killed, calling `started` once its
+ * worker has started. Errors go to stderr.
  */
 export function runFixtureWorker(options: {
   name: string;
   prefixEnv: string;
   concurrency: number;
   define: (registry: WorkflowRegistry, redis: RedisConnection, prefix: string) => void;
+  started?: (redis: RedisConnection, prefix: string) => Promise<unknown>;
 }): void {
   const start = async () => {
     const prefix = process.env[options.prefixEnv];
@@ -93,6 +95,7 @@ export function runFixtureWorker(options: {
     options.define(registry, redis, prefix);
     // The worker's timers and connections keep the process alive until it is killed.
     await startWorker({ app: options.name, redis, prefix, registry, concurrency: options.concurrency, runtime: FAST_RUNTIME });
+    await options.started?.(redis, prefix);
   };
   start().catch((error: unknown) => {
     process.stderr.write(`${options.name} failed: ${(error as Error)?.stack ?? String(error)}\n`);

@@ -57,6 +57,13 @@ describe('Lua scripts', () => {
     expect(code(read(join(INCLUDES, 'admit.lua')))).toContain('end_run(');
   });
 
+  it('deleting a run is written once, in includes/delete-run.lua: no other file deletes a run hash', () => {
+    const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
+    const deleting = all.filter((file) => /'DEL',\s*(runKey|k_run\()/.test(code(read(join(DIR, file)))));
+    expect(deleting).toEqual(['includes/delete-run.lua']);
+    for (const name of ['cleanup', 'prune'] as const) expect([name, code(read(join(DIR, scriptFile(name)))).includes('delete_run(')]).toEqual([name, true]);
+  });
+
   it('step records are built and recognized in includes/step-record.lua only', () => {
     const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
     const building = all.filter((file) => /'\[[0-4],?'|'\[' \.\./.test(code(read(join(DIR, file)))));

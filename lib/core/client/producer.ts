@@ -2,14 +2,19 @@ import { idempotencyTtlSec, timeOption } from '../definition/duration';
 import { ConfigurationError, IdempotencyConflictError, UnknownWorkflowError } from '../errors';
 import {
   assertKnownKeys,
+  checkDuration,
   checkIdempotencyKey,
   checkResourceName,
+  checkUserName,
+  describeValue,
   EMIT_EVENT_OPTION_KEYS,
   RUN_OPTION_KEYS,
+  SCHEDULE_OPTION_KEYS,
 } from '../definition/option-checks';
 import { encodeInput, encodeJson } from '../store/serialization';
-import { type EmitEventOptions, type RunHandle, type RunOptions } from '../definition/types';
-import { dynamicFlowError, flowControlFor, type RunFlowControl } from '../definition/flow-control';
+import { type EmitEventOptions, type RunHandle, type RunOptions, type ScheduleOptions, type ScheduleState } from '../definition/types';
+import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
+import { encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
 import { validateInput } from '../definition/validation';
 import { checkEventName, type WorkflowDefinition } from '../definition/workflow';
 
@@ -24,7 +29,39 @@ function checkRunOptions(options: RunOptions | undefined): void {
   if (options.queueOverride !== undefined) checkResourceName(options.queueOverride, 'queueOverride');
 }
 
-/** Producing runs: by definition, by name, and by events (now or at `emitAt`). */
+/** The tick schedule of `schedule(id, options)`: exactly one of `cron` and `every`, checked. */
+function checkSchedule(id: string, options: ScheduleOptions): CronSchedule {
+  const of = `of schedule "${id}"`;
+  if ((options.cron === undefined) === (options.every === undefined)) {
+    throw new ConfigurationError(
+      `Schedule "${id}" needs exactly one of cron (an expression such as "0 9 * * 1-5") and every (an interval such as "30s"), got ${options.cron === undefined ? 'neither' : 'both'}.`,
+    );
+  }
+  if (options.every !== undefined) {
+    if (options.timezone !== undefined) throw new ConfigurationError(`timezone ${of} applies to a cron expression only; an every schedule ticks on multiples of its interval.`);
+    const every = checkDuration(options.every, `every ${of}`);
+    if (every < MIN_EVERY_MS) throw new ConfigurationError(`every ${of} must be at least 1 s (1000 ms), got ${describeValue(options.every)}.`);
+    return { every };
+  }
+  if (typeof options.cron !== 'string' || !options.cron.trim()) {
+    throw new ConfigurationError(`cron ${of} must be a cron expression such as "0 9 * * 1-5", got ${describeValue(options.cron)}.`);
+  }
+  if (options.timezone !== undefined && (typeof options.timezone !== 'string' || !options.timezone)) {
+    throw new ConfigurationError(`timezone ${of} must be an IANA time zone name such as "Europe/Paris", got ${describeValue(options.timezone)}.`);
+  }
+  const schedule = { expression: options.cron, timezone: options.timezone };
+  parseCron(options.workflow, schedule);
+  return schedule;
+}
+
+/** The error for scheduling a workflow whose runs need a key function to start. */
+function scheduleDynamicError(id: string, workflow: string): ConfigurationError {
+  return new ConfigurationError(
+    `Schedule "${id}" cannot start workflow "${workflow}": it computes a mutex, debounce, throttle or rate-limit key from its input with a function, and the runs of a schedule are created inside Redis, where that function cannot run. Give those options fixed keys, or schedule a workflow that starts "${workflow}" with the key in its input.`,
+  );
+}
+
+/** Producing runs: by definition, by name, by events (now or at `emitAt`), and by runtime schedules. */
 export class RunProducer extends RunHandles {
   /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
@@ -86,6 +123,48 @@ export class RunProducer extends RunHandles {
     if (result.kind === 'dynamic') throw dynamicFlowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
     return this.handle<TOutput>(result.runId);
+  }
+
+  /**
+   * Adds a schedule that starts a run of `workflow` on every tick of `cron` (a croner expression,
+   * in `timezone`) or `every` interval (at least 1 s), with `input`, once per tick across all
+   * workers, like a workflow's `cron` trigger; it is stored in Redis, so it outlives this process.
+   * Scheduling an id again replaces its schedule (an unchanged one keeps its next tick). A
+   * workflow in this client's registry is checked locally (input schema included); any other must
+   * be registered in Redis by a worker, else `UnknownWorkflowError`. Resolves with the schedule.
+   */
+  async schedule(id: string, options: ScheduleOptions): Promise<ScheduleState> {
+    checkUserName(id, 'The schedule id');
+    assertKnownKeys(`the options of schedule "${id}"`, options, SCHEDULE_OPTION_KEYS);
+    if (options === undefined) throw new ConfigurationError(`schedule("${id}") needs options: { workflow, cron or every, input?, timezone? }.`);
+    const { workflow } = options;
+    if (typeof workflow !== 'string' || !workflow) throw new ConfigurationError(`workflow of schedule "${id}" must be a workflow name, got ${describeValue(workflow)}.`);
+    const tick = checkSchedule(id, options);
+    const input = options.input ?? null;
+    const definition = this.registry.get(workflow);
+    if (definition) {
+      if (hasDynamicFlowKeys(definition.options)) throw scheduleDynamicError(id, workflow);
+      await validateInput(workflow, definition.options.schema, input);
+    }
+    // As stored: what JSON makes of it (Dates become strings), checked for size and JSON-safety.
+    const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.maxPayloadBytes)) as unknown;
+    const result = await this.call(() => this.scripts.schedule({
+      cronId: runtimeCronId(id),
+      def: encodeCron(workflow, { ...tick, input: stored }),
+      next: nextCronTick(workflow, tick, Date.now()),
+      workflow,
+      local: definition !== undefined,
+    }));
+    if (result.outcome === 'unknown') throw new UnknownWorkflowError(workflow);
+    if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
+    const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
+    return { id, workflow, ...shape, input: stored, nextAt: result.nextAt };
+  }
+
+  /** Removes the schedule `id` added by `schedule()`; the runs it started stay. False when there was none. */
+  async unschedule(id: string): Promise<boolean> {
+    checkUserName(id, 'The schedule id');
+    return this.call(() => this.scripts.unschedule(runtimeCronId(id)));
   }
 
   /**

@@ -1,7 +1,7 @@
-import { CanceledError, RunNotFoundError, SignalBufferFullError } from '../errors';
-import { assertKnownKeys, checkUserName } from '../definition/option-checks';
+import { CanceledError, ConfigurationError, RunNotFoundError, SignalBufferFullError } from '../errors';
+import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
-import { type RunHandle } from '../definition/types';
+import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
 
 import { RunProducer } from './producer';
 import { isPossibleRunId, newRunId } from './client-core';
@@ -9,7 +9,26 @@ import { isPossibleRunId, newRunId } from './client-core';
 /** Signals a run holds before a wait consumes them; one more is refused. */
 export const MAX_BUFFERED_SIGNALS = 1_000;
 
-/** Controlling runs: cancel (with the children it waits on) and re-run. */
+/** Runs `prune` deletes per atomic call at most, so that Redis is never blocked for long. */
+const PRUNE_BATCH = 500;
+
+/** The `statuses` of `prune`, checked: ended statuses only, all three by default. */
+function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
+  if (statuses === undefined) return new Set(ENDED_STATUSES);
+  if (!Array.isArray(statuses) || statuses.length === 0) {
+    throw new ConfigurationError(`prune statuses must be a non-empty array of ${ENDED_STATUSES.join(', ')}, got ${describeValue(statuses)}.`);
+  }
+  for (const status of statuses) {
+    if (!ENDED_STATUSES.includes(status as EndedStatus)) {
+      throw new ConfigurationError(
+        `prune statuses may hold only ${ENDED_STATUSES.join(', ')}, got ${describeValue(status)}: runs that have not ended are never pruned (cancel them first).`,
+      );
+    }
+  }
+  return new Set(statuses as EndedStatus[]);
+}
+
+/** Controlling runs: cancel (with the children it waits on), re-run, signal, and prune ended runs. */
 export class RunControl extends RunProducer {
   /**
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
@@ -61,6 +80,33 @@ export class RunControl extends RunProducer {
     const error = serializeError(new CanceledError(id, options.reason));
     const result = await this.call(() => this.scripts.cancel(id, Date.now(), error, options.reason ?? ''));
     return result === 'ok';
+  }
+
+  /**
+   * Deletes ended runs (`statuses`, by default succeeded, failed and canceled) that finished more
+   * than `olderThan` ago, each with everything it owns (step records, index entries, idempotency
+   * key, children and waiters sets), as retention does; with `workflow`, only that workflow's.
+   * Runs that have not ended are never deleted. Works in atomic batches of 500 runs, oldest first,
+   * until none is left, and resolves with the number of runs deleted.
+   */
+  async prune(options: PruneOptions): Promise<{ deleted: number }> {
+    assertKnownKeys('prune options', options, PRUNE_OPTION_KEYS);
+    if (options?.olderThan === undefined) {
+      throw new ConfigurationError('prune needs olderThan: how long ago a run must have finished to be deleted (ms, or a string such as "7d").');
+    }
+    const olderThanMs = checkDuration(options.olderThan, 'prune olderThan', { allowZero: true });
+    const statuses = checkPruneStatuses(options.statuses);
+    const { workflow } = options;
+    if (workflow !== undefined && (typeof workflow !== 'string' || !workflow)) {
+      throw new ConfigurationError(`prune workflow must be a workflow name, got ${describeValue(workflow)}.`);
+    }
+    const cutoff = Date.now() - olderThanMs;
+    let deleted = 0;
+    for (;;) {
+      const batch = await this.call(() => this.scripts.prune({ cutoff, batch: PRUNE_BATCH, statuses, workflow }));
+      deleted += batch.deleted;
+      if (batch.taken < PRUNE_BATCH) return { deleted };
+    }
   }
 
   /**

@@ -8,7 +8,7 @@ import { cronIds, encodeCron, nextCronTick } from '../definition/cron';
 import { RunControl } from './run-control';
 import type { ClientOptions } from './client-core';
 
-export type { EmitEventOptions, ListRunsOptions, RunHandle, RunOptions } from '../definition/types';
+export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunHandle, RunOptions, ScheduleOptions } from '../definition/types';
 export { CLIENT_OPTION_KEYS, DEFAULT_COMMAND_TIMEOUT_MS, newRunId, type ClientOptions } from './client-core';
 export { RUN_INDEX_LEASE_MS } from './run-reader';
 

@@ -6,7 +6,7 @@
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import type { InputSchema } from './validation';
-import type { EmitEventOptions, ListRunsOptions, RunOptions } from './types';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, ScheduleOptions } from './types';
 import type {
   ChildRunOptions,
   CronTrigger,
@@ -117,9 +117,6 @@ export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'tim
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
 export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
 
-
-
-
 /** Keys of `WaitForSignalOptions`. */
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);
 
@@ -131,6 +128,15 @@ export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempoten
 
 /** Keys of `ListRunsOptions`. */
 export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'limit', 'offset']);
+
+/** Keys of `CountRunsOptions`. */
+export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status']);
+
+/** Keys of `PruneOptions`. */
+export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
+
+/** Keys of `ScheduleOptions` (`client.schedule`). */
+export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()(['workflow', 'cron', 'every', 'input', 'timezone']);
 
 /**
  * A short, printable description of any value for an error message: `NaN`, `"5x"`, `an array`,

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors';
-import { parseCron } from './cron';
+import { checkCronId, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
 import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName } from './option-checks';
 import type { InferInput, InputSchema } from './validation';
@@ -162,7 +162,7 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   const ids = new Set<string>();
   (options.cron ?? []).forEach((trigger, i) => {
     parseCron(name, trigger);
-    const id = trigger.id === undefined ? `${name}#${i}` : checkUserName(trigger.id, `cron[${i}].id ${of}`);
+    const id = trigger.id === undefined ? `${name}#${i}` : checkCronId(trigger.id, `cron[${i}].id ${of}`);
     if (ids.has(id)) throw new ConfigurationError(`Cron id "${id}" is used twice in workflow "${name}". Give each cron trigger its own id.`);
     ids.add(id);
   });

@@ -4,6 +4,7 @@ import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWrit
 import { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
 import { SCRIPTS, commandName, loadScript, type ScriptName } from './scripts/script-loader';
+import { ENDED_STATUSES, type EndedStatus } from '../definition/types';
 
 /** A Redis connection: standalone or Cluster. */
 export type { RedisConnection };
@@ -303,10 +304,44 @@ export class RedisScripts {
     return (await this.commands['cron-fire'](this.keys.cronNext(), this.keys.base, cronId, tick, next, workflow, input, now)) as 'fired';
   }
 
+  /**
+   * `schedule-2.lua`: adds or replaces the runtime schedule stored as `cronId`; an unchanged one
+   * keeps its next tick. `local`: the caller has the workflow's definition, so it need not be
+   * registered in Redis yet.
+   */
+  async schedule(a: { cronId: string; def: string; next: number; workflow: string; local: boolean }): Promise<
+    { outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number } | { outcome: 'unknown' } | { outcome: 'dynamic' }
+  > {
+    const k = this.keys;
+    const [outcome, next] = (await this.commands.schedule(k.cronDefs(), k.cronNext(), k.base, a.cronId, a.def, a.next, a.workflow, a.local ? '1' : '0')) as [string, string?];
+    if (outcome === 'unknown') return { outcome };
+    if (outcome === 'dynamic') return { outcome };
+    return { outcome: outcome as 'created', nextAt: Number(next) };
+  }
+
+  /** `unschedule-2.lua`: removes the runtime schedule stored as `cronId`; false when there was none. */
+  async unschedule(cronId: string): Promise<boolean> {
+    const k = this.keys;
+    return Number(await this.commands.unschedule(k.cronDefs(), k.cronNext(), k.base, cronId)) === 1;
+  }
+
   async cleanup(cutoff: number, batch: number): Promise<number> {
     const k = this.keys;
-    // This order: the script removes each run's (workflow, status) entry of the status its index stands for.
-    return Number(await this.commands.cleanup(k.status('succeeded'), k.status('failed'), k.status('canceled'), k.base, cutoff, batch));
+    // In this order: the script takes each index to be that of its status.
+    return Number(await this.commands.cleanup(...ENDED_STATUSES.map((status) => k.status(status)), k.base, cutoff, batch));
+  }
+
+  /**
+   * `prune-3.lua`: deletes up to `batch` ended runs of `statuses` that finished before `cutoff`,
+   * read from the status indexes or, with `workflow`, from that workflow's (workflow, status)
+   * indexes. Returns the runs deleted and the index entries taken (a full batch: call again).
+   */
+  async prune(a: { cutoff: number; batch: number; statuses: ReadonlySet<EndedStatus>; workflow?: string }): Promise<{ deleted: number; taken: number }> {
+    const k = this.keys;
+    const indexes = ENDED_STATUSES.map((status) => (a.workflow ? k.workflowStatusRuns(status, a.workflow) : k.status(status)));
+    const flags = ENDED_STATUSES.map((status) => (a.statuses.has(status) ? '1' : '0'));
+    const [deleted, taken] = (await this.commands.prune(...indexes, k.base, a.cutoff, a.batch, ...flags)) as [number, number];
+    return { deleted: Number(deleted), taken: Number(taken) };
   }
 
   /**

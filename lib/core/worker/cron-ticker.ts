@@ -1,12 +1,13 @@
 import type { WorkflowClient } from '../client/workflow-client';
-import { decodeCron, nextCronTick } from '../definition/cron';
+import { decodeCron, nextCronTick, scheduleOf } from '../definition/cron';
 import type { RedflowLogger } from '../definition/types';
 
 /** Cron ticks fired per call at most. */
 const CRON_BATCH = 20;
 
 /**
- * Fires the cron ticks that are due: where a cron tick fires. Every worker calls it in a loop;
+ * Fires the cron ticks that are due, of workflow definitions' triggers and of runtime schedules
+ * alike: where a cron tick fires. Every worker calls it in a loop;
  * `cron-fire-1.lua` moves a trigger's next tick and starts its run in one call, so each tick
  * fires exactly once across workers. A tick missed while no worker ran is fired once, and the
  * schedule resumes after now. Returns the delay until the next check: the next tick, at most a
@@ -24,8 +25,7 @@ export async function fireDueCrons(client: WorkflowClient, logger: RedflowLogger
       try {
         if (defs[i] === null) continue;
         const def = decodeCron(defs[i]!);
-        const trigger = { expression: def.expression, timezone: def.timezone ?? undefined };
-        const next = nextCronTick(def.workflow, trigger, Math.max(tick, now));
+        const next = nextCronTick(def.workflow, scheduleOf(def), Math.max(tick, now));
         await scripts.cronFire(ids[i], tick, next, def.workflow, JSON.stringify(def.input ?? null), now);
       } catch (error) {
         logger.error(`Cron "${ids[i]}" could not fire: ${(error as Error).message}`);

@@ -27,6 +27,11 @@
     return node;
   }
   const time = (ms) => (ms ? new Date(ms).toLocaleString() : '');
+  // An interval in the largest unit that divides it: 90000 → "90s", 7200000 → "2h".
+  const interval = (ms) => {
+    for (const [unit, size] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1_000]]) if (ms % size === 0) return `${ms / size}${unit}`;
+    return `${ms}ms`;
+  };
   const statusEl = (status) => el('span', { class: `status status-${status}`, 'data-testid': 'status' }, status);
   const runLink = (id) => el('a', { href: `#/runs/${encodeURIComponent(id)}`, 'data-testid': 'run-link' }, id);
   const runQuery = (id) => `id=${encodeURIComponent(id)}`;
@@ -196,8 +201,10 @@
           el('td', {}, w.maxConcurrency === null ? 'unlimited' : w.maxConcurrency), el('td', {}, w.events.join(', ')), el('td', {}, w.owner))))),
       el('h3', {}, 'Cron schedules'),
       el('table', { 'data-testid': 'crons-table' },
-        el('thead', {}, el('tr', {}, ['Id', 'Workflow', 'Expression', 'Time zone', 'Next tick'].map((h) => el('th', {}, h)))),
-        el('tbody', {}, crons.map((c) => el('tr', {}, el('td', {}, c.id), el('td', {}, c.workflow), el('td', {}, el('code', {}, c.expression)),
+        el('thead', {}, el('tr', {}, ['Id', 'Source', 'Workflow', 'Schedule', 'Time zone', 'Next tick'].map((h) => el('th', {}, h)))),
+        // source: "definition" (a workflow's cron trigger) or "runtime" (client.schedule).
+        el('tbody', {}, crons.map((c) => el('tr', {}, el('td', {}, c.id), el('td', {}, c.source), el('td', {}, c.workflow),
+          el('td', {}, c.expression !== undefined ? el('code', {}, c.expression) : `every ${interval(c.every)}`),
           el('td', {}, c.timezone || ''), el('td', {}, time(c.nextAt)))))),
     ];
   }

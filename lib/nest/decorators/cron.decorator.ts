@@ -1,5 +1,6 @@
 import { ConfigurationError, type CronTrigger } from '../../core';
-import { assertKnownKeys, checkUserName, CRON_TRIGGER_KEYS, describeValue } from '../../core/definition/option-checks';
+import { checkCronId } from '../../core/definition/cron';
+import { assertKnownKeys, CRON_TRIGGER_KEYS, describeValue } from '../../core/definition/option-checks';
 import { REDFLOW_CRON } from '../redflow.constants';
 import { methodLabel } from './workflow.decorator';
 
@@ -22,7 +23,7 @@ export function Cron(expression: string, options: Omit<CronTrigger, 'expression'
       );
     }
     assertKnownKeys(`@Cron options of ${where}`, options, CRON_DECORATOR_OPTION_KEYS, { expression: 'Pass the expression as the first argument of @Cron.' });
-    if (options.id !== undefined) checkUserName(options.id, `@Cron id of ${where}`);
+    if (options.id !== undefined) checkCronId(options.id, `@Cron id of ${where}`);
     if (options.timezone !== undefined && (typeof options.timezone !== 'string' || !options.timezone)) {
       throw new ConfigurationError(`@Cron timezone of ${where} must be an IANA time zone name such as "Europe/Paris", got ${describeValue(options.timezone)}.`);
     }

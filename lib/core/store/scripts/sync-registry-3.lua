@@ -1,6 +1,7 @@
 -- sync-registry: records which workflows exist (queue, limits, event subscriptions, crons) under
 -- an owner, and removes what this owner registered before but no longer defines. Other owners'
--- workflows are kept. A cron whose definition is unchanged keeps its next time.
+-- workflows are kept, and so are runtime schedules (client.schedule), which no workflow lists. A
+-- cron whose definition is unchanged keeps its next time.
 -- KEYS[1] workflows set       KEYS[2] cron definitions hash   KEYS[3] cron next-time zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
 -- ARGV[4] '1' to remove this owner's workflows that are not listed, '0' to keep them
@@ -10,6 +11,7 @@
 -- Returns the names of the pruned workflows.
 --!include writable.lua
 --!include keys.lua
+--!include cron.lua
 
 local base, owner, now = ARGV[1], ARGV[2], ARGV[3]
 -- Decode every definition before the first write: a malformed one fails the script with nothing changed.
@@ -31,10 +33,7 @@ end
 
 local function remove_crons(list, keep)
   for id in string.gmatch(list or '', '[^\n]+') do
-    if not keep[id] then
-      redis.call('HDEL', KEYS[2], id)
-      redis.call('ZREM', KEYS[3], id)
-    end
+    if not keep[id] and not is_runtime_cron(id) then remove_cron(KEYS[2], KEYS[3], id) end
   end
 end
 
@@ -49,10 +48,7 @@ for _, wf in ipairs(workflows) do
   for _, cron in ipairs(wf.crons) do
     cronIds[#cronIds + 1] = cron.id
     keepCrons[cron.id] = true
-    if redis.call('HGET', KEYS[2], cron.id) ~= cron.def or not redis.call('ZSCORE', KEYS[3], cron.id) then
-      redis.call('HSET', KEYS[2], cron.id, cron.def)
-      redis.call('ZADD', KEYS[3], cron.next, cron.id)
-    end
+    put_cron(KEYS[2], KEYS[3], cron.id, cron.def, cron.next)
   end
   remove_crons(old[2], keepCrons)
   redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,
