@@ -25,6 +25,8 @@ export {
   type RunStepOptions,
   type StepRetryPolicy,
   type WaitForSignalOptions,
+  type WaitForEventOptions,
+  type CancelOnTrigger,
   type WorkflowContext,
   type WorkflowDefinition,
   type WorkflowHandler,

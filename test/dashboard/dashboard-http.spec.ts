@@ -405,6 +405,25 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
   });
   afterAll(() => engine?.close());
 
+  it('run?id=: the pending waits of a run: signal name, event and match, and deadline', async () => {
+    const waiter = engine.registry.define('waiter', {}, async ({ step }) => {
+      await Promise.all([
+        step.waitForSignal('approval', 'approve', { timeout: '1h' }),
+        step.waitForEvent('shipment', 'order.shipped', { match: { orderId: 'o-9' } }),
+      ]);
+    });
+    const worker = await engine.worker();
+    const { id } = await engine.client.start(waiter, {});
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'scheduled');
+    const body = (await request(server).get(`/redflow/api/run?id=${id}`).expect(200)).body as { steps: Array<Record<string, unknown>> };
+    expect(body.steps).toEqual(expect.arrayContaining([
+      expect.objectContaining({ name: 'approval', status: 'waiting', signal: 'approve', wakeAt: expect.any(Number) }),
+      expect.objectContaining({ name: 'shipment', status: 'waiting', event: 'order.shipped', match: { orderId: 'o-9' } }),
+    ]));
+    await engine.client.cancelRun(id);
+    await worker.stop();
+  });
+
   it('fifty runs of 1 MiB: the list stays under 100 KB; the detail cuts each payload to 64 KiB and the download is whole', async () => {
     const huge = 'x'.repeat(MiB - 64); // each input just under the default 1 MiB payload limit
     const started: string[] = [];

@@ -106,6 +106,11 @@ describe('keys', () => {
       k_events_due: () => keys.eventsDue(),
       k_write_check: () => keys.writeCheck(),
       k_signals: (id) => keys.signals(id),
+      k_event_wait: (e, h) => keys.eventWait(e, h),
+      k_event_shapes: (e) => keys.eventShapes(e),
+      k_event_waits_of: (id) => keys.eventWaitsOf(id),
+      k_leases: () => keys.leases(),
+      k_cancel_channel: () => keys.cancelChannel(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
     expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());

@@ -53,7 +53,11 @@ describe('Lua scripts', () => {
     const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
     const setting = all.filter((file) => /'finishedAt',/.test(code(read(join(DIR, file)))) && !/HMGET/.test(code(read(join(DIR, file))).match(/.*'finishedAt',.*/)![0]));
     expect(setting).toEqual(['includes/end-run.lua']);
-    for (const name of ['finish', 'reap', 'cancel'] as const) expect([name, code(read(join(DIR, scriptFile(name)))).includes('end_run(')]).toEqual([name, true]);
+    for (const name of ['finish', 'reap'] as const) expect([name, code(read(join(DIR, scriptFile(name)))).includes('end_run(')]).toEqual([name, true]);
+    // Canceling (cancelRun, or an event of a cancelOn) goes through cancel_run, which ends runs with end_run.
+    expect(code(read(join(DIR, scriptFile('cancel'))))).toContain('cancel_run(');
+    expect(code(read(join(INCLUDES, 'cancel.lua')))).toContain('end_run(');
+    expect(code(read(join(INCLUDES, 'fan-out.lua')))).toContain('cancel_run(');
     expect(code(read(join(INCLUDES, 'admit.lua')))).toContain('end_run(');
   });
 

@@ -1,3 +1,4 @@
+import { eventFields } from '../definition/event-match';
 import { idempotencyTtlSec, timeOption } from '../definition/duration';
 import { ConfigurationError, IdempotencyConflictError, UnknownWorkflowError } from '../errors';
 import {
@@ -179,6 +180,7 @@ export class RunProducer extends RunHandles {
       eventId: `ev${newRunId()}`,
       event,
       payload: encodeJson(payload, `The payload of event "${event}"`, this.maxPayloadBytes),
+      fields: eventFields(payload),
       now: Date.now(),
       emitAt: timeOption(options.emitAt, 'emitAt'),
       idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),

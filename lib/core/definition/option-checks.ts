@@ -19,6 +19,8 @@ import type {
   RunStepOptions,
   StepRetryPolicy,
   WaitForSignalOptions,
+  WaitForEventOptions,
+  CancelOnTrigger,
   WorkflowOptions,
 } from './workflow-types';
 
@@ -59,7 +61,14 @@ export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | und
   'mutex',
   'event',
   'cron',
+  'cancelOn',
 ]);
+
+/** Keys of a `cancelOn` item. */
+export const CANCEL_ON_KEYS = optionKeys<CancelOnTrigger>()(['event', 'match']);
+
+/** Keys of `WaitForEventOptions` (`step.waitForEvent`). */
+export const WAIT_FOR_EVENT_OPTION_KEYS = optionKeys<WaitForEventOptions>()(['match', 'timeout']);
 
 /** Keys of `RetryPolicy` (the `retries` option). */
 export const RETRY_POLICY_KEYS = optionKeys<RetryPolicy>()(['maxAttempts', 'delay', 'shouldRetry']);
@@ -233,6 +242,7 @@ export function assertWorkflowOptionKeys(
   for (const [option, keys] of [
     ['cron', CRON_TRIGGER_KEYS],
     ['event', EVENT_TRIGGER_KEYS],
+    ['cancelOn', CANCEL_ON_KEYS],
   ] as const) {
     const list = o[option];
     if (list === undefined) continue;

@@ -100,6 +100,9 @@ export interface StepState {
   childRunId?: string;
   /** For `waitForSignal` steps still waiting: the signal name (`wakeAt` is the timeout, if any). */
   signal?: string;
+  /** For `waitForEvent` steps still waiting: the event name and the match (`wakeAt` is the timeout, if any). */
+  event?: string;
+  match?: Record<string, unknown>;
   /** Times its function ran: failed tries plus the one that succeeded. Set once it ran at all. */
   attempts?: number;
   /** The error of its last failed try, when one failed (also when a later try succeeded). */

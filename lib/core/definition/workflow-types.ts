@@ -109,6 +109,32 @@ export interface StepApi {
    * records waiting to be stored), and a replay sets it again as it goes.
    */
   setProgress(value: unknown): Promise<void>;
+  /**
+   * Waits for `client.emitEvent(event, payload)` (or `step.emitEvent`) with a payload whose
+   * top-level fields equal `match`, and returns the payload, or `null` after `timeout`. The run
+   * waits without a worker slot. Only events emitted after the wait started count: an earlier one
+   * is not kept for it. Every wait that matches an event gets it.
+   */
+  waitForEvent<T = unknown>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions): Promise<T | null>;
+}
+
+/** Options of `step.waitForEvent`. */
+export interface WaitForEventOptions {
+  /** Payload fields and the values they must equal (strings, finite numbers or booleans). @default any payload */
+  match?: Record<string, string | number | boolean>;
+  /** Give up after this long (from the first time the step is reached) and return `null`. @default no limit */
+  timeout?: Duration;
+}
+
+/** `cancelOn` of a workflow: an event that cancels its runs. */
+export interface CancelOnTrigger<TInput = any> {
+  event: string;
+  /**
+   * Which events cancel which run: a payload field name (or several) whose value must equal the
+   * same field of the run's input, or a function of the input giving the fields and values.
+   * @default every event of that name cancels every run
+   */
+  match?: string | string[] | ((input: TInput) => Record<string, string | number | boolean>);
 }
 
 /** Options of `step.waitForSignal`. */
@@ -209,6 +235,11 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   event?: EventTrigger[];
   /** Start a run on these schedules: exactly one run per tick across all workers. */
   cron?: CronTrigger[];
+  /**
+   * Cancel a run when one of these events arrives with matching fields, while it runs or waits
+   * (from the start of its first attempt on), like `cancelRun`.
+   */
+  cancelOn?: CancelOnTrigger<TInput>[];
 }
 
 export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) => Promise<TOutput> | TOutput;

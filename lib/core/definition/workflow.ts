@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors';
 import { checkCronId, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
-import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName } from './option-checks';
+import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName, describeValue } from './option-checks';
 import type { InferInput, InputSchema } from './validation';
 import type { RunStarter, WorkflowDefinition, WorkflowHandler, WorkflowOptions } from './workflow-types';
 
@@ -153,6 +153,15 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
       throw new ConfigurationError(`Event name ${JSON.stringify(event?.name)} of workflow "${name}" is invalid. Use the same characters as workflow names.`);
     }
   }
+  (options.cancelOn ?? []).forEach((item, i) => {
+    checkEventName(item?.event, `The event of cancelOn[${i}] of workflow "${name}"`);
+    const match = item.match;
+    const fieldList = typeof match === 'string' ? [match] : Array.isArray(match) ? match : undefined;
+    if (fieldList) fieldList.forEach((field) => checkUserName(field, `A field of cancelOn[${i}].match of workflow "${name}"`));
+    else if (match !== undefined && typeof match !== 'function') {
+      throw new ConfigurationError(`cancelOn[${i}].match of workflow "${name}" must be a field name, a list of them or a function of the input, got ${describeValue(match)}.`);
+    }
+  });
   const triggered = (options.event?.length ?? 0) > 0 || (options.cron?.length ?? 0) > 0;
   if (triggered && hasDynamicFlowKeys(options)) {
     throw new ConfigurationError(

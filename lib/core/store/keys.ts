@@ -67,6 +67,18 @@ export class RedflowKeys {
   signals(runId: string): string {
     return `${this.base}signals:${runId}`;
   }
+  /** Runs waiting for an event with one set of match values (`hash`: sha1 of the match). */
+  eventWait(event: string, hash: string): string {
+    return `${this.base}evwait:${hash}|${event}`;
+  }
+  /** Match shapes waited on for an event: shape → number of waits. */
+  eventShapes(event: string): string {
+    return `${this.base}evshapes:${event}`;
+  }
+  /** A run's event-wait registrations (step waits and cancelOn), dropped when it ends. */
+  eventWaitsOf(runId: string): string {
+    return `${this.base}evwaits:${runId}`;
+  }
   leases(): string {
     return `${this.base}leases`;
   }

@@ -270,10 +270,27 @@ export class RedisScripts {
     return { code, record: record ?? '' };
   }
 
+  /** `wait-event-1.lua`: records a timeout, or records and registers the wait. */
+  async waitEvent(step: StepTarget, event: string, deadline: number, now: number, match: { shape: string; hash: string; json: string }): Promise<{ code: 'lost' | 'got' | 'timeout' | 'wait'; record: string }> {
+    const [code, record] = (await this.commands['wait-event'](this.keys.run(step.runId), this.keys.base, ...stepArgs(step), event, deadline, now, match.shape, match.hash, match.json)) as [
+      'lost' | 'got' | 'timeout' | 'wait',
+      string?,
+    ];
+    return { code, record: record ?? '' };
+  }
+
+  /** `register-cancel-on-1.lua`: registers a run's cancelOn triggers. */
+  async registerCancelOn(runId: string, token: string, triggers: Array<{ event: string; shape: string; hash: string }>): Promise<'ok' | 'lost'> {
+    const args = triggers.flatMap((t) => [t.event, t.shape, t.hash]);
+    return (await this.commands['register-cancel-on'](this.keys.run(runId), this.keys.base, runId, token, ...args)) as 'ok';
+  }
+
   async emitEvent(a: {
     eventId: string;
     event: string;
     payload: string;
+    /** The payload's top-level scalar fields (`eventFields`), for the runs waiting on a match. */
+    fields: string;
     now: number;
     emitAt: number;
     idempotencyKey: string;
@@ -292,6 +309,7 @@ export class RedisScripts {
       a.idempotencyKey,
       a.idempotencyTtlSec,
       ...stepArgs(a.step),
+      a.fields,
     )) as string[];
     return { code: reply[0] as 'ok', runIds: reply.slice(1) };
   }

@@ -12,8 +12,9 @@ import { decodeJson } from './serialization';
  * - `[2, seq, attempt, wakeAt]`: a `waitFor`, done once `wakeAt` has passed
  * - `[3, seq, attempt, childRunId, deadline]`: waiting for a child run (deadline 0 = none)
  * - `[4, seq, attempt, signalName, deadline]`: waiting for a signal (deadline 0 = none)
+ * - `[5, seq, attempt, eventName, deadline, match]`: waiting for an event (deadline 0 = none)
  */
-export type StepRecord = [kind: 0 | 1 | 2 | 3 | 4, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
+export type StepRecord = [kind: 0 | 1 | 2 | 3 | 4 | 5, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
@@ -87,7 +88,7 @@ export function parseStepRecord(runId: string, field: string, text: string, trie
 
 function parseStepRecordOnly(runId: string, field: string, text: string): StepState {
   const r = decodeJson(text, runId, field) as StepRecord;
-  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3, 4].includes(r[0])) {
+  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3, 4, 5].includes(r[0])) {
     throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
   }
   const base = { name: field.slice(STEP_FIELD_PREFIX.length), seq: r[1], attempt: r[2] };
@@ -100,6 +101,8 @@ function parseStepRecordOnly(runId: string, field: string, text: string): StepSt
       return { ...base, status: 'waiting' as const, childRunId: r[3] as string };
     case 4:
       return { ...base, status: 'waiting' as const, signal: r[3] as string, ...(r[4] ? { wakeAt: r[4] as number } : {}) };
+    case 5:
+      return { ...base, status: 'waiting' as const, event: r[3] as string, match: (r[5] ?? {}) as Record<string, unknown>, ...(r[4] ? { wakeAt: r[4] as number } : {}) };
     default: {
       const finishedAt = r[3] as number;
       const timing = { finishedAt, startedAt: finishedAt - (r[4] as number) };

@@ -8,6 +8,8 @@ import { STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
 import type { RedflowLogger } from '../definition/types';
 import { validateInput } from '../definition/validation';
 import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
+import type { CancelOnTrigger } from '../definition/workflow-types';
+import { cancelOnKeys } from '../definition/event-match';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -121,6 +123,7 @@ export class RunExecutor {
       if (!definition) throw new UnknownWorkflowError(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
+      await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
 
       const stored = new Map<string, string>();
       for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX)) stored.set(field, hash[field]);
@@ -162,6 +165,20 @@ export class RunExecutor {
       // Promise.all rejects with the first branch to settle: report the step that really failed.
       const error = (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined ? failure : thrown;
       return this.fail(error, info, input);
+    }
+  }
+
+  /**
+   * A run whose workflow has `cancelOn` registers its triggers (matched on its input) when its
+   * first attempt starts; the run hash's `cancelOn` field says it is done.
+   */
+  private async registerCancelOn(triggers: readonly CancelOnTrigger[] | undefined, workflow: string, input: unknown): Promise<void> {
+    if (!triggers?.length || this.claimed.hash.cancelOn) return;
+    const keys = cancelOnKeys(workflow, triggers, input);
+    const code = await this.redisCall(() => this.host.scripts.registerCancelOn(this.runId, this.token, keys));
+    if (code === 'lost') {
+      this.lost('lost');
+      throw this.stopReason ?? new CanceledError(this.runId, 'this worker no longer holds the run');
     }
   }
 

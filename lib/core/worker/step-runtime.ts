@@ -11,8 +11,10 @@ import {
   EMIT_EVENT_STEP_OPTION_KEYS,
   RUN_STEP_OPTION_KEYS,
   STEP_OPTION_KEYS,
+  WAIT_FOR_EVENT_OPTION_KEYS,
   WAIT_FOR_SIGNAL_OPTION_KEYS,
 } from '../definition/option-checks';
+import { eventFields, matchKey } from '../definition/event-match';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
 import {
   encodeFailureRecord,
@@ -31,7 +33,7 @@ import { stepRetryDelayMs } from '../definition/retry';
 export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForSignalOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
@@ -115,6 +117,8 @@ export class StepRuntime {
       emitEvent: (options, event, payload) => this.track(this.emitEvent(options, event, payload)),
       waitForSignal: <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
         this.track(this.waitForSignal(options, signal, waitOptions)) as Promise<T | null>,
+      waitForEvent: <T>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions) =>
+        this.track(this.waitForEvent(options, event, waitOptions)) as Promise<T | null>,
       setProgress: (value) => this.setField(PROGRESS_FIELD, value, 'The progress of the run', Math.min(MAX_PROGRESS_BYTES, this.ctx.maxPayloadBytes)),
     };
     let steps = 0;
@@ -289,6 +293,20 @@ export class StepRuntime {
     return (JSON.parse(result.record) as StepRecord)[5] ?? null;
   }
 
+  private async waitForEvent(options: StepOptions | string, event: string, waitOptions: WaitForEventOptions = {}): Promise<unknown> {
+    const { name, field, record } = this.begin('waitForEvent', options);
+    checkEventName(event, `The event name of step "${name}"`);
+    assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
+    const match = matchKey(waitOptions.match, `the match of step "${name}"`);
+    if (record?.[0] === 1) return record[5] ?? null;
+    await this.ready();
+    const deadline = record?.[0] === 5 ? (record[4] as number) : waitOptions.timeout === undefined ? 0 : Date.now() + toMs(waitOptions.timeout, `timeout of step "${name}"`);
+    const result = await this.ctx.call(() => this.ctx.scripts.waitEvent(this.target(field), event, deadline, Date.now(), match));
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'wait') this.suspend(deadline, field);
+    return (JSON.parse(result.record) as StepRecord)[5] ?? null;
+  }
+
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {
     const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
     const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
@@ -341,6 +359,7 @@ export class StepRuntime {
       eventId: `${this.ctx.runId}.${name}`,
       event,
       payload: encodeJson(payload, `The payload of event "${event}" (step "${name}")`, this.ctx.maxPayloadBytes),
+      fields: eventFields(payload),
       now: Date.now(),
       emitAt: timeOption(opts.emitAt, 'emitAt'),
       idempotencyKey: '',

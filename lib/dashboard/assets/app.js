@@ -184,10 +184,22 @@
               s.error ? el('div', { class: 'error' }, `${s.error.name}: ${s.error.message}`) : null),
             el('td', {}, statusEl(s.status)), el('td', {}, s.attempt, s.attempts > 1 ? el('div', { class: 'muted', 'data-testid': 'step-tries' }, `${s.attempts} tries`, s.lastError ? `, last error ${s.lastError.name}: ${s.lastError.message}` : '') : null,
               s.retryAt ? el('div', { class: 'muted' }, `retry at ${time(s.retryAt)}`) : null),
-            el('td', {}, duration !== undefined ? `${duration} ms` : s.wakeAt ? `until ${time(s.wakeAt)}` : s.childRunId ? runLink(s.childRunId) : ''),
+            el('td', {}, duration !== undefined ? `${duration} ms` : waitText(s)),
             el('td', { style: 'width:30%' }, duration !== undefined ? el('div', { class: 'bar', style: `width:${(duration / longest) * 100}%` }) : null));
         }))),
     ] };
+  }
+
+  /** What a waiting step waits for: a signal, an event and its match, a child run, or a time. */
+  function waitText(s) {
+    const until = s.wakeAt ? ` until ${time(s.wakeAt)}` : '';
+    if (s.signal !== undefined) return el('span', { 'data-testid': 'step-wait' }, `signal "${s.signal}"${until}`);
+    if (s.event !== undefined) {
+      const match = Object.keys(s.match || {}).length ? ` matching ${JSON.stringify(s.match)}` : '';
+      return el('span', { 'data-testid': 'step-wait' }, `event "${s.event}"${match}${until}`);
+    }
+    if (s.childRunId) return runLink(s.childRunId);
+    return s.wakeAt ? `until ${time(s.wakeAt)}` : '';
   }
 
   async function workflowsPage() {

@@ -8,6 +8,7 @@
 -- ARGV[7] idempotency key or ''                   ARGV[8] idempotency TTL (s)
 -- ARGV[9] parent run id or '' (called from a step) ARGV[10] parent lease token
 -- ARGV[11] step field         ARGV[12] step seq   ARGV[13] attempt
+-- ARGV[14] the payload's top-level scalar fields, '<name>\t<value JSON>' per line (event waits)
 -- Returns { 'lost' } | { 'ok', runIds... }
 --!include writable.lua
 --!include keys.lua
@@ -32,9 +33,9 @@ end
 local runIds = {}
 if emitAt > now then
   redis.call('ZADD', k_events_due(base), emitAt, eventId)
-  redis.call('HSET', k_event_data(base, eventId), 'name', name, 'payload', payload)
+  redis.call('HSET', k_event_data(base, eventId), 'name', name, 'payload', payload, 'fields', ARGV[14])
 else
-  runIds = fan_out(base, KEYS[1], eventId, payload, now)
+  runIds = fan_out(base, KEYS[1], eventId, name, payload, ARGV[14], now)
 end
 
 if parentId ~= '' then

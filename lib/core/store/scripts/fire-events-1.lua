@@ -11,9 +11,9 @@ assert_writable(base)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
 for _, eventId in ipairs(due) do
   local dataKey = k_event_data(base, eventId)
-  local event = redis.call('HMGET', dataKey, 'name', 'payload')
+  local event = redis.call('HMGET', dataKey, 'name', 'payload', 'fields')
   if event[1] then
-    fan_out(base, k_event_subs(base, event[1]), eventId, event[2], now)
+    fan_out(base, k_event_subs(base, event[1]), eventId, event[1], event[2], event[3] or '', now)
   end
   redis.call('DEL', dataKey)
   redis.call('ZREM', KEYS[1], eventId)

@@ -31,6 +31,8 @@ export const SCRIPTS = {
   'prune-run-index': 1,
   signal: 2,
   'wait-signal': 2,
+  'wait-event': 1,
+  'register-cancel-on': 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -4,6 +4,7 @@
 --!include index.lua
 --!include capacity.lua
 --!include waiters.lua
+--!include event-waits.lua
 
 -- A running run gives back what it holds: its lease, its mutex and its workflow concurrency slot
 -- (each handed to the next parked run). `slot` is the run's `slot` field, set while it holds one.
@@ -37,5 +38,7 @@ local function end_run(base, runId, r, to, now, result, fields)
   move_index(base, runId, r.workflow, r.from, to, now)
   -- Signals nobody consumed die with the run.
   redis.call('DEL', k_signals(base, runId))
+  -- So do its event waits and cancelOn registrations.
+  drop_event_waits(base, runId)
   if r.waited then notify_waiters(base, runId, to == 'succeeded', result, now) end
 end

@@ -1,8 +1,39 @@
--- fan-out.lua: one run per workflow subscribed to an event.
+-- fan-out.lua: an event arrives: one run per workflow subscribed to it, and the runs waiting for
+-- it (step.waitForEvent) or canceled by it (cancelOn) whose match its payload fields equal.
 --!include keys.lua
+--!include status.lua
 --!include start-run.lua
+--!include step-record.lua
+--!include wake.lua
+--!include event-waits.lua
+--!include cancel.lua
 
-local function fan_out(base, subsKey, eventId, payload, now)
+-- Hands the event to the runs whose waits match it. `fields`: the payload's top-level scalar
+-- fields (see matching_event_waits). Waits registered by runs that ended are dropped as found.
+local function deliver_event(base, event, payload, fields, now)
+  for _, wait in ipairs(matching_event_waits(base, event, fields)) do
+    local runId, field, hash, shape = wait[1], wait[2], wait[3], wait[4]
+    local runKey = k_run(base, runId)
+    if field == '' then
+      local message = 'Run "' .. runId .. '" was canceled by event "' .. event .. '" (cancelOn).'
+      cancel_run(base, runId, now, cjson.encode({ name = 'CanceledError', message = message }), 'event ' .. event)
+      unregister_event_wait(base, runId, event, shape, hash, field)
+    else
+      local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow')
+      local waiting = redis.call('HGET', runKey, field)
+      local record = nil
+      if run[1] and not TERMINAL[run[1]] and is_event_wait(waiting) then record = resolved_record(waiting, true, payload, now) end
+      unregister_event_wait(base, runId, event, shape, hash, field)
+      if record then
+        redis.call('HSET', runKey, field, record)
+        if run[1] == 'scheduled' then wake(base, runId, run) end
+      end
+    end
+  end
+end
+
+local function fan_out(base, subsKey, eventId, event, payload, fields, now)
+  deliver_event(base, event, payload, fields, now)
   local runIds = {}
   local subscribers = redis.call('SMEMBERS', subsKey)
   table.sort(subscribers)

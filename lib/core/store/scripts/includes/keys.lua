@@ -30,3 +30,13 @@ local function k_events_due(base) return base .. 'events:due' end
 local function k_write_check(base) return base .. 'write-check' end
 -- Signals sent to a run and not consumed yet, oldest first: "<signal name>\n<payload JSON>".
 local function k_signals(base, runId) return base .. 'signals:' .. runId end
+-- Runs waiting for an event with given match values: '<run id>\n<step field>' (step.waitForEvent)
+-- or '<run id>\n' (cancelOn). `hash` is the sha1 of the match (fixed length), the event name ends the key.
+local function k_event_wait(base, event, hash) return base .. 'evwait:' .. hash .. '|' .. event end
+-- Match shapes waited on for an event: shape (sorted field names, tab-separated) -> count of waits.
+local function k_event_shapes(base, event) return base .. 'evshapes:' .. event end
+-- A run's event-wait registrations, to drop when the run ends: '<field>\n<hash>\n<event>\n<shape>'.
+local function k_event_waits_of(base, runId) return base .. 'evwaits:' .. runId end
+local function k_leases(base) return base .. 'leases' end
+-- Pub/sub channel of running runs just canceled.
+local function k_cancel_channel(base) return base .. 'cancel' end

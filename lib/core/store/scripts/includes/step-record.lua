@@ -20,12 +20,23 @@ local function step_waiting_signal(seq, attempt, name, deadline)
   return '[4,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(name) .. ',' .. deadline .. ']'
 end
 
--- True for the record of a step still waiting for something else to happen: a child run ([3) or
--- a signal ([4).
+-- A step waiting for event `event` whose payload matches `matchJson` (an object's JSON text) until
+-- `deadline` (ms, 0 = no deadline).
+local function step_waiting_event(seq, attempt, event, deadline, matchJson)
+  return '[5,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(event) .. ',' .. deadline .. ',' .. matchJson .. ']'
+end
+
+-- True for the record of a step still waiting for something else to happen: a child run ([3),
+-- a signal ([4) or an event ([5).
 local function is_waiting(record)
   if record == nil or record == false then return false end
   local head = string.sub(record, 1, 2)
-  return head == '[3' or head == '[4'
+  return head == '[3' or head == '[4' or head == '[5'
+end
+
+-- True for the record of a step still waiting for an event.
+local function is_event_wait(record)
+  return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[5'
 end
 
 -- True for the record of a step still waiting for a signal.
@@ -43,7 +54,7 @@ end
 -- cjson, so a damaged record cannot raise an error after this script has written: it returns nil
 -- and the record is left for the run's replay to report as corrupt.
 local function resolved_record(waiting, ok, payload, now)
-  local seq, attempt = string.match(waiting, '^%[[34],(%d+),(%d+),')
+  local seq, attempt = string.match(waiting, '^%[[345],(%d+),(%d+),')
   if not seq then return nil end
   return step_done(ok, seq, attempt, now, payload)
 end

@@ -1,0 +1,153 @@
+import { CanceledError, ConfigurationError, type WorkflowContext } from '../../lib';
+import { TestEngine, eventually } from '../support/engine';
+
+/**
+ * `step.waitForEvent` (an emitted event whose payload fields equal `match` wakes the run) and
+ * `cancelOn` (a matching event cancels the run). Waits are found by one lookup per match shape,
+ * never by scanning waiting runs.
+ */
+describe('waitForEvent and cancelOn', () => {
+  let engine: TestEngine;
+  beforeEach(() => (engine = new TestEngine()));
+  afterEach(() => engine.close());
+
+  const statusOf = async (id: string) => (await engine.client.getRun(id))?.status;
+
+  it('resumes the run whose match the payload fields equal, with the payload; other events and earlier ones do not count', async () => {
+    const shipping = engine.registry.define('shipping', { maxConcurrency: Infinity }, async ({ step, input }: WorkflowContext<{ orderId: string }>) => {
+      const shipped = await step.waitForEvent<{ orderId: string; carrier: string }>('await-shipment', 'order.shipped', { match: { orderId: input.orderId } });
+      return shipped?.carrier;
+    });
+    await engine.worker({ concurrency: 1 });
+    // Emitted before any wait started: not kept for later waits.
+    await engine.client.emitEvent('order.shipped', { orderId: 'o-1', carrier: 'too early' });
+    const one = await engine.client.start(shipping, { orderId: 'o-1' });
+    const two = await engine.client.start(shipping, { orderId: 'o-2' });
+    await eventually(async () => (await statusOf(one.id)) === 'scheduled' && (await statusOf(two.id)) === 'scheduled');
+    expect((await engine.client.getRunSteps(one.id))[0]).toMatchObject({ status: 'waiting', event: 'order.shipped', match: { orderId: 'o-1' } });
+
+    await engine.client.emitEvent('order.shipped', { orderId: 'o-3', carrier: 'nobody waits' });
+    await engine.client.emitEvent('order.packed', { orderId: 'o-1', carrier: 'other event' });
+    await engine.client.emitEvent('order.shipped', { orderId: 'o-2', carrier: 'dhl', extra: { nested: true } });
+    await expect(two.result({ timeoutMs: 5_000 })).resolves.toBe('dhl');
+    expect(await statusOf(one.id)).toBe('scheduled');
+    await engine.client.emitEvent('order.shipped', { orderId: 'o-1', carrier: 'ups' });
+    await expect(one.result({ timeoutMs: 5_000 })).resolves.toBe('ups');
+    expect((await engine.client.getRunSteps(one.id))[0]).toMatchObject({ status: 'succeeded', output: { orderId: 'o-1', carrier: 'ups' } });
+    // The waits were removed from the lookup when they ended.
+    expect(await engine.redis.hlen(engine.client.keys.eventShapes('order.shipped'))).toBe(0);
+  });
+
+  it('matches numbers exactly (no rounding), several fields at once, and a wait without match takes any event of its name', async () => {
+    const wf = engine.registry.define('numbers', { maxConcurrency: Infinity }, async ({ step, input }: WorkflowContext<{ id: number; region?: string }>) =>
+      step.waitForEvent('wait', 'paid', { match: input.region === undefined ? { id: input.id } : { region: input.region, id: input.id } }),
+    );
+    const any = engine.registry.define('any', {}, async ({ step }) => step.waitForEvent<{ id: number }>('wait', 'paid'));
+    await engine.worker({ concurrency: 4 });
+    const big = await engine.client.start(wf, { id: 1234567890123456 });
+    const next = await engine.client.start(wf, { id: 1234567890123457 });
+    const both = await engine.client.start(wf, { id: 7, region: 'eu' });
+    const anyRun = await engine.client.start(any, {});
+    await eventually(async () => (await Promise.all([big, next, both, anyRun].map((h) => statusOf(h.id)))).every((s) => s === 'scheduled'));
+    await engine.client.emitEvent('paid', { id: 1234567890123457 });
+    await expect(next.result({ timeoutMs: 5_000 })).resolves.toEqual({ id: 1234567890123457 });
+    await expect(anyRun.result({ timeoutMs: 5_000 })).resolves.toEqual({ id: 1234567890123457 });
+    expect(await statusOf(big.id)).toBe('scheduled');
+    await engine.client.emitEvent('paid', { id: 7, region: 'us' });
+    expect(await statusOf(both.id)).toBe('scheduled');
+    await engine.client.emitEvent('paid', { id: 7, region: 'eu' });
+    await expect(both.result({ timeoutMs: 5_000 })).resolves.toEqual({ id: 7, region: 'eu' });
+    await engine.client.cancelRun(big.id);
+  });
+
+  it('returns null at the timeout, and the wait is removed from the lookup', async () => {
+    const wf = engine.registry.define('timeout', {}, async ({ step }) => step.waitForEvent('wait', 'never', { match: { k: 'v' }, timeout: 100 }));
+    await engine.worker();
+    const handle = await engine.client.start(wf, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBeNull();
+    expect(await engine.redis.hlen(engine.client.keys.eventShapes('never'))).toBe(0);
+    expect(await engine.redis.exists(engine.client.keys.eventWaitsOf(handle.id))).toBe(0);
+  });
+
+  it('a bad match is a ConfigurationError naming the step', async () => {
+    const wf = engine.registry.define('bad-match', {}, async ({ step }) => step.waitForEvent('wait', 'e', { match: { nested: { a: 1 } as unknown as string } }));
+    await engine.worker();
+    const handle = await engine.client.start(wf, {});
+    const error = await handle.result({ timeoutMs: 5_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toMatch(/the match of step "wait" field "nested" must be a string, a finite number or a boolean/);
+  });
+
+  it('10,000 waiting runs: one emit wakes exactly the matching one, in under 50 ms', async () => {
+    const wf = engine.registry.define('many', { maxConcurrency: Infinity }, async ({ step, input }: WorkflowContext<{ n: number }>) =>
+      step.waitForEvent('wait', 'tick', { match: { n: input.n } }),
+    );
+    // Register 10,000 waits through the script a worker uses, without running 10,000 handlers:
+    // each run is claimed and records its wait like a worker does.
+    const runs = 10_000;
+    const ids: string[] = [];
+    for (let i = 0; i < runs; i += 500) {
+      const batch = await Promise.all(Array.from({ length: Math.min(500, runs - i) }, (_, j) => engine.client.start(wf, { n: i + j })));
+      ids.push(...batch.map((h) => h.id));
+    }
+    await engine.worker({ concurrency: 50 });
+    await eventually(async () => (await engine.client.countRuns({ workflow: 'many', status: 'scheduled' })) === runs, 60_000);
+    const target = ids[7_777];
+    const started = performance.now();
+    await engine.client.emitEvent('tick', { n: 7_777 });
+    const emitMs = performance.now() - started;
+    expect(emitMs).toBeLessThan(50);
+    await expect(engine.client.handle(target).result({ timeoutMs: 5_000 })).resolves.toEqual({ n: 7_777 });
+    expect(await engine.client.countRuns({ workflow: 'many', status: 'scheduled' })).toBe(runs - 1);
+    expect(await engine.client.countRuns({ workflow: 'many', status: 'succeeded' })).toBe(1);
+  }, 120_000);
+
+  it('cancelOn cancels a waiting run on a matching event and leaves it on a non-matching one', async () => {
+    const order = engine.registry.define(
+      'order',
+      { maxConcurrency: Infinity, cancelOn: [{ event: 'order.deleted', match: 'orderId' }] },
+      async ({ step, input }: WorkflowContext<{ orderId: string }>) => {
+        await step.waitFor('grace', '1h');
+        return input.orderId;
+      },
+    );
+    await engine.worker();
+    const kept = await engine.client.start(order, { orderId: 'o-1' });
+    const doomed = await engine.client.start(order, { orderId: 'o-2' });
+    await eventually(async () => (await statusOf(kept.id)) === 'scheduled' && (await statusOf(doomed.id)) === 'scheduled');
+    await engine.client.emitEvent('order.deleted', { orderId: 'o-3' });
+    await engine.client.emitEvent('order.deleted', { orderId: 'o-2' });
+    const error = await doomed.result({ timeoutMs: 5_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CanceledError);
+    expect((await engine.client.getRun(doomed.id))!).toMatchObject({ status: 'canceled', cancelReason: 'event order.deleted' });
+    expect(await statusOf(kept.id)).toBe('scheduled');
+    await engine.client.cancelRun(kept.id);
+    // Ended runs leave nothing in the lookup.
+    expect(await engine.redis.hlen(engine.client.keys.eventShapes('order.deleted'))).toBe(0);
+  });
+
+  it('cancelOn cancels a running run: its signal aborts and its later steps never run', async () => {
+    let after = 0;
+    const job = engine.registry.define(
+      'job',
+      { cancelOn: [{ event: 'job.stop', match: (input: { job: string }) => ({ job: input.job }) }] },
+      async ({ step, signal }: WorkflowContext<{ job: string }>) => {
+        await step.run('work', () => new Promise((resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))));
+        await step.run('after', () => after++);
+      },
+    );
+    await engine.worker();
+    const handle = await engine.client.start(job, { job: 'j-1' });
+    await eventually(async () => (await statusOf(handle.id)) === 'running' && (await engine.redis.hget(engine.client.keys.run(handle.id), 'cancelOn')) === '1');
+    await engine.client.emitEvent('job.stop', { job: 'j-1' });
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow(CanceledError);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(after).toBe(0);
+  });
+
+  it('a bad cancelOn is a ConfigurationError when the workflow is defined', () => {
+    expect(() => engine.registry.define('bad-cancel', { cancelOn: [{ event: 'bad event!' }] }, () => 1)).toThrow(ConfigurationError);
+    expect(() => engine.registry.define('bad-cancel2', { cancelOn: [{ event: 'e', match: 5 as unknown as string }] }, () => 1)).toThrow(/cancelOn\[0\]\.match of workflow "bad-cancel2" must be a field name/);
+    expect(() => engine.registry.define('bad-cancel3', { cancelOn: [{ event: 'e', mtch: 'x' } as never] }, () => 1)).toThrow(ConfigurationError);
+  });
+});
