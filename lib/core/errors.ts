@@ -26,12 +26,18 @@ export class InputValidationError extends RedflowError {
   constructor(
     readonly workflow: string,
     readonly issues: ReadonlyArray<ValidationIssue>,
+    /** What was invalid, when it is not the workflow's input (a signal's payload, say). */
+    subject?: string,
   ) {
     const detail = issues
       .slice(0, 5)
       .map((i) => (i.path && i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message))
       .join('; ');
-    super(`Input for workflow "${workflow}" is invalid: ${detail}. Fix the input to match the workflow's schema.`);
+    super(
+      subject
+        ? `${subject} is invalid: ${detail}. Fix it to match its schema.`
+        : `Input for workflow "${workflow}" is invalid: ${detail}. Fix the input to match the workflow's schema.`,
+    );
   }
 }
 

@@ -4,7 +4,7 @@ export { OnEvent } from './decorators/on-event.decorator';
 export { Step, type StepDecoratorOptions } from './decorators/step.decorator';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
 export { RedflowAdmin } from './redflow.admin';
-export { RedflowClient, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './redflow.client';
+export { RedflowClient, type SignalPayload, type WorkflowClassWithSignals, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './redflow.client';
 export { guard } from './redflow-dashboard.guard';
 export { RedflowModule } from './redflow.module';
 export type { RedflowModuleOptions, RedflowWorkerOptions } from './redflow-options.interface';

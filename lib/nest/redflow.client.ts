@@ -2,8 +2,11 @@ import { Logger, type Type } from '@nestjs/common';
 import { Cluster, Redis } from 'ioredis';
 import {
   ConfigurationError,
+  InputValidationError,
   WorkflowClient,
   type ClientOptions,
+  type InferInput,
+  type InputSchema,
   type RedisConnection,
   type RunHandle,
   type RunOptions,
@@ -11,6 +14,7 @@ import {
   type WorkflowRegistry,
 } from '../core';
 import { openConnection } from '../core/store/connection';
+import { validateInput } from '../core/definition/validation';
 import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
 import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 import { workflowName } from './decorators/workflow.decorator';
@@ -27,6 +31,15 @@ export type WorkflowInput<T, K extends keyof T> = T[K] extends (ctx: WorkflowCon
 
 /** The output type of a workflow method. */
 export type WorkflowOutput<T, K extends keyof T> = T[K] extends (...args: never[]) => infer R ? Awaited<R> : never;
+
+/**
+ * A workflow provider class that declares the signals its runs take, as a static member:
+ * `static readonly signals = { approve: ApproveDto }` (DTO classes or Standard Schemas).
+ */
+export type WorkflowClassWithSignals = Type<unknown> & { readonly signals: Readonly<Record<string, InputSchema>> };
+
+/** The payload type of signal `N` of a workflow class. */
+export type SignalPayload<C extends WorkflowClassWithSignals, N extends keyof C['signals']> = InferInput<C['signals'][N]>;
 
 /**
  * The client of `RedflowModule`, injectable by class. Everything `createClient()` gives, plus
@@ -55,6 +68,32 @@ export class RedflowClient extends WorkflowClient {
       throw new ConfigurationError(`${workflowClass.name}.${method} is not a @Workflow method. Decorate it with @Workflow() or start a workflow by name with runByName().`);
     }
     return this.runByName(workflowName(metadata, workflowClass.name, method), input, options);
+  }
+
+  /**
+   * Sends a signal to a run (see `WorkflowClient.signal`). Given the workflow class first, the
+   * signal name and payload are type-checked against the class's static `signals`, and the payload
+   * is validated by its DTO or schema before it is sent (`InputValidationError`, nothing sent).
+   */
+  override signal(runId: string, name: string, payload?: unknown): Promise<boolean>;
+  override signal<C extends WorkflowClassWithSignals, N extends keyof C['signals'] & string>(workflowClass: C, runId: string, name: N, payload: SignalPayload<C, N>): Promise<boolean>;
+  override async signal(...args: unknown[]): Promise<boolean> {
+    if (typeof args[0] !== 'function') return super.signal(args[0] as string, args[1] as string, args[2]);
+    const [workflowClass, runId, name, payload] = args as [WorkflowClassWithSignals, string, string, unknown];
+    const declared = (workflowClass as Partial<WorkflowClassWithSignals>).signals;
+    const schema = declared && Object.prototype.hasOwnProperty.call(declared, name) ? declared[name] : undefined;
+    if (!schema) {
+      const known = declared ? Object.keys(declared).join(', ') || 'none' : 'none';
+      throw new ConfigurationError(`${workflowClass.name} declares no signal "${name}" (declared: ${known}). Add it to its static signals, e.g. static readonly signals = { ${name}: PayloadDto }.`);
+    }
+    let valid: unknown;
+    try {
+      valid = await validateInput(workflowClass.name, schema, payload);
+    } catch (error) {
+      if (error instanceof InputValidationError) throw new InputValidationError(error.workflow, error.issues, `The payload of signal "${name}" of ${workflowClass.name}`);
+      throw error;
+    }
+    return super.signal(runId, name, valid);
   }
 }
 

@@ -72,6 +72,21 @@ class ReceiptWorkflows {
   }
 }
 
+class ApproveDto {
+  @IsInt() @Min(1) level!: number;
+}
+
+@Injectable()
+class ApprovalWorkflows {
+  static readonly signals = { approve: ApproveDto };
+
+  @Workflow({ name: 'approval' })
+  async approval({ step }: WorkflowContext<{ order: string }>) {
+    const decision = await step.waitForSignal<ApproveDto>('await-approval', 'approve', { timeout: '1m' });
+    return decision?.level ?? 0;
+  }
+}
+
 const runtime = { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
 
 describe('RedflowModule', () => {
@@ -219,6 +234,23 @@ describe('RedflowModule', () => {
     expect(app!.get(Checkout).client).toBe(app!.get(RedflowClient));
   });
 
+  it('client.signal(WorkflowClass, runId, name, payload) validates the payload by the class\'s declared signal DTO', async () => {
+    const module = await Test.createTestingModule({ imports: [RedflowModule.forRoot(options())], providers: [ApprovalWorkflows] }).compile();
+    app = module.createNestApplication({ logger: false });
+    await app.init();
+    const client = app.get(RedflowClient);
+    const handle = await client.run(ApprovalWorkflows, 'approval', { order: 'o-1' });
+    await expect(client.signal(ApprovalWorkflows, handle.id, 'approve', { level: 0 })).rejects.toThrow(
+      'The payload of signal "approve" of ApprovalWorkflows is invalid: level: level must not be less than 1. Fix it to match its schema.',
+    );
+    await expect(client.signal(ApprovalWorkflows, handle.id, 'reject' as 'approve', { level: 1 })).rejects.toThrow(/ApprovalWorkflows declares no signal "reject" \(declared: approve\)/);
+    expect(await client.redis.llen(client.keys.signals(handle.id))).toBe(0);
+    expect(await client.signal(ApprovalWorkflows, handle.id, 'approve', { level: 2 })).toBe(true);
+    await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe(2);
+    // The untyped form still works, and says false for an ended run.
+    expect(await client.signal(handle.id, 'approve', { level: 3 })).toBe(false);
+  });
+
   it('client.run rejects a method that is not a @Workflow', async () => {
     await start([RedflowModule.forRoot({ ...options(), worker: false })]);
     const client = app!.get(RedflowClient);
@@ -229,6 +261,17 @@ describe('RedflowModule', () => {
     );
   });
 });
+
+/** Compile-time checks of `client.signal` with a workflow class: `npm run typecheck` fails if a wrong call compiles. */
+export function typedSignalChecks(client: RedflowClient): void {
+  void client.signal(ApprovalWorkflows, 'run-id', 'approve', { level: 1 });
+  // @ts-expect-error wrong payload type
+  void client.signal(ApprovalWorkflows, 'run-id', 'approve', { level: 'high' });
+  // @ts-expect-error no such signal
+  void client.signal(ApprovalWorkflows, 'run-id', 'reject', { level: 1 });
+  // @ts-expect-error the class declares no signals
+  void client.signal(BillingWorkflows, 'run-id', 'approve', { level: 1 });
+}
 
 /** Compile-time checks of `client.run`: `npm run typecheck` fails if a wrong call compiles. */
 export function typedRunChecks(client: RedflowClient): void {
