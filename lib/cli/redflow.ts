@@ -439,7 +439,7 @@ async function runDashboard(settings: DashboardSettings, redisUrl: string, prefi
   server.on('request', gatedListener(handle, hosts, gate));
 
   const origin = `http://${hosts[0]}`;
-  out(`Redflow dashboard for prefix "${printable(prefix)}" on ${origin}/${settings.readOnly ? ' (read-only; --allow-actions enables cancel and re-run)' : ''}`);
+  out(`Redflow dashboard for prefix "${printable(prefix)}" on ${origin}/${settings.readOnly ? ' (read-only; --allow-actions enables cancel, re-run and resume)' : ''}`);
   if (gate) out(`Sign in at ${origin}/?login=${gate.newLoginCode()} (the link works once; scripts send "Authorization: Bearer <token>").`);
   else if (!isLoopback(settings.host)) warn(`Warning: the dashboard listens on ${urlHost(settings.host)}:${port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.`);
   if (isWildcard(settings.host) && !settings.allowedHosts.length) {

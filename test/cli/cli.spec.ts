@@ -348,7 +348,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
     it('without --allow-actions it is read-only', async () => {
       const dash = await dashboard();
-      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel and re-run)`);
+      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel, re-run and resume)`);
       expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
       await stopWithSigterm(dash);
     });
