@@ -149,6 +149,7 @@ describe('scripts on a full Redis', () => {
       ['promote', scripts.promote('default', now + 10_000, 10)],
       ['reap', scripts.reap(now + 10_000, 10, 10)],
       ['cancel', scripts.cancel(queued.id, now, '{}', 'test')],
+      ['resume', scripts.resume(queued.id)],
       ['emit-event', scripts.emitEvent({ eventId: 'ev1', event: 'e', payload: '1', now, emitAt: 0, idempotencyKey: '', idempotencyTtlSec: 1 })],
       ['fire-events', scripts.fireEvents(now + 10_000, 10)],
       ['schedule', scripts.schedule({ cronId: '@s2', def: '{"workflow":"w","every":1000,"input":null}', next: now + 1000, workflow: 'w', local: false })],
