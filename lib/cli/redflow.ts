@@ -7,6 +7,7 @@
  *   redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]
  *   redflow runs show <id>
  *   redflow runs cancel <id> [--reason R]
+ *   redflow runs resume <id>
  *   redflow workflows
  *
  * Common options: --redis URL (or REDIS_URL), --prefix P (or REDFLOW_PREFIX), --json.
@@ -31,6 +32,7 @@ import { isIPv4, isIPv6, type AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { RedisOptions } from 'ioredis';
 import { WorkflowClient } from '../core/client/workflow-client';
+import { RunNotResumableError } from '../core/errors';
 import { openConnection, type RedisConnection } from '../core/store/connection';
 import { RUN_STATUSES, type RunState, type RunStatus, type StepState } from '../core/definition/types';
 import { createDashboardHandler } from '../dashboard/dashboard-handler';
@@ -41,6 +43,7 @@ const USAGE = `Usage:
   redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]
   redflow runs show <id>
   redflow runs cancel <id> [--reason R]
+  redflow runs resume <id>
   redflow workflows
 Options: --redis URL (default $REDIS_URL or redis://127.0.0.1:6379), --prefix P (default $REDFLOW_PREFIX or "redflow"), --json
 Dashboard access:
@@ -439,7 +442,7 @@ async function runDashboard(settings: DashboardSettings, redisUrl: string, prefi
   server.on('request', gatedListener(handle, hosts, gate));
 
   const origin = `http://${hosts[0]}`;
-  out(`Redflow dashboard for prefix "${printable(prefix)}" on ${origin}/${settings.readOnly ? ' (read-only; --allow-actions enables cancel and re-run)' : ''}`);
+  out(`Redflow dashboard for prefix "${printable(prefix)}" on ${origin}/${settings.readOnly ? ' (read-only; --allow-actions enables cancel, re-run and resume)' : ''}`);
   if (gate) out(`Sign in at ${origin}/?login=${gate.newLoginCode()} (the link works once; scripts send "Authorization: Bearer <token>").`);
   else if (!isLoopback(settings.host)) warn(`Warning: the dashboard listens on ${urlHost(settings.host)}:${port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.`);
   if (isWildcard(settings.host) && !settings.allowedHosts.length) {
@@ -469,6 +472,16 @@ function runText(run: RunState, steps: StepState[]): string {
     .join('\n');
 }
 
+/** `client.resume`, with the refusal of a run that is not failed or canceled as a one-sentence CLI error. */
+async function resumeRun(client: WorkflowClient, id: string): Promise<boolean> {
+  try {
+    return await client.resume(id);
+  } catch (error) {
+    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed or canceled run can be resumed.`);
+    throw error;
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -493,7 +506,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const [command, sub, id] = positionals;
   if (values.help || !command) return out(USAGE);
-  const known = ['dashboard', 'workflows'].includes(command) || (command === 'runs' && ['list', 'show', 'cancel'].includes(sub ?? ''));
+  const known = ['dashboard', 'workflows'].includes(command) || (command === 'runs' && ['list', 'show', 'cancel', 'resume'].includes(sub ?? ''));
   if (!known) throw new CliError(`Unknown command "${printable(positionals.join(' '))}".\n${USAGE}`);
   checkRedisUrl(values.redis!);
   if (command === 'dashboard') return runDashboard(dashboardSettings(values), values.redis!, values.prefix!);
@@ -527,6 +540,11 @@ async function main(argv: string[]): Promise<void> {
       const run = maskRun(stored);
       const steps = (await client.getRunSteps(id)).map(maskStep);
       print({ run, steps }, () => runText(run, steps));
+    } else if (sub === 'resume') {
+      if (!id) throw new CliError('Give the run id: redflow runs resume <id>.');
+      const resumed = await resumeRun(client, id);
+      if (!resumed) throw new CliError(`Run "${printable(id)}" does not exist under prefix "${printable(values.prefix!)}".`);
+      print({ id, resumed }, () => `Resumed run ${printable(id)}: it goes on from its first incomplete step.`);
     } else {
       if (!id) throw new CliError('Give the run id: redflow runs cancel <id>.');
       const canceled = await client.cancelRun(id, { reason: values.reason ?? 'canceled from the CLI' });

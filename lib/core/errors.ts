@@ -170,6 +170,21 @@ export class RunNotFoundError extends RedflowError {
   }
 }
 
+/** `resume` of a run that is not failed or canceled: a live run goes on by itself, a succeeded one is done. */
+export class RunNotResumableError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    /** The run's status when it was refused. */
+    readonly status: string,
+  ) {
+    const fix =
+      status === 'succeeded'
+        ? 'Use rerun() to run its workflow again as a new run.'
+        : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
+    super(`Run "${runId}" is ${status}: only a failed or canceled run can be resumed. ${fix}`);
+  }
+}
+
 /** A run has as many buffered signals as it may hold: the signal was not stored. */
 export class SignalBufferFullError extends RedflowError {
   constructor(
@@ -324,6 +339,7 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: IdempotencyConflictError, retryable: false },
   { cls: RunNotFoundError, retryable: false },
   { cls: SignalBufferFullError, retryable: false },
+  { cls: RunNotResumableError, retryable: false },
   // Retryable: the cause may be gone by the next attempt.
   { cls: RedflowError, retryable: true },
   { cls: TimeoutError, retryable: true },

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import type { WorkflowClient } from '../core/client/workflow-client';
-import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError } from '../core/errors';
+import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotResumableError } from '../core/errors';
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
 import { RUN_STATUSES, type RedflowLogger, type RunStatus, type RunSummary, type StepState } from '../core/definition/types';
 import { DashboardHttpError } from './dashboard-http-error';
@@ -77,6 +77,10 @@ export function previewPayload(value: unknown, max = PAYLOAD_PREVIEW_BYTES): Pay
   const bytes = Buffer.byteLength(text);
   if (bytes <= max) return { text, bytes, truncated: false };
   return { text: Buffer.from(text).subarray(0, max).toString('utf8').replace(/\uFFFD+$/, ''), bytes, truncated: true };
+}
+
+function runNotFound(id: string): DashboardHttpError {
+  return new DashboardHttpError(404, 'RUN_NOT_FOUND', `Run "${id}" does not exist.`);
 }
 
 export class DashboardApi {
@@ -190,6 +194,24 @@ export class DashboardApi {
     return { runId: handle.id };
   }
 
+  /** Resumes a failed or canceled run in place; answers with its (unchanged) id. */
+  async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
+    const id = await this.checkAction(query, headers);
+    const run = await this.loadRun(id);
+    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed or canceled runs can be resumed.`);
+    if (run.status !== 'failed' && run.status !== 'canceled') throw refused(run.status);
+    let resumed: boolean;
+    try {
+      resumed = await this.read(() => this.client.resume(id));
+    } catch (error) {
+      // Another request resumed (or a worker started) it since it was read.
+      if (error instanceof RunNotResumableError) throw refused(error.status);
+      throw error;
+    }
+    if (!resumed) throw runNotFound(id);
+    return { runId: id };
+  }
+
   /**
    * The response for anything a method threw: our refusals as they are, Redis trouble as 503 with
    * a sentence the page shows, anything else as a bare 500 whose details go to the server log.
@@ -227,7 +249,7 @@ export class DashboardApi {
   /** A run with its steps, masked and redacted, or 404. */
   private async loadRun(id: string): Promise<DashboardRun> {
     const [run, steps] = await this.read(() => Promise.all([this.client.getRun(id), this.client.getRunSteps(id)]));
-    if (!run) throw new DashboardHttpError(404, 'RUN_NOT_FOUND', `Run "${id}" does not exist.`);
+    if (!run) throw runNotFound(id);
     return this.redact({ ...run, steps });
   }
 

@@ -29,6 +29,7 @@ const ROUTES: Record<string, Partial<Record<'GET' | 'POST', Route>>> = {
   },
   '/api/run/cancel': { POST: async (api, query, req) => ({ json: await api.cancel(query, req.headers) }) },
   '/api/run/rerun': { POST: async (api, query, req) => ({ json: await api.rerun(query, req.headers), status: 201 }) },
+  '/api/run/resume': { POST: async (api, query, req) => ({ json: await api.resume(query, req.headers) }) },
 };
 
 function send(res: ServerResponse, status: number, body: string, type: string, headers: Record<string, string> = {}): void {

@@ -39,7 +39,7 @@ export interface DashboardOptions {
    * `guard(MyGuard)` in Nest, your own function, or `() => true` for open access.
    */
   authorize: DashboardAuthorize | DashboardGuardRef;
-  /** Refuse cancel and re-run. @default false */
+  /** Refuse cancel, re-run and resume. @default false */
   readOnly?: boolean;
   /**
    * Changes a run before it is shown or downloaded, to hide what operators should not see. It

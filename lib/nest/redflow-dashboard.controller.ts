@@ -85,6 +85,12 @@ export class RedflowDashboardController {
   rerun(@Query() query: Query, @Req() request: NestRequest) {
     return this.api.rerun(query, nodeRequest(request).headers);
   }
+
+  @Post('api/run/resume')
+  @HttpCode(200)
+  resume(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.resume(query, nodeRequest(request).headers);
+  }
 }
 
 /** The dashboard controller on `path`: a subclass per module instance, so two apps never share one. */

@@ -343,6 +343,7 @@ describeBrowser('dashboard in chromium', () => {
     expect((await steps.getByTestId('step-output').allTextContents()).map((text) => JSON.parse(text) as unknown)).toEqual([{ name: 'Ada' }, 'Hello Ada']);
     expect(await page.getByTestId('cancel').isDisabled()).toBe(true);
     expect(await page.getByTestId('rerun').isDisabled()).toBe(true);
+    expect(await page.getByTestId('resume').isDisabled()).toBe(true);
 
     const file = join(ARTIFACTS, 'dashboard-run.png');
     rmSync(file, { force: true });
@@ -364,6 +365,7 @@ describeBrowser('dashboard in chromium', () => {
     expect(await page.getByTestId('action-message').textContent()).toBe('');
     expect(await page.getByTestId('cancel').isDisabled()).toBe(true);
     expect(await page.getByTestId('rerun').isEnabled()).toBe(true);
+    expect(await page.getByTestId('resume').isEnabled()).toBe(true);
     expect(await page.getByText('canceled from the dashboard', { exact: true }).count()).toBe(1);
     expect(await engine.client.getRun(ids.blocked)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the dashboard' });
     // The action went out as the server demands: JSON, with the page's token (the server refuses anything else).

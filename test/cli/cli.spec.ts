@@ -215,6 +215,23 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(other.id)).toMatchObject({ status: 'canceled', cancelReason: 'duplicate order' });
   });
 
+  it('runs resume: queues a canceled run again under its id; a live or missing run is one sentence and exit 1', async () => {
+    const { id } = await engine.client.runByName('parked-job', { resume: 'me' });
+    await engine.client.cancelRun(id);
+    expect(await redflow('runs', 'resume', id)).toEqual({ code: 0, stdout: `Resumed run ${id}: it goes on from its first incomplete step.\n`, stderr: '' });
+    expect(await engine.client.getRun(id)).toMatchObject({ status: 'queued', attempt: 0, maxAttempts: 1 });
+    expect((await engine.client.getRun(id))?.cancelReason).toBeUndefined();
+
+    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed or canceled run can be resumed.\n` });
+    expect(await redflow('runs', 'resume', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'resume')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs resume <id>.\n' });
+
+    const other = await engine.client.runByName('parked-job', { resume: 'as json' });
+    await engine.client.cancelRun(other.id);
+    expect(json(await redflow('runs', 'resume', other.id, '--json'))).toEqual({ id: other.id, resumed: true });
+    expect((await engine.client.getRun(other.id))!.status).toBe('queued');
+  });
+
   describe('errors are one sentence on stderr, exit code 1, no stack trace', () => {
     it('a Redis that does not answer', async () => {
       const result = await run(['workflows', '--redis', 'redis://127.0.0.1:1', '--prefix', 'anything']);
@@ -348,7 +365,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
     it('without --allow-actions it is read-only', async () => {
       const dash = await dashboard();
-      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel and re-run)`);
+      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel, re-run and resume)`);
       expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
       await stopWithSigterm(dash);
     });

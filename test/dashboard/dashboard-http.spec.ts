@@ -38,7 +38,7 @@ async function pageToken(server: Server, path = '/redflow/', headers: Record<str
 }
 
 /** An action as the page sends it: same origin, JSON, with the page's token. */
-async function act(server: Server, id: string, action: 'cancel' | 'rerun') {
+async function act(server: Server, id: string, action: 'cancel' | 'rerun' | 'resume') {
   const token = await pageToken(server);
   return request(server)
     .post(`/redflow/api/run/${action}?id=${encodeURIComponent(id)}`)
@@ -527,10 +527,10 @@ describe('dashboard access control', () => {
       expect(res.body).toEqual(denied);
       expect(res.text).not.toContain('never runs');
     }
-    for (const action of ['cancel', 'rerun']) {
+    for (const action of ['cancel', 'rerun', 'resume']) {
       expect((await request(server).post(`/redflow/api/run/${action}?id=${queuedId}`).set(SAME_ORIGIN_JSON).send({}).expect(403)).body).toEqual(denied);
     }
-    expect(seen.length).toBe(paths.length + 2);
+    expect(seen.length).toBe(paths.length + 3);
     expect(seen.every((req) => typeof req.headers === 'object')).toBe(true);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect(await engine.client.listRuns()).toHaveLength(1);
@@ -636,7 +636,7 @@ describe('dashboard actions', () => {
     expect((await engine.client.getRun(id))!.status).toBe('canceled');
   });
 
-  it('readOnly: meta says so, and cancel and re-run are refused with 403 READ_ONLY, changing nothing', async () => {
+  it('readOnly: meta says so, and cancel, re-run and resume are refused with 403 READ_ONLY, changing nothing', async () => {
     const queued = await engine.client.runByName('idle', { i: 3 });
     const failed = await engine.client.runByName('boom', { i: 3 });
     await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
@@ -645,7 +645,9 @@ describe('dashboard actions', () => {
     const refused = { statusCode: 403, code: 'READ_ONLY', message: 'The dashboard is read-only: actions are disabled.' };
     expect((await act(readOnly, queued.id, 'cancel')).body).toEqual(refused);
     expect((await act(readOnly, failed.id, 'rerun')).body).toEqual(refused);
+    expect((await act(readOnly, failed.id, 'resume')).body).toEqual(refused);
     expect((await engine.client.getRun(queued.id))!.status).toBe('queued');
+    expect((await engine.client.getRun(failed.id))!.status).toBe('failed');
     expect((await engine.client.listRuns()).map((r) => r.id)).toEqual(before);
   });
 
@@ -685,6 +687,46 @@ describe('dashboard actions', () => {
     const missing = { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' };
     expect((await act(server, 'missing', 'rerun')).body).toEqual(missing);
     expect((await act(server, 'missing', 'cancel')).body).toEqual(missing);
+  });
+
+  it('resume of a failed run: 200 with its own id; the run goes on under that id at its next attempt', async () => {
+    const failed = await engine.client.runByName('boom', { card: 'resume-me' });
+    await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
+    const before = (await engine.client.listRuns({ limit: 200 })).length;
+    // The checks of every action: the page token, the same origin, a JSON body.
+    const bare = () => request(server).post(`/redflow/api/run/resume?id=${failed.id}`);
+    expect((await bare().set(SAME_ORIGIN_JSON).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
+    const token = await pageToken(server);
+    expect((await bare().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code).toBe('CROSS_ORIGIN');
+    expect((await bare().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('x=1').expect(415)).body.code).toBe('JSON_REQUIRED');
+    expect((await engine.client.getRun(failed.id))!.status).toBe('failed');
+    const res = await act(server, failed.id, 'resume');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+    expect(res.body).toEqual({ runId: failed.id });
+    await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
+    expect(await engine.client.getRun(failed.id)).toMatchObject({ status: 'failed', attempt: 2, maxAttempts: 2 });
+    expect((await engine.client.listRuns({ limit: 200 })).length).toBe(before); // no new run
+  });
+
+  it('resume of a canceled run queues it again on its queue', async () => {
+    const { id } = await engine.client.runByName('idle', { i: 6 });
+    await engine.client.cancelRun(id);
+    const res = await act(server, id, 'resume');
+    expect([res.status, res.body]).toEqual([200, { runId: id }]);
+    expect(await engine.client.getRun(id)).toMatchObject({ workflow: 'idle', queue: 'parked', status: 'queued', input: { i: 6 } });
+  });
+
+  it('resume of a run that is not failed or canceled: 409; of a missing run: 404', async () => {
+    const done = await engine.client.runByName('ok', { v: 2 });
+    await done.result({ timeoutMs: 5000 });
+    const conflict = await act(server, done.id, 'resume');
+    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed or canceled runs can be resumed.` }]);
+    const { id: queuedId } = await engine.client.runByName('idle', { i: 7 });
+    const live = await act(server, queuedId, 'resume');
+    expect([live.status, live.body.message]).toEqual([409, `Run "${queuedId}" is queued: only failed or canceled runs can be resumed.`]);
+    expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
+    expect((await act(server, 'missing', 'resume')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' });
   });
 });
 
@@ -749,6 +791,10 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
       expect((await http().get(path).expect(403)).body).toMatchObject({ statusCode: 403, code: 'FORBIDDEN' });
     }
     await http().post(`/ops/redflow/api/run/rerun?id=${runId}`).set(SAME_ORIGIN_JSON).set('x-user', 'guest').send({}).expect(403);
+    // The resume route reaches the API: a succeeded run is refused with its sentence.
+    const token = await pageToken(nest.getHttpServer(), '/ops/redflow/', { 'x-user': 'admin' });
+    const resumed = await http().post(`/ops/redflow/api/run/resume?id=${runId}`).set({ ...SAME_ORIGIN_JSON, 'x-user': 'admin', 'x-redflow-csrf': token }).send({}).expect(409);
+    expect(resumed.body).toEqual({ statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${runId}" is succeeded: only failed or canceled runs can be resumed.` });
 
     // The app's own routes and 404s are untouched.
     expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });

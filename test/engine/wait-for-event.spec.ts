@@ -121,6 +121,11 @@ describe('waitForEvent and cancelOn', () => {
     expect(error).toBeInstanceOf(CanceledError);
     expect((await engine.client.getRun(doomed.id))!).toMatchObject({ status: 'canceled', cancelReason: 'event order.deleted' });
     expect(await statusOf(kept.id)).toBe('scheduled');
+    // Resumed, the run registers its cancelOn again when it starts: the next matching event cancels it again.
+    expect(await engine.client.resume(doomed.id)).toBe(true);
+    await eventually(async () => (await statusOf(doomed.id)) === 'scheduled' && (await engine.redis.hget(engine.client.keys.run(doomed.id), 'cancelOn')) === '1');
+    await engine.client.emitEvent('order.deleted', { orderId: 'o-2' });
+    await eventually(async () => (await statusOf(doomed.id)) === 'canceled');
     await engine.client.cancelRun(kept.id);
     // Ended runs leave nothing in the lookup.
     expect(await engine.redis.hlen(engine.client.keys.eventShapes('order.deleted'))).toBe(0);

@@ -20,6 +20,7 @@ import {
   RedisWriteRefusedError,
   RetryAfterError,
   RunNotFoundError,
+  RunNotResumableError,
   SignalBufferFullError,
   RunStalledError,
   TimeoutError,
@@ -43,6 +44,7 @@ const PERMANENT = [
   new IdempotencyConflictError('wf', 'k', 'r0'),
   new RunNotFoundError('r1'),
   new SignalBufferFullError('r1', 's', 1000),
+  new RunNotResumableError('r1', 'running'),
 ];
 
 const RETRYABLE = [

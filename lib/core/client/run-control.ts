@@ -1,4 +1,4 @@
-import { CanceledError, ConfigurationError, RunNotFoundError, SignalBufferFullError } from '../errors';
+import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotFoundError, RunNotResumableError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
 import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
@@ -28,7 +28,7 @@ function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
   return new Set(statuses as EndedStatus[]);
 }
 
-/** Controlling runs: cancel (with the children it waits on), re-run, signal, and prune ended runs. */
+/** Controlling runs: cancel (with the children it waits on), re-run, resume, signal, and prune ended runs. */
 export class RunControl extends RunProducer {
   /**
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
@@ -67,6 +67,27 @@ export class RunControl extends RunProducer {
       extra,
     });
     return this.handle<TOutput>(result.runId);
+  }
+
+  /**
+   * Restarts a failed or canceled run in place, under the same id, from its first incomplete step:
+   * steps that succeeded are not run again (the replay returns their stored outputs), failed ones
+   * are. Attempts count on (the next is the last one + 1) with a fresh budget of the workflow's
+   * `maxAttempts`, and the run queues like a new one, so its mutex, concurrency, throttle and rate
+   * limit apply. Resolves `true` when queued, `false` when the run does not exist; throws
+   * `RunNotResumableError` when it is queued, scheduled, running or succeeded.
+   */
+  resume(id: string): Promise<boolean> {
+    return this.call(() => this.resumeNow(id));
+  }
+
+  protected async resumeNow(id: string): Promise<boolean> {
+    if (!isPossibleRunId(id)) return false;
+    const outcome = await this.scripts.resume(id);
+    if (outcome === 'ok') return true;
+    if (outcome === 'missing') return false;
+    if (outcome === 'corrupt') throw new CorruptRunDataError(id, 'the run hash lacks a workflow or queue field');
+    throw new RunNotResumableError(id, outcome);
   }
 
   /**

@@ -194,6 +194,11 @@ export class RedisScripts {
     return (await this.commands.cancel(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason, k.cancelChannel())) as string;
   }
 
+  /** `resume-1.lua`: queues a failed or canceled run again under its id; else 'missing', 'corrupt' or its status. */
+  async resume(runId: string): Promise<string> {
+    return (await this.commands.resume(this.keys.run(runId), this.keys.base, runId)) as string;
+  }
+
   async heartbeat(leaseUntil: number, leases: string[]): Promise<string[]> {
     return (await this.commands.heartbeat(this.keys.leases(), this.keys.base, leaseUntil, ...leases)) as string[];
   }

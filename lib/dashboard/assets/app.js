@@ -147,7 +147,8 @@
     const action = async (kind) => {
       try {
         const result = await act(`/run/${kind}?${runQuery(id)}`);
-        if (result.runId) location.hash = `#/runs/${encodeURIComponent(result.runId)}`;
+        // Resume answers with this run's own id: the hash stays, so render again.
+        if (result.runId && result.runId !== id) location.hash = `#/runs/${encodeURIComponent(result.runId)}`;
         else render();
       } catch (error) {
         message.textContent = error.message;
@@ -160,6 +161,7 @@
       el('p', {},
         el('button', { 'data-testid': 'cancel', disabled: meta.readOnly || !live, onclick: () => action('cancel') }, 'Cancel'), ' ',
         el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !['failed', 'canceled'].includes(run.status), onclick: () => action('rerun') }, 'Re-run'), ' ',
+        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step, under the same id', disabled: meta.readOnly || !['failed', 'canceled'].includes(run.status), onclick: () => action('resume') }, 'Resume'), ' ',
         message),
       el('table', {}, el('tbody', {},
         el('tr', {}, el('th', {}, 'Created'), el('td', {}, time(run.createdAt))),

@@ -15,6 +15,7 @@ export const SCRIPTS = {
   checkpoint: 2,
   finish: 4,
   cancel: 2,
+  resume: 1,
   heartbeat: 1,
   promote: 2,
   reap: 1,

@@ -36,10 +36,13 @@ local function unregister_event_wait(base, runId, event, shape, hash, field)
   redis.call('SREM', k_event_waits_of(base, runId), wait_member(field, hash, event, shape))
 end
 
--- Removes every registration of a run that ended.
+-- Removes every registration of a run that ended (cancelOn's included: resume registers them again).
+-- A run without registrations (most runs) costs one SMEMBERS here.
 local function drop_event_waits(base, runId)
   local key = k_event_waits_of(base, runId)
-  for _, member in ipairs(redis.call('SMEMBERS', key)) do
+  local members = redis.call('SMEMBERS', key)
+  if #members == 0 then return end
+  for _, member in ipairs(members) do
     local field, hash, event, shape = string.match(member, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
     if field then drop_wait(base, runId, event, shape, hash, field) end
   end

@@ -1,0 +1,32 @@
+-- resume: puts a failed or canceled run back in its queue under the same id, to go on from its
+-- first incomplete step: its succeeded step records stay (the replay returns them without running
+-- them again), failed ones run again. The next claim counts the next attempt (the last + 1), and
+-- the run gets a fresh budget: maxAttempts becomes its attempt + its workflow's maxAttempts (from
+-- the registry; 1 when the workflow is not registered). It is queued like a new run, so admission
+-- (mutex, concurrency, throttle, rate limit) applies at claim. An id a cancel left in a ready or
+-- parked list stays there: claim starts a queued run once and drops it when popped again.
+-- KEYS[1] run hash
+-- ARGV[1] base "{prefix}:"    ARGV[2] run id
+-- Returns 'ok' when queued, 'missing', 'corrupt' (no workflow or queue), or the status of a run that
+-- is not failed or canceled
+--!include writable.lua
+--!include keys.lua
+--!include index.lua
+
+local base, runId = ARGV[1], ARGV[2]
+assert_writable(base)
+local run = redis.call('HMGET', KEYS[1], 'status', 'queue', 'workflow', 'attempt', 'createdAt')
+local status, queue, workflow = run[1], run[2], run[3]
+if not status then return 'missing' end
+if status ~= 'failed' and status ~= 'canceled' then return status end
+if not queue or not workflow then return 'corrupt' end
+
+local budget = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxAttempts') or '1') or 1
+local attempt = tonumber(run[4] or '0') or 0
+-- Without `resume`, claim counts a new attempt and the throttle and rate-limit windows count the
+-- start again, as for any queued run (a run canceled while it waited still holds the field).
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'resume', 'cancelOn')
+redis.call('HSET', KEYS[1], 'status', 'queued', 'maxAttempts', attempt + budget)
+move_index(base, runId, workflow, status, 'queued', run[5])
+redis.call('RPUSH', k_ready(base, queue), runId)
+return 'ok'

@@ -1,0 +1,184 @@
+import { RunNotResumableError, type WorkflowContext } from '../../lib';
+import { deferred, eventually, TestEngine } from '../support/engine';
+
+/**
+ * `client.resume(runId)`: a failed or canceled run starts again in place, under the same id, from
+ * its first incomplete step. Succeeded steps are not run again, attempts count on with a fresh
+ * budget, and the run queues like any other, so flow control still holds.
+ */
+describe('resume', () => {
+  let engine: TestEngine;
+  beforeEach(() => (engine = new TestEngine()));
+  afterEach(() => engine.close());
+
+  const statusOf = async (id: string) => (await engine.client.getRun(id))?.status;
+
+  it('resume after a failure re-runs only the failed step', async () => {
+    const calls = { a: 0, b: 0, c: 0 };
+    let broken = true;
+    const attempts: number[] = [];
+    const order = engine.registry.define('order', {}, async ({ step, run }: WorkflowContext<{ id: string }>) => {
+      attempts.push(run.attempt);
+      const reserved = await step.run('a', () => ++calls.a);
+      const charged = await step.run('b', () => {
+        calls.b++;
+        if (broken) throw new Error('the payment service is down');
+        return 'charged';
+      });
+      const shipped = await step.run('c', () => ++calls.c);
+      return { reserved, charged, shipped };
+    });
+    await engine.worker();
+    const handle = await engine.client.start(order, { id: 'o-1' });
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow('the payment service is down');
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'failed', attempt: 1, maxAttempts: 1 });
+
+    broken = false;
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ reserved: 1, charged: 'charged', shipped: 1 });
+    expect(calls).toEqual({ a: 1, b: 2, c: 1 });
+    expect(attempts).toEqual([1, 2]);
+    const run = await engine.client.getRun(handle.id);
+    expect(run).toMatchObject({ id: handle.id, status: 'succeeded', attempt: 2, maxAttempts: 2, output: { reserved: 1, charged: 'charged', shipped: 1 } });
+    expect(run?.error).toBeUndefined();
+    expect((await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status, s.attempt])).toEqual([
+      ['a', 'succeeded', 1],
+      ['b', 'succeeded', 2],
+      ['c', 'succeeded', 2],
+    ]);
+    // Counted once: the run left the failed index for good.
+    expect(await engine.client.countRuns({ status: 'failed' })).toBe(0);
+    expect(await engine.client.countRuns({ status: 'succeeded' })).toBe(1);
+  });
+
+  it('gives the run a fresh budget of its workflow maxAttempts, counted on from its last attempt', async () => {
+    let failures = 3;
+    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 0 } }, async ({ step, run }) => {
+      return step.run('call', () => {
+        if (failures-- > 0) throw new Error(`failure at attempt ${run.attempt}`);
+        return run.attempt;
+      });
+    });
+    await engine.worker();
+    const handle = await engine.client.start(flaky, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow('failure at attempt 2');
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    // Attempt 3 fails, attempt 4 (the second of the fresh budget of 2) succeeds.
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(4);
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'succeeded', attempt: 4, maxAttempts: 4 });
+  });
+
+  it('resumes a run canceled while it waited in step.waitFor; it then completes', async () => {
+    const calls = { before: 0, after: 0 };
+    const nap = engine.registry.define('nap', {}, async ({ step }) => {
+      await step.run('before', () => ++calls.before);
+      await step.waitFor('nap', 200);
+      return step.run('after', () => ++calls.after);
+    });
+    await engine.worker();
+    const handle = await engine.client.start(nap, {});
+    await eventually(async () => (await statusOf(handle.id)) === 'scheduled');
+    expect(await engine.client.cancelRun(handle.id, { reason: 'wrong address' })).toBe(true);
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'canceled', cancelReason: 'wrong address' });
+
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(1);
+    expect(calls).toEqual({ before: 1, after: 1 });
+    const run = await engine.client.getRun(handle.id);
+    expect(run).toMatchObject({ status: 'succeeded', attempt: 2, maxAttempts: 2 });
+    expect(run?.cancelReason).toBeUndefined();
+    expect(run?.error).toBeUndefined();
+  });
+
+  it('resumes a run canceled in a signal wait: it waits for the signal again and completes with it', async () => {
+    const approval = engine.registry.define('approval', {}, async ({ step }) => {
+      const decision = await step.waitForSignal<{ approved: boolean }>('await-approval', 'approval');
+      return decision?.approved;
+    });
+    await engine.worker();
+    const handle = await engine.client.start(approval, {});
+    await eventually(async () => (await statusOf(handle.id)) === 'scheduled');
+    expect(await engine.client.cancelRun(handle.id)).toBe(true);
+    // A canceled run takes no signal.
+    expect(await engine.client.signal(handle.id, 'approval', { approved: false })).toBe(false);
+
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await eventually(async () => (await engine.client.getRunSteps(handle.id)).some((s) => s.status === 'waiting' && s.signal === 'approval'));
+    await eventually(async () => (await statusOf(handle.id)) === 'scheduled');
+    expect(await engine.client.signal(handle.id, 'approval', { approved: true })).toBe(true);
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(true);
+  });
+
+  it('refuses a live or succeeded run, answers false for a missing one, and a second resume finds the run queued', async () => {
+    let broken = true;
+    const job = engine.registry.define('job', {}, ({ step }) =>
+      step.run('work', () => {
+        if (broken) throw new Error('broken');
+        return 'done';
+      }),
+    );
+    const worker = await engine.worker();
+    const handle = await engine.client.start(job, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow('broken');
+    await worker.stop({ timeoutMs: 2_000 });
+
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    expect(await statusOf(handle.id)).toBe('queued');
+    const second = engine.client.resume(handle.id);
+    await expect(second).rejects.toThrow(RunNotResumableError);
+    await expect(engine.client.resume(handle.id)).rejects.toThrow(
+      `Run "${handle.id}" is queued: only a failed or canceled run can be resumed. Wait for it to end, or cancel it first (cancelRun) and then resume it.`,
+    );
+    await expect(engine.client.resume(handle.id)).rejects.toMatchObject({ name: 'RunNotResumableError', runId: handle.id, status: 'queued' });
+    // Queued once: the second resume changed nothing.
+    expect(await engine.redis.lrange(engine.client.keys.ready('default'), 0, -1)).toEqual([handle.id]);
+    expect(await engine.client.countRuns({ status: 'queued' })).toBe(1);
+
+    broken = false;
+    await engine.worker();
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('done');
+    await expect(engine.client.resume(handle.id)).rejects.toThrow(
+      `Run "${handle.id}" is succeeded: only a failed or canceled run can be resumed. Use rerun() to run its workflow again as a new run.`,
+    );
+
+    expect(await engine.client.resume('no-such-run')).toBe(false);
+    expect(await engine.client.resume('')).toBe(false);
+    expect(await engine.client.resume(42 as unknown as string)).toBe(false);
+  });
+
+  it('passes through admission: with maxConcurrency 1 the resumed run waits parked until the slot is free', async () => {
+    const gate = deferred();
+    let inside = 0;
+    let peak = 0;
+    let failFirst = true;
+    const single = engine.registry.define('single', { maxConcurrency: 1 }, async ({ step, input }: WorkflowContext<{ n: number }>) => {
+      inside++;
+      peak = Math.max(peak, inside);
+      try {
+        if (input.n === 1 && failFirst) {
+          failFirst = false;
+          throw new Error('first try fails');
+        }
+        if (input.n === 2) await gate.promise;
+        return step.run('done', () => input.n);
+      } finally {
+        inside--;
+      }
+    });
+    await engine.worker({ concurrency: 4 });
+    const first = await engine.client.start(single, { n: 1 });
+    await expect(first.result({ timeoutMs: 5_000 })).rejects.toThrow('first try fails');
+    const holder = await engine.client.start(single, { n: 2 });
+    await eventually(async () => (await statusOf(holder.id)) === 'running');
+
+    expect(await engine.client.resume(first.id)).toBe(true);
+    const parkedKey = `${engine.client.keys.base}wf:single:parked`;
+    await eventually(async () => (await engine.redis.lrange(parkedKey, 0, -1)).join() === first.id);
+    expect(await statusOf(first.id)).toBe('queued');
+
+    gate.resolve();
+    await expect(holder.result({ timeoutMs: 5_000 })).resolves.toBe(2);
+    await expect(first.result({ timeoutMs: 5_000 })).resolves.toBe(1);
+    expect(peak).toBe(1);
+  });
+});
