@@ -104,8 +104,8 @@ describe('RedflowModule', () => {
   });
   afterAll(() => redis.quit());
 
-  async function start(imports: unknown[]): Promise<INestApplication> {
-    const module = await Test.createTestingModule({ imports: imports as never[], providers: [Ledger, BillingWorkflows] }).compile();
+  async function start(imports: unknown[], providers: unknown[] = [Ledger, BillingWorkflows]): Promise<INestApplication> {
+    const module = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] }).compile();
     app = module.createNestApplication({ logger: false });
     await app.init();
     return app;
@@ -132,13 +132,10 @@ describe('RedflowModule', () => {
   });
 
   it('@Step({ retries }) retries the method by its own policy within one run attempt', async () => {
-    const module = await Test.createTestingModule({ imports: [RedflowModule.forRoot(options())], providers: [ReceiptWorkflows] }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
-    const client = app.get(RedflowClient);
+    const client = (await start([RedflowModule.forRoot(options())], [ReceiptWorkflows])).get(RedflowClient);
     const handle = await client.run(ReceiptWorkflows, 'send', { to: 'ada@example.com' });
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe('sent to ada@example.com');
-    expect(app.get(ReceiptWorkflows).deliveries).toBe(3);
+    expect(app!.get(ReceiptWorkflows).deliveries).toBe(3);
     expect((await client.getRun(handle.id))!.attempt).toBe(1);
     expect(await client.getRunSteps(handle.id)).toEqual([expect.objectContaining({ name: 'deliver', status: 'succeeded', attempts: 3, lastError: expect.objectContaining({ message: 'mail server busy (2)' }) })]);
   });
@@ -235,10 +232,7 @@ describe('RedflowModule', () => {
   });
 
   it('client.signal(WorkflowClass, runId, name, payload) validates the payload by the class\'s declared signal DTO', async () => {
-    const module = await Test.createTestingModule({ imports: [RedflowModule.forRoot(options())], providers: [ApprovalWorkflows] }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
-    const client = app.get(RedflowClient);
+    const client = (await start([RedflowModule.forRoot(options())], [ApprovalWorkflows])).get(RedflowClient);
     const handle = await client.run(ApprovalWorkflows, 'approval', { order: 'o-1' });
     await expect(client.signal(ApprovalWorkflows, handle.id, 'approve', { level: 0 })).rejects.toThrow(
       'The payload of signal "approve" of ApprovalWorkflows is invalid: level: level must not be less than 1. Fix it to match its schema.',
