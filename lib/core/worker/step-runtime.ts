@@ -284,10 +284,26 @@ export class StepRuntime {
     const { name, field, record } = this.begin('waitForSignal', options);
     checkUserName(signal, `The signal name of step "${name}"`);
     assertKnownKeys(`step.waitForSignal options of step "${name}"`, waitOptions, WAIT_FOR_SIGNAL_OPTION_KEYS);
+    return this.awaitExternal(4, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitSignal(target, signal, deadline, Date.now()));
+  }
+
+  /**
+   * A wait for something from outside the run (a signal: record kind 4, an event: kind 5): the
+   * stored payload on replay; else the script consumes it, records the timeout, or records the
+   * wait, and the run suspends until it comes or the deadline passes.
+   */
+  private async awaitExternal(
+    kind: 4 | 5,
+    record: StepRecord | undefined,
+    timeout: Duration | undefined,
+    name: string,
+    field: string,
+    script: (target: StepTarget, deadline: number) => Promise<{ code: 'lost' | 'got' | 'timeout' | 'wait'; record: string }>,
+  ): Promise<unknown> {
     if (record?.[0] === 1) return record[5] ?? null;
     await this.ready();
-    const deadline = record?.[0] === 4 ? (record[4] as number) : waitOptions.timeout === undefined ? 0 : Date.now() + toMs(waitOptions.timeout, `timeout of step "${name}"`);
-    const result = await this.ctx.call(() => this.ctx.scripts.waitSignal(this.target(field), signal, deadline, Date.now()));
+    const deadline = record?.[0] === kind ? (record[4] as number) : timeout === undefined ? 0 : Date.now() + toMs(timeout, `timeout of step "${name}"`);
+    const result = await this.ctx.call(() => script(this.target(field), deadline));
     if (result.code === 'lost') this.lost();
     if (result.code === 'wait') this.suspend(deadline, field);
     return (JSON.parse(result.record) as StepRecord)[5] ?? null;
@@ -298,13 +314,7 @@ export class StepRuntime {
     checkEventName(event, `The event name of step "${name}"`);
     assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
     const match = matchKey(waitOptions.match, `the match of step "${name}"`);
-    if (record?.[0] === 1) return record[5] ?? null;
-    await this.ready();
-    const deadline = record?.[0] === 5 ? (record[4] as number) : waitOptions.timeout === undefined ? 0 : Date.now() + toMs(waitOptions.timeout, `timeout of step "${name}"`);
-    const result = await this.ctx.call(() => this.ctx.scripts.waitEvent(this.target(field), event, deadline, Date.now(), match));
-    if (result.code === 'lost') this.lost();
-    if (result.code === 'wait') this.suspend(deadline, field);
-    return (JSON.parse(result.record) as StepRecord)[5] ?? null;
+    return this.awaitExternal(5, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, Date.now(), match));
   }
 
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {
