@@ -41,6 +41,7 @@ export type {
   IntactRunSummary,
   RedflowLogger,
   RunErrorSummary,
+  RunOutcome,
   RunState,
   RunStats,
   RunStatus,
@@ -48,5 +49,6 @@ export type {
   ScheduleState,
   StepState,
   StoredError,
+  WaitForRunOptions,
   WorkflowMeta,
 } from './definition/types';

@@ -111,6 +111,7 @@ describe('keys', () => {
       k_event_waits_of: (id) => keys.eventWaitsOf(id),
       k_leases: () => keys.leases(),
       k_cancel_channel: () => keys.cancelChannel(),
+      k_ended_channel: () => keys.endedChannel(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
     expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());

@@ -1,4 +1,3 @@
-import { withTimeout } from '../store/redis-health';
 import {
   CanceledError,
   RedisUnavailableError,
@@ -8,61 +7,181 @@ import {
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
 import { VALUE_FIELD_PREFIX } from '../store/step-record';
 import { decodeJson, deserializeError } from '../store/serialization';
-import { type RunHandle } from '../definition/types';
+import { type EndedStatus, type RunHandle, type RunOutcome, type WaitForRunOptions } from '../definition/types';
 
 import { RunReader } from './run-reader';
+import { RunEndWatcher, type EndedRun } from './run-end-watcher';
 import { isPossibleRunId, sleep } from './client-core';
 
 const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled'];
+
+/** The run hash fields a waiter reads: the status and what each end leaves. */
+const END_FIELDS = ['status', 'output', 'error', 'cancelReason'] as const;
+
+/** `{ status, payload }` of an ended run from its END_FIELDS, or undefined while it has not ended. */
+function endedFrom([status, output, error, reason]: (string | null)[]): EndedRun | undefined {
+  if (status === 'succeeded') return { status, payload: output ?? '' };
+  if (status === 'failed') return { status, payload: error ?? '' };
+  if (status === 'canceled') return { status, payload: reason ?? '' };
+  return undefined;
+}
+
+/** The final state of a run from its status and payload (output JSON, error JSON or cancel reason). */
+function toOutcome<TOutput>(id: string, status: EndedStatus, payload: string): RunOutcome<TOutput> {
+  if (status === 'succeeded') return { runId: id, status, output: decodeJson(payload, id, 'output') as TOutput };
+  if (status === 'failed') return { runId: id, status, error: deserializeError(payload) };
+  return { runId: id, status, error: new CanceledError(id, payload || undefined), reason: payload || undefined };
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  return typeof value === 'object' && value !== null && typeof (value as AbortSignal).aborted === 'boolean' && typeof (value as AbortSignal).addEventListener === 'function';
+}
 
 /** How long `getRunEvent` waits by default. */
 const GET_RUN_EVENT_TIMEOUT_MS = 60_000;
 
 /** Handles on runs: `handle(id)`, waiting for a run's result, and for the values it publishes. */
 export class RunHandles extends RunReader {
+  private watcher: RunEndWatcher | undefined;
+
   /** A handle for an existing run id. */
   handle<TOutput = unknown>(id: string): RunHandle<TOutput> {
     return {
       id,
       getState: () => this.getRun<TOutput>(id),
       result: async (options) => {
-        assertKnownKeys('result() options', options, ['timeoutMs']);
-        return this.waitForResult<TOutput>(id, options?.timeoutMs);
+        assertKnownKeys('result() options', options, ['timeoutMs', 'signal']);
+        if (options?.signal !== undefined && !isAbortSignal(options.signal)) throw new TypeError('result() option "signal" must be an AbortSignal.');
+        return this.waitForResult<TOutput>(id, options?.timeoutMs, options?.signal);
       },
     };
   }
 
   /**
-   * Polls the run until it ends. With `timeoutMs`, rejects with TimeoutError at the deadline
-   * even while Redis does not answer; without it, a Redis that does not answer within
-   * `commandTimeoutMs` rejects with RedisUnavailableError.
+   * Waits for a run to end, without polling. By default it resolves with the run's output and
+   * rejects with its error (`CanceledError` when canceled); with `throwOnFailure: false` it
+   * resolves with the final state whatever it is. Rejects with `TimeoutError` after `timeoutMs`,
+   * with the signal's reason when `signal` aborts, and with `RunNotFoundError` when there is no
+   * such run. Without `timeoutMs`, a Redis that does not answer within `commandTimeoutMs`
+   * rejects it with `RedisUnavailableError`; with it, the wait rides out the outage until then.
+   *
+   * Cost: one read of the run, then nothing until the run's end message arrives (it carries the
+   * result, up to 64 KiB; a larger one is read once more). See RunEndWatcher.
    */
-  protected async waitForResult<TOutput>(id: string, timeoutMs?: number): Promise<TOutput> {
-    if (timeoutMs !== undefined) checkDuration(timeoutMs, 'result() timeoutMs', { allowZero: true, timer: true });
-    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
-    const timedOut = (why = '') => new TimeoutError(`Waiting for the result of run "${id}"${why}`, timeoutMs!);
-    let pause = 5;
-    for (;;) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw timedOut();
-      let fields: (string | null)[];
-      try {
-        const read = this.call(() => this.redis.hmget(this.keys.run(id), 'status', 'output', 'error', 'cancelReason'));
-        fields = left === Infinity ? await read : await withTimeout(read, Math.min(left, this.commandTimeoutMs), this.health.address);
-      } catch (error) {
-        if (!(error instanceof RedisUnavailableError) || deadline === Infinity) throw error;
-        if (Date.now() >= deadline) throw timedOut(` (Redis at ${this.health.address} did not answer)`);
-        await sleep(Math.min(200, deadline - Date.now()));
-        continue;
-      }
-      const [status, output, error, reason] = fields;
-      if (status === null) throw new RunNotFoundError(id);
-      if (status === 'succeeded') return decodeJson(output ?? '', id, 'output') as TOutput;
-      if (status === 'failed') throw deserializeError(error ?? '');
-      if (status === 'canceled') throw new CanceledError(id, reason ?? undefined);
-      await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
-      pause = Math.min(pause * 2, 200);
+  waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions & { throwOnFailure: false }): Promise<RunOutcome<TOutput>>;
+  waitForRun<TOutput = unknown>(id: string, options?: WaitForRunOptions & { throwOnFailure?: true }): Promise<TOutput>;
+  async waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions = {}): Promise<TOutput | RunOutcome<TOutput>> {
+    assertKnownKeys('waitForRun options', options, ['timeoutMs', 'signal', 'throwOnFailure']);
+    if (options.signal !== undefined && !isAbortSignal(options.signal)) throw new TypeError('waitForRun option "signal" must be an AbortSignal.');
+    if (options.throwOnFailure !== undefined && typeof options.throwOnFailure !== 'boolean') throw new TypeError('waitForRun option "throwOnFailure" must be true or false.');
+    const outcome = await this.awaitEnd<TOutput>(id, options.timeoutMs, options.signal, 'waitForRun timeoutMs');
+    if (options.throwOnFailure === false) return outcome;
+    if (outcome.status === 'succeeded') return outcome.output;
+    throw outcome.error;
+  }
+
+  /** `handle.result()`: the output, or the run's error. */
+  protected async waitForResult<TOutput>(id: string, timeoutMs?: number, signal?: AbortSignal): Promise<TOutput> {
+    const outcome = await this.awaitEnd<TOutput>(id, timeoutMs, signal, 'result() timeoutMs');
+    if (outcome.status === 'succeeded') return outcome.output;
+    throw outcome.error;
+  }
+
+  private get endWatcher(): RunEndWatcher {
+    this.watcher ??= new RunEndWatcher(this.redis, this.keys.endedChannel(), this.health, (ids) => this.readEnded(ids));
+    return this.watcher;
+  }
+
+  /** Reads runs in one round trip (a pipeline: every run key has the prefix's hash tag): the ended ones. */
+  private async readEnded(ids: string[]): Promise<Map<string, EndedRun>> {
+    const ended = new Map<string, EndedRun>();
+    for (let i = 0; i < ids.length; i += 1_000) {
+      const chunk = ids.slice(i, i + 1_000);
+      const pipeline = this.redis.pipeline();
+      for (const id of chunk) pipeline.hmget(this.keys.run(id), ...END_FIELDS);
+      const replies = (await this.call(() => pipeline.exec())) ?? [];
+      replies.forEach(([error, fields], j) => {
+        const run = error ? undefined : endedFrom(fields as (string | null)[]);
+        if (run) ended.set(chunk[j], run);
+      });
     }
+    return ended;
+  }
+
+  /**
+   * Listens for the run's end message, then reads the run once (it may have ended before the
+   * subscription), then waits for the message. Settles once, whatever comes first: the end, the
+   * deadline, the abort, or an error.
+   */
+  private awaitEnd<TOutput>(id: string, timeoutMs: number | undefined, signal: AbortSignal | undefined, what: string): Promise<RunOutcome<TOutput>> {
+    if (timeoutMs !== undefined) checkDuration(timeoutMs, what, { allowZero: true, timer: true });
+    if (!isPossibleRunId(id)) return Promise.reject(new RunNotFoundError(String(id)));
+    const watcher = this.endWatcher;
+    return new Promise<RunOutcome<TOutput>>((resolve, reject) => {
+      let settled = false;
+      let redisSilent = false;
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (finish: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        stop();
+        signal?.removeEventListener('abort', onAbort);
+        finish();
+      };
+      const fail = (error: unknown) => settle(() => reject(error));
+      const onAbort = () => fail(signal?.reason ?? new DOMException('The wait was aborted.', 'AbortError'));
+      const ended = (run: EndedRun) => {
+        if (settled) return;
+        if (run.payload === undefined) {
+          // The result was too large for the message: read it.
+          this.readEnded([id]).then((runs) => {
+            const read = runs.get(id);
+            if (read?.payload !== undefined) ended(read);
+            else fail(new RunNotFoundError(id));
+          }, fail);
+          return;
+        }
+        let outcome: RunOutcome<TOutput>;
+        try {
+          outcome = toOutcome<TOutput>(id, run.status, run.payload);
+        } catch (error) {
+          return fail(error);
+        }
+        settle(() => resolve(outcome));
+      };
+      const stop = watcher.listen(id, ended);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => fail(new TimeoutError(`Waiting for the result of run "${id}"${redisSilent ? ` (Redis at ${this.health.address} did not answer)` : ''}`, timeoutMs)), timeoutMs);
+      }
+      const firstRead = async () => {
+        for (;;) {
+          try {
+            await this.call(() => watcher.subscribe());
+            const fields = await this.call(() => this.redis.hmget(this.keys.run(id), ...END_FIELDS));
+            if (fields[0] === null) return fail(new RunNotFoundError(id));
+            const run = endedFrom(fields);
+            if (run) ended(run);
+            return;
+          } catch (error) {
+            // With a deadline, an outage is waited out until it; without one, it is the answer.
+            if (!(error instanceof RedisUnavailableError) || timeoutMs === undefined) throw error;
+            redisSilent = true;
+            if (settled) return;
+            await sleep(200);
+            if (settled) return;
+          }
+        }
+      };
+      firstRead().catch(fail);
+    });
+  }
+
+  override async close(): Promise<void> {
+    await this.watcher?.close();
+    await super.close();
   }
 
   /**

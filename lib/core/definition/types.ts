@@ -252,13 +252,30 @@ export interface PruneOptions {
 }
 
 /** A started run. */
+/** Options of `client.waitForRun`. */
+export interface WaitForRunOptions {
+  /** Reject with TimeoutError after this long (ms). @default no limit */
+  timeoutMs?: number;
+  /** Stop waiting when it aborts: the wait rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** `false`: resolve with the final state (`RunOutcome`) even when the run failed or was canceled. @default true */
+  throwOnFailure?: boolean;
+}
+
+/** How a run ended, as `waitForRun(id, { throwOnFailure: false })` resolves. */
+export type RunOutcome<TOutput = unknown> =
+  | { runId: string; status: 'succeeded'; output: TOutput }
+  | { runId: string; status: 'failed'; error: Error }
+  | { runId: string; status: 'canceled'; error: Error; reason?: string };
+
 export interface RunHandle<TOutput = unknown> {
   readonly id: string;
   /** The run as stored now, or null if it no longer exists. */
   getState(): Promise<RunState<TOutput> | null>;
   /**
-   * Waits for the run to end. Resolves with its output; rejects with its error when it failed,
-   * `CanceledError` when canceled, `TimeoutError` after `timeoutMs`.
+   * Waits for the run to end, woken by its end (no polling). Resolves with its output; rejects
+   * with its error when it failed, `CanceledError` when canceled, `TimeoutError` after
+   * `timeoutMs`, and the signal's reason when `signal` aborts.
    */
-  result(options?: { timeoutMs?: number }): Promise<TOutput>;
+  result(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<TOutput>;
 }

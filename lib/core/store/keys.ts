@@ -136,6 +136,10 @@ export class RedflowKeys {
   cancelChannel(): string {
     return `${this.base}cancel`;
   }
+  /** Pub/sub channel of ended runs: what `result()` and `waitForRun` wake on. */
+  endedChannel(): string {
+    return `${this.base}ended`;
+  }
   /** Signs the dashboard's anti-CSRF tokens; shared by every replica serving the dashboard. */
   dashboardSecret(): string {
     return `${this.base}dashboard-secret`;

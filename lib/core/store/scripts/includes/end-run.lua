@@ -14,6 +14,25 @@ local function stop_running(base, runId, leasesKey, workflow, mutex, slot)
   release_slots(base, runId, workflow, mutex, slot)
 end
 
+-- What an end message carries at most: a larger result is left out, and a waiter reads the run.
+local ENDED_INLINE_MAX = 65536
+
+-- Tells the clients waiting for this run (handle.result, waitForRun) that it ended, with its
+-- result, so they need no read: "<id>\n<status>\n<output JSON | error JSON | cancel reason>".
+-- PUBLISH costs next to nothing when no client listens.
+local function publish_ended(base, runId, to, result, fields)
+  local payload = result
+  if to == 'canceled' then
+    payload = ''
+    for i = 1, #(fields or {}), 2 do
+      if fields[i] == 'cancelReason' then payload = fields[i + 1] end
+    end
+  end
+  local message = runId .. '\n' .. to
+  if #payload <= ENDED_INLINE_MAX then message = message .. '\n' .. payload end
+  redis.call('PUBLISH', k_ended_channel(base), message)
+end
+
 -- Ends a run for good: `to` is 'succeeded', 'failed' or 'canceled'; `result` is its output JSON
 -- (succeeded) or error JSON; `fields` more hash fields (pairs) written with the status.
 --   from running:   gives back its lease, mutex and slot (stop_running);
@@ -22,7 +41,8 @@ end
 --                   already popped (`r.popped`: refused at admission), the capacity it was woken
 --                   for goes to the next parked run now.
 -- Then its status, finish time and status indexes (scored by finish time: lists show recent ends
--- first, retention deletes the oldest first), and the parents waiting on it get its result.
+-- first, retention deletes the oldest first), the parents waiting on it get its result, and the
+-- clients waiting on it are told (publish_ended).
 -- r = { from, workflow, queue, mutex, slot, waited, leasesKey, popped }
 local function end_run(base, runId, r, to, now, result, fields)
   if r.from == 'running' then
@@ -41,4 +61,5 @@ local function end_run(base, runId, r, to, now, result, fields)
   -- So do its event waits and cancelOn registrations.
   drop_event_waits(base, runId)
   if r.waited then notify_waiters(base, runId, to == 'succeeded', result, now) end
+  publish_ended(base, runId, to, result, fields)
 end

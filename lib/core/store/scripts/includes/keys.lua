@@ -40,3 +40,5 @@ local function k_event_waits_of(base, runId) return base .. 'evwaits:' .. runId 
 local function k_leases(base) return base .. 'leases' end
 -- Pub/sub channel of running runs just canceled.
 local function k_cancel_channel(base) return base .. 'cancel' end
+-- Pub/sub channel of ended runs: "<id>\n<status>[\n<output JSON | error JSON | cancel reason>]".
+local function k_ended_channel(base) return base .. 'ended' end

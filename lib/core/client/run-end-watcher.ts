@@ -1,0 +1,168 @@
+import { Cluster, type Redis } from 'ioredis';
+import { closeConnection, type RedisConnection } from '../store/connection';
+import type { RedisHealth } from '../store/redis-health';
+import type { EndedStatus } from '../definition/types';
+
+/**
+ * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).
+ * `payload` is undefined when the end message left it out (too large): read it from the run.
+ */
+export interface EndedRun {
+  status: EndedStatus;
+  payload?: string;
+}
+
+type Listener = (ended: EndedRun) => void;
+
+/** Every listened run is read once this often, in one round trip: a lost message costs latency, never a hang. */
+const SWEEP_MS = 15_000;
+/** The subscription outlives its last listener this long, so back-to-back waits do not resubscribe. */
+const LINGER_MS = 2_000;
+const ENDED = new Set<string>(['succeeded', 'failed', 'canceled']);
+
+/**
+ * The connection to subscribe on. On a Cluster, a plain connection to one node: PUBLISH reaches
+ * every node, and a plain connection reports its reconnects (a Cluster's subscriber does not).
+ * It gives up after a few failed reconnects ('end'), and the watcher picks a node again.
+ */
+function subscriberFor(redis: RedisConnection): Redis | Cluster {
+  if (!(redis instanceof Cluster)) return redis.duplicate();
+  const nodes = redis.nodes('master');
+  if (nodes.length === 0) return redis.duplicate();
+  const node = nodes[Math.floor(Math.random() * nodes.length)];
+  return node.duplicate({ retryStrategy: (times: number) => (times > 10 ? null : Math.min(times * 100, 1_000)) });
+}
+
+/**
+ * Wakes `result()` and `waitForRun` when a run ends, without polling. `end_run` (end-run.lua)
+ * publishes "<id>\n<status>\n<result>" on the prefix's `ended` channel; one subscriber connection
+ * per client listens while someone waits and hands each message to the listeners of its run.
+ *
+ * A message published while the subscriber was disconnected is lost, so after every reconnect,
+ * and every SWEEP_MS as a safety net, the listened runs are read in one round trip (`sweep`).
+ */
+export class RunEndWatcher {
+  private connection: RedisConnection | undefined;
+  private subscribed: Promise<void> | undefined;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private lingerTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly channel: string,
+    private readonly health: RedisHealth,
+    /** Reads the runs in one round trip: the ended ones, by id. */
+    private readonly read: (ids: string[]) => Promise<Map<string, EndedRun>>,
+  ) {}
+
+  /** Calls `listener` once when run `id` ends. Returns the function that stops listening. */
+  listen(id: string, listener: Listener): () => void {
+    let set = this.listeners.get(id);
+    if (!set) this.listeners.set(id, (set = new Set()));
+    const once: Listener = (ended) => {
+      stop();
+      listener(ended);
+    };
+    set.add(once);
+    clearTimeout(this.lingerTimer);
+    this.sweepTimer ??= setInterval(() => void this.sweep(), SWEEP_MS).unref();
+    const stop = () => {
+      const current = this.listeners.get(id);
+      if (!current?.delete(once)) return;
+      if (current.size === 0) this.listeners.delete(id);
+      if (this.listeners.size === 0) this.idle();
+    };
+    return stop;
+  }
+
+  /**
+   * Resolves once the subscription is acknowledged by Redis: a run read after it cannot end
+   * unnoticed. Safe to call on every wait; it subscribes once.
+   */
+  subscribe(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.subscribed) return this.subscribed;
+    const connection = subscriberFor(this.redis);
+    this.connection = connection;
+    this.health.watch(connection);
+    connection.on('message', (_channel: string, message: string) => this.onMessage(message));
+    let dropped = false;
+    connection.on('close', () => (dropped = true));
+    connection.on('ready', () => {
+      if (!dropped) return;
+      dropped = false;
+      // ioredis subscribes again by itself; ours is queued behind it, so once it is answered the
+      // channel is live, and what ended meanwhile is read.
+      connection.subscribe(this.channel).then(() => this.sweep(), () => undefined);
+    });
+    connection.on('end', () => {
+      if (this.connection !== connection) return;
+      this.connection = undefined;
+      this.subscribed = undefined;
+      // Gave up on that node: subscribe on another one, then read what ended meanwhile.
+      if (this.listeners.size > 0 && !this.closed) this.subscribe().then(() => this.sweep(), () => undefined);
+    });
+    const subscribed = connection.subscribe(this.channel).then(() => undefined);
+    this.subscribed = subscribed;
+    subscribed.catch(() => {
+      // The next wait tries again on a new connection.
+      if (this.connection === connection) this.drop();
+    });
+    return subscribed;
+  }
+
+  /** Stops listening for good and closes the subscriber. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    await this.drop();
+  }
+
+  private onMessage(message: string): void {
+    const first = message.indexOf('\n');
+    if (first < 0) return;
+    const id = message.slice(0, first);
+    const set = this.listeners.get(id);
+    if (!set) return;
+    const second = message.indexOf('\n', first + 1);
+    const status = message.slice(first + 1, second < 0 ? undefined : second);
+    if (!ENDED.has(status)) return;
+    const ended: EndedRun = { status: status as EndedStatus, payload: second < 0 ? undefined : message.slice(second + 1) };
+    for (const listener of [...set]) listener(ended);
+  }
+
+  /** Reads every listened run in one round trip and wakes the listeners of those that ended. */
+  private async sweep(): Promise<void> {
+    const ids = [...this.listeners.keys()];
+    if (ids.length === 0) return;
+    let ended: Map<string, EndedRun>;
+    try {
+      ended = await this.read(ids);
+    } catch {
+      return; // Redis is down: the next reconnect or sweep reads again.
+    }
+    for (const [id, run] of ended) for (const listener of [...(this.listeners.get(id) ?? [])]) listener(run);
+  }
+
+  /** No one listens: unsubscribe after LINGER_MS, so a client that stopped waiting gets no messages. */
+  private idle(): void {
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+    clearTimeout(this.lingerTimer);
+    this.lingerTimer = setTimeout(() => {
+      if (this.listeners.size === 0) void this.drop();
+    }, LINGER_MS).unref();
+  }
+
+  private async drop(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    clearTimeout(this.lingerTimer);
+    this.sweepTimer = undefined;
+    const connection = this.connection;
+    this.connection = undefined;
+    this.subscribed = undefined;
+    if (connection) await closeConnection(connection);
+  }
+}
