@@ -52,3 +52,17 @@ export type {
   WaitForRunOptions,
   WorkflowMeta,
 } from './definition/types';
+export { RUN_HOOK_EVENTS } from './definition/hooks';
+export type {
+  RunCanceledEvent,
+  RunCompleteEvent,
+  RunFailedEvent,
+  RunHookEvent,
+  RunHookEventName,
+  RunStartEvent,
+  StepCompleteEvent,
+  StepFailedEvent,
+  StepHookEvent,
+  WorkerErrorContext,
+  WorkerHooks,
+} from './definition/hooks';

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 export { Cron } from './decorators/cron.decorator';
 export { OnEvent } from './decorators/on-event.decorator';
+export { OnRunEvent, type OnRunEventOptions } from './decorators/on-run-event.decorator';
 export { Step, type StepDecoratorOptions } from './decorators/step.decorator';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
 export { RedflowAdmin } from './redflow.admin';

@@ -3,7 +3,8 @@ import { Reflector } from '@nestjs/core';
 import type { CronTrigger } from '../core';
 import type { StepDecoratorOptions } from './decorators/step.decorator';
 import type { WorkflowDecoratorOptions } from './decorators/workflow.decorator';
-import { REDFLOW_CRON, REDFLOW_ON_EVENT, REDFLOW_STEP, REDFLOW_WORKFLOW } from './redflow.constants';
+import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
+import { REDFLOW_CRON, REDFLOW_ON_EVENT, REDFLOW_ON_RUN_EVENT, REDFLOW_STEP, REDFLOW_WORKFLOW } from './redflow.constants';
 
 type Method = (...args: never[]) => unknown;
 
@@ -22,6 +23,10 @@ export class RedflowMetadataAccessor {
 
   getCrons(method: Method): CronTrigger[] {
     return this.reflector.get(REDFLOW_CRON, method) ?? [];
+  }
+
+  getRunEventListeners(method: Method): RunEventListenerMetadata[] {
+    return this.reflector.get(REDFLOW_ON_RUN_EVENT, method) ?? [];
   }
 
   getStep(method: Method): Required<Pick<StepDecoratorOptions, 'name'>> & StepDecoratorOptions | undefined {

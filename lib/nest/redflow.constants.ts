@@ -3,6 +3,7 @@ export const REDFLOW_WORKFLOW = 'redflow:workflow';
 export const REDFLOW_STEP = 'redflow:step';
 export const REDFLOW_ON_EVENT = 'redflow:on-event';
 export const REDFLOW_CRON = 'redflow:cron';
+export const REDFLOW_ON_RUN_EVENT = 'redflow:on-run-event';
 
 /** Injection token of the module's workflow registry (one per module instance). */
 export const REDFLOW_REGISTRY = Symbol('REDFLOW_REGISTRY');

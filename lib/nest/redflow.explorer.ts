@@ -3,9 +3,17 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { ConfigurationError, type WorkflowRegistry, type WorkflowContext } from '../core';
 import { workflowName } from './decorators/workflow.decorator';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
+import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
 import { runWithSteps } from './step-context';
 
 type Handler = (this: unknown, ...args: unknown[]) => unknown;
+
+/** An `@OnRunEvent` method, bound to its provider. */
+export interface RunEventListener extends RunEventListenerMetadata {
+  /** "Class.method", for logs. */
+  where: string;
+  call: (...args: unknown[]) => unknown;
+}
 
 /**
  * Finds `@Workflow` methods on the app's providers and defines them in a registry. It only
@@ -19,8 +27,12 @@ export class RedflowExplorer {
     private readonly accessor: RedflowMetadataAccessor,
   ) {}
 
-  /** Defines every discovered workflow in `registry`; throws `ConfigurationError` on mistakes. */
-  explore(registry: WorkflowRegistry): void {
+  /**
+   * Defines every discovered workflow in `registry` and returns the `@OnRunEvent` listeners;
+   * throws `ConfigurationError` on mistakes.
+   */
+  explore(registry: WorkflowRegistry): RunEventListener[] {
+    const listeners: RunEventListener[] = [];
     const definedBy = new Map<string, string>();
     // One object can be registered under several tokens (`useValue: obj` twice, or a `useFactory`
     // returning another provider's instance). Its workflows are the same ones, so each instance is
@@ -53,6 +65,13 @@ export class RedflowExplorer {
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const handler = (prototype as Record<string, Handler>)[method];
         const where = `${className}.${method}`;
+        const runEvents = this.accessor.getRunEventListeners(handler);
+        if (runEvents.length) {
+          if (!isStatic || !instance) {
+            throw new ConfigurationError(`${where} has @OnRunEvent in a request-scoped provider. Run events come outside any request: make ${className} a default-scoped provider.`);
+          }
+          for (const listener of runEvents) listeners.push({ ...listener, where, call: (...args) => handler.apply(instance, args) });
+        }
         const options = this.accessor.getWorkflow(handler);
         const events = this.accessor.getEvents(handler);
         const crons = this.accessor.getCrons(handler);
@@ -89,5 +108,6 @@ export class RedflowExplorer {
         );
       }
     }
+    return listeners;
   }
 }

@@ -9,10 +9,10 @@ import {
 } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
-import { startWorker, type Worker, type WorkflowRegistry } from '../core';
+import { RUN_HOOK_EVENTS, startWorker, type Worker, type WorkerHooks, type WorkflowRegistry } from '../core';
 import { RedflowClient } from './redflow.client';
 import { REDFLOW_LOGGER_CONTEXT, REDFLOW_REGISTRY } from './redflow.constants';
-import { RedflowExplorer } from './redflow.explorer';
+import { RedflowExplorer, type RunEventListener } from './redflow.explorer';
 import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
 import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
 import { RedflowServer } from './redflow.server';
@@ -31,6 +31,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   private server: RedflowServer | undefined;
   private subscription: Subscription | undefined;
   private bootstrapped: Promise<void> | undefined;
+  private listeners: RunEventListener[] = [];
 
   constructor(
     @Inject(REDFLOW_MODULE_OPTIONS) options: RedflowModuleOptions,
@@ -50,7 +51,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   onModuleInit(): void {
     // A microservice's init() and listen() may both run the init hooks: collect once.
     if (this.subscription) return;
-    this.explorer.explore(this.registry);
+    this.listeners = this.explorer.explore(this.registry);
     // A microservice created with RedflowServer registers it as an RPC target of the app.
     this.subscription = this.modules.getRpcTargetRegistry().subscribe((target) => {
       if (target instanceof RedflowServer) {
@@ -94,11 +95,38 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       retentionDays: worker.retentionDays,
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
       logger: this.logger,
+      hooks: this.hooks(),
     }).then((started) => {
       this.worker = started;
       this.logger.log(`Worker started on queue(s) ${started.queues.join(', ')} with concurrency ${started.concurrency}.`);
     });
     return this.starting;
+  }
+
+  /**
+   * The worker's hooks: each calls the `@OnRunEvent` methods of its event (and workflow), each
+   * on its own, so one that throws neither stops the others nor reaches the run.
+   */
+  private hooks(): WorkerHooks {
+    const hooks: Record<string, (...args: unknown[]) => void> = {};
+    for (const [event, hook] of Object.entries(RUN_HOOK_EVENTS)) {
+      const listeners = this.listeners.filter((l) => l.event === event);
+      if (!listeners.length) continue;
+      hooks[hook] = (...args) => {
+        const workflow = (args[0] as { workflow?: string } | undefined)?.workflow;
+        for (const listener of listeners) {
+          if (listener.workflows && (workflow === undefined || !listener.workflows.includes(workflow))) continue;
+          const failed = (error: unknown) => this.logger.error(`@OnRunEvent('${event}') ${listener.where} threw: ${(error as Error)?.message ?? String(error)}. The run is not affected.`, (error as Error)?.stack);
+          try {
+            const result = listener.call(...args);
+            if (result instanceof Promise) result.catch(failed);
+          } catch (error) {
+            failed(error);
+          }
+        }
+      };
+    }
+    return hooks;
   }
 
   /** Stops claiming and lets running workflows finish, up to `shutdownTimeoutMs`. */

@@ -1,6 +1,5 @@
 import type { WorkflowClient } from '../client/workflow-client';
 import { decodeCron, nextCronTick, scheduleOf } from '../definition/cron';
-import type { RedflowLogger } from '../definition/types';
 
 /** Cron ticks fired per call at most. */
 const CRON_BATCH = 20;
@@ -13,7 +12,7 @@ const CRON_BATCH = 20;
  * schedule resumes after now. Returns the delay until the next check: the next tick, at most a
  * second away.
  */
-export async function fireDueCrons(client: WorkflowClient, logger: RedflowLogger): Promise<number> {
+export async function fireDueCrons(client: WorkflowClient, report: (error: unknown, message: string) => void): Promise<number> {
   const { keys, redis, scripts } = client;
   const now = Date.now();
   const due = await redis.zrangebyscore(keys.cronNext(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, CRON_BATCH);
@@ -28,7 +27,7 @@ export async function fireDueCrons(client: WorkflowClient, logger: RedflowLogger
         const next = nextCronTick(def.workflow, scheduleOf(def), Math.max(tick, now));
         await scripts.cronFire(ids[i], tick, next, def.workflow, JSON.stringify(def.input ?? null), now);
       } catch (error) {
-        logger.error(`Cron "${ids[i]}" could not fire: ${(error as Error).message}`);
+        report(error, `Cron "${ids[i]}" could not fire: ${(error as Error).message}`);
       }
     }
   }

@@ -10,6 +10,7 @@ import { validateInput } from '../definition/validation';
 import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
 import type { CancelOnTrigger } from '../definition/workflow-types';
 import { cancelOnKeys } from '../definition/event-match';
+import type { HookRunner } from './hooks';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -27,6 +28,8 @@ export interface ExecutorHost {
   runScheduled(queue: string, dueAt: number): void;
   /** Whether Redis is up; outages are reported to it. */
   readonly health: RedisHealth;
+  /** The worker's lifecycle hooks. */
+  readonly hooks: HookRunner;
   /** Resolves when Redis is healthy again, or the worker stopped for good. */
   waitForRedis(): Promise<void>;
   /** An attempt found its lease gone (taken over or canceled). */
@@ -62,6 +65,7 @@ export class RunExecutor {
   abort(reason: string): void {
     if (this.stopReason) return;
     this.stopReason = new CanceledError(this.runId, reason);
+    if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
     this.controller?.abort(this.stopReason);
     this.steps?.interrupt(this.stopReason);
   }
@@ -124,14 +128,18 @@ export class RunExecutor {
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
+      const hooks = this.host.hooks;
+      hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
 
       const stored = new Map<string, string>();
       for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX)) stored.set(field, hash[field]);
       const steps = (this.steps = new StepRuntime(
         {
           runId: this.runId,
+          workflow: info.workflow,
           token: this.token,
           attempt: info.attempt,
+          hooks,
           leaseMs: this.host.leaseMs,
           maxPayloadBytes: this.host.maxPayloadBytes,
           scripts: this.host.scripts,
@@ -155,7 +163,9 @@ export class RunExecutor {
       });
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
-      return (await this.finish('succeeded', encoded, 0)).next;
+      const result = await this.finish('succeeded', encoded, 0);
+      if (result.code === 'ok') hooks.emit('onRunComplete', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, output, durationMs: Date.now() - this.startedAt });
+      return result.next;
     } catch (thrown) {
       await this.steps?.settled();
       const suspension = this.steps?.suspension;
@@ -202,6 +212,7 @@ export class RunExecutor {
     const hook = due === null && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
     if (result.code !== 'ok') return result.next;
+    this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: due !== null, retryAt: due ?? undefined, durationMs: Date.now() - this.startedAt });
     if (due !== null) {
       this.host.runScheduled(info.queue, due);
     } else {

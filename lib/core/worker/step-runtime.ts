@@ -29,6 +29,7 @@ import {
   type StepRecord,
 } from '../store/step-record';
 import { stepRetryDelayMs } from '../definition/retry';
+import type { HookRunner } from './hooks';
 
 export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
@@ -48,6 +49,7 @@ export class SiblingStepFailedError extends Error {
 /** What the step runtime needs from the attempt it belongs to. */
 export interface AttemptContext {
   runId: string;
+  workflow: string;
   token: string;
   attempt: number;
   leaseMs: number;
@@ -61,6 +63,8 @@ export interface AttemptContext {
   call<T>(fn: () => Promise<T>): Promise<T>;
   /** Called when a checkpoint finds the run canceled or taken over. */
   onLost(code: 'canceled' | 'lost'): void;
+  /** The worker's lifecycle hooks (onStepStart, onStepComplete, onStepFailed). */
+  hooks: HookRunner;
 }
 
 /** A step whose function is running; it can be stopped from outside. */
@@ -200,13 +204,18 @@ export class StepRuntime {
     for (;;) {
       await this.ready();
       const startedAt = Date.now();
+      const hook = { runId: this.ctx.runId, workflow: this.ctx.workflow, attempt: this.ctx.attempt, step: name };
+      this.ctx.hooks.emit('onStepStart', hook);
       try {
-        return await this.execute(name, field, opts.timeoutMs, fn);
+        const output = await this.execute(name, field, opts.timeoutMs, fn);
+        this.ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
+        return output;
       } catch (error) {
         if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || this.ctx.stopReason()) throw error;
         failures++;
         inAttempt++;
         const retry = policy !== undefined && inAttempt < policy.maxAttempts && isRetryable(error);
+        this.ctx.hooks.emit('onStepFailed', { ...hook, error, willRetry: retry, durationMs: Date.now() - startedAt });
         const delay = !retry ? 0 : error instanceof RetryAfterError ? Math.max(0, dueAt(error.delay, Date.now(), 'RetryAfterError delay') - Date.now()) : stepRetryDelayMs(policy, inAttempt);
         const retryAt = retry && delay >= SLOT_FREEING_RETRY_MS ? Date.now() + delay : 0;
         this.record(triesField, encodeTriesRecord({ failures, runAttempt: this.ctx.attempt, failuresInRunAttempt: inAttempt, retryAt }, serializeError(error)));

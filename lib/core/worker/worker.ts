@@ -8,6 +8,8 @@ import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkU
 import { withTimeout, type RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
 import { RunExecutor, type ExecutorHost } from './run-executor';
+import { checkHooks, HookRunner } from './hooks';
+import type { WorkerHooks } from '../definition/hooks';
 import { stderrLogger, type RedflowLogger } from '../definition/types';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 
@@ -60,6 +62,8 @@ export interface WorkerOptions extends ConnectionOptions {
   commandTimeoutMs?: number;
   /** For the client the worker creates (no `client` given): see ClientOptions. @default false */
   requireNoEviction?: boolean;
+  /** Lifecycle hooks, called in this process as its runs and steps start and end (see WorkerHooks). */
+  hooks?: WorkerHooks;
 }
 
 /** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
@@ -89,6 +93,7 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'retentionDays',
   'commandTimeoutMs',
   'requireNoEviction',
+  'hooks',
 ]);
 
 const PROMOTE_BATCH = 100;
@@ -114,6 +119,7 @@ export class Worker implements ExecutorHost {
   readonly maxPayloadBytes: number;
   readonly logger: RedflowLogger;
   readonly health: RedisHealth;
+  readonly hooks: HookRunner;
   private readonly heartbeatMs: number;
   private readonly reaperIntervalMs: number;
   private readonly maxRecoveries: number;
@@ -194,6 +200,14 @@ export class Worker implements ExecutorHost {
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? client.maxPayloadBytes, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.logger = options.logger ?? client.logger ?? stderrLogger;
     this.health = client.health;
+    this.hooks = new HookRunner(checkHooks(options.hooks), this.logger);
+  }
+
+  /** Logs an error of the worker's own and hands it to the `onError` hook. */
+  reportError(error: unknown, task: string, message: string, runId?: string, level: 'warn' | 'error' = 'error'): void {
+    if (level === 'warn') this.logger.warn(message);
+    else this.logger.error(message, (error as Error)?.stack);
+    this.hooks.error(error, { workerId: this.workerId, task, runId });
   }
 
   /** True while new runs may be claimed. */
@@ -240,7 +254,7 @@ export class Worker implements ExecutorHost {
     this.every(this.reaperIntervalMs, () => this.whenHealthy(() => this.reap()));
     this.every(this.blockTimeoutMs, () => this.whenHealthy(() => this.promoteAll()));
     this.every(this.cleanupIntervalMs, () => this.whenHealthy(() => this.cleanup()));
-    this.loop(async () => (this.health.healthy ? fireDueCrons(this.client, this.logger) : 1_000));
+    this.loop(async () => (this.health.healthy ? fireDueCrons(this.client, (error, message) => this.reportError(error, 'cron', message)) : 1_000));
     this.watchEventLoop();
   }
 
@@ -328,7 +342,7 @@ export class Worker implements ExecutorHost {
       try {
         await cleanup();
       } catch (error) {
-        this.logger.error(`Worker "${this.workerId}" cleanup failed: ${(error as Error).message}`);
+        this.reportError(error, 'cleanup', `Worker "${this.workerId}" cleanup failed: ${(error as Error).message}`);
       }
     }
   }
@@ -371,7 +385,7 @@ export class Worker implements ExecutorHost {
         if (this.stopping) break;
         if (this.health.report(error)) continue;
         failures++;
-        this.logger.warn(`Worker "${this.workerId}" could not poll queue "${queue}": ${(error as Error).message}`);
+        this.reportError(error, 'poll', `Worker "${this.workerId}" could not poll queue "${queue}": ${(error as Error).message}`, undefined, 'warn');
         await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
       }
     }
@@ -384,7 +398,7 @@ export class Worker implements ExecutorHost {
       (next) => this.settle(executor, next),
       (error: Error) => {
         // Redis failed while ending the attempt: the run keeps its lease and is reaped later.
-        this.logger.error(`Worker "${this.workerId}" could not finish run "${claimed.runId}": ${error?.message}`, error?.stack);
+        this.reportError(error, 'finish', `Worker "${this.workerId}" could not finish run "${claimed.runId}": ${error?.message}`, claimed.runId);
         this.settle(executor, null);
       },
     );
@@ -488,7 +502,7 @@ export class Worker implements ExecutorHost {
       this.timers.delete(timer);
       // A Redis that stopped answering (paused, or a network partition) must not hang the timers.
       withTimeout(task(), this.client.commandTimeoutMs, this.health.address).catch((error: Error) => {
-        if (!this.health.report(error)) this.logger.warn(`Worker "${this.workerId}" background task failed: ${error.message}`);
+        if (!this.health.report(error)) this.reportError(error, 'background', `Worker "${this.workerId}" background task failed: ${error.message}`, undefined, 'warn');
       });
     }, delayMs);
     this.timers.add(timer);
