@@ -72,6 +72,13 @@ export class OutputSerializationError extends RedflowError {
   }
 }
 
+/** The client was closed while a call of it was still waiting (`result()`, `waitForRun`). */
+export class ClientClosedError extends RedflowError {
+  constructor(readonly what: string) {
+    super(`${what} stopped: its client was closed. Close the client only after the waits you need are over, or wait with a client that stays open.`);
+  }
+}
+
 /** A step or a wait for a run's result took longer than its `timeoutMs`. */
 export class TimeoutError extends RedflowError {
   constructor(readonly what: string, readonly timeoutMs: number) {
@@ -349,6 +356,7 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RedisUnavailableError, retryable: true },
   { cls: RedisWriteRefusedError, retryable: true },
   { cls: RedisScriptError, retryable: true },
+  { cls: ClientClosedError, retryable: true },
 ];
 
 const BY_CLASS = new Map<unknown, ErrorClassInfo>(ERROR_CLASSES.map((info) => [info.cls, info]));

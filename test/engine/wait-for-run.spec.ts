@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import { CanceledError, createClient, NonRetriableError, RunNotFoundError, TimeoutError, type RedisConnection, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { CanceledError, ClientClosedError, createClient, NonRetriableError, RunNotFoundError, TimeoutError, type RedisConnection, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { TestEngine, clusterMode, connect, countScriptCalls, deferred, eventually } from '../support/engine';
 
 /**
@@ -137,6 +137,19 @@ describe('waiting for a run', () => {
     expect(await waiting).toEqual({ runId: handle.id, status: 'canceled', error: expect.any(CanceledError), reason: 'while away' });
     // Woken by the read after the reconnect, not by the 15 s safety sweep.
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('closing the client ends its waits with ClientClosedError', async () => {
+    const wf = engine.define('idle', {}, async ({ step }) => step.waitForSignal('never', 'never'));
+    const handle = await engine.client.start(wf, {});
+    const { client } = await waitingClient();
+    const waiting = client.waitForRun(handle.id).catch((error: unknown) => error);
+    await new Promise((r) => setTimeout(r, 100));
+    await client.close();
+    const error = await waiting;
+    expect(error).toBeInstanceOf(ClientClosedError);
+    expect((error as Error).message).toBe(`Waiting for the result of run "${handle.id}" stopped: its client was closed. Close the client only after the waits you need are over, or wait with a client that stays open.`);
+    await expect(client.waitForRun(handle.id)).rejects.toBeInstanceOf(ClientClosedError);
   });
 
   it(`works on ${clusterMode ? 'the cluster' : 'standalone Redis'} for many waiters of one run`, async () => {

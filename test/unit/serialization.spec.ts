@@ -12,6 +12,7 @@ import {
   RateLimitExceededError,
   RedflowError,
   RedisScriptError,
+  ClientClosedError,
   RedisUnavailableError,
   RedisWriteRefusedError,
   RetryAfterError,
@@ -49,6 +50,7 @@ const SAMPLES: Array<[RedflowError, Record<string, unknown>]> = [
   [new RedisUnavailableError('10.0.0.5:6379', 'connect ECONNREFUSED'), { address: '10.0.0.5:6379', detail: 'connect ECONNREFUSED' }],
   [new RedisWriteRefusedError('claim', "OOM command not allowed when used memory > 'maxmemory'."), { script: 'claim', reply: "OOM command not allowed when used memory > 'maxmemory'." }],
   [new RedisScriptError('finish', 'ERR bad state'), { script: 'finish', reply: 'ERR bad state' }],
+  [new ClientClosedError('Waiting for the result of run "r1"'), { what: 'Waiting for the result of run "r1"' }],
 ];
 
 function roundTrip(error: unknown): Error {

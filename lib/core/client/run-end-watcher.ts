@@ -14,6 +14,12 @@ export interface EndedRun {
 
 type Listener = (ended: EndedRun) => void;
 
+/** A waiter: woken by its run's end, or told that the client closed. */
+interface Waiter {
+  ended: Listener;
+  closed: () => void;
+}
+
 /** Every listened run is read once this often, in one round trip: a lost message costs latency, never a hang. */
 const SWEEP_MS = 15_000;
 /** The subscription outlives its last listener this long, so back-to-back waits do not resubscribe. */
@@ -44,7 +50,7 @@ function subscriberFor(redis: RedisConnection): Redis | Cluster {
 export class RunEndWatcher {
   private connection: RedisConnection | undefined;
   private subscribed: Promise<void> | undefined;
-  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly listeners = new Map<string, Set<Waiter>>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private lingerTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -57,13 +63,23 @@ export class RunEndWatcher {
     private readonly read: (ids: string[]) => Promise<Map<string, EndedRun>>,
   ) {}
 
-  /** Calls `listener` once when run `id` ends. Returns the function that stops listening. */
-  listen(id: string, listener: Listener): () => void {
+  /**
+   * Calls `listener` once when run `id` ends, or `closed` when the watcher closes first. Returns
+   * the function that stops listening.
+   */
+  listen(id: string, listener: Listener, closed: () => void): () => void {
+    if (this.closed) {
+      closed();
+      return () => undefined;
+    }
     let set = this.listeners.get(id);
     if (!set) this.listeners.set(id, (set = new Set()));
-    const once: Listener = (ended) => {
-      stop();
-      listener(ended);
+    const once: Waiter = {
+      ended: (ended) => {
+        stop();
+        listener(ended);
+      },
+      closed,
     };
     set.add(once);
     clearTimeout(this.lingerTimer);
@@ -116,7 +132,9 @@ export class RunEndWatcher {
   /** Stops listening for good and closes the subscriber. */
   async close(): Promise<void> {
     this.closed = true;
+    const waiters = [...this.listeners.values()].flatMap((set) => [...set]);
     this.listeners.clear();
+    for (const waiter of waiters) waiter.closed();
     await this.drop();
   }
 
@@ -130,7 +148,7 @@ export class RunEndWatcher {
     const status = message.slice(first + 1, second < 0 ? undefined : second);
     if (!ENDED.has(status)) return;
     const ended: EndedRun = { status: status as EndedStatus, payload: second < 0 ? undefined : message.slice(second + 1) };
-    for (const listener of [...set]) listener(ended);
+    for (const waiter of [...set]) waiter.ended(ended);
   }
 
   /** Reads every listened run in one round trip and wakes the listeners of those that ended. */
@@ -143,7 +161,7 @@ export class RunEndWatcher {
     } catch {
       return; // Redis is down: the next reconnect or sweep reads again.
     }
-    for (const [id, run] of ended) for (const listener of [...(this.listeners.get(id) ?? [])]) listener(run);
+    for (const [id, run] of ended) for (const waiter of [...(this.listeners.get(id) ?? [])]) waiter.ended(run);
   }
 
   /** No one listens: unsubscribe after LINGER_MS, so a client that stopped waiting gets no messages. */

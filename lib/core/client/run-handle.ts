@@ -1,5 +1,6 @@
 import {
   CanceledError,
+  ClientClosedError,
   RedisUnavailableError,
   RunNotFoundError,
   TimeoutError,
@@ -120,6 +121,7 @@ export class RunHandles extends RunReader {
     return new Promise<RunOutcome<TOutput>>((resolve, reject) => {
       let settled = false;
       let redisSilent = false;
+      let stop = () => undefined as void;
       let timer: NodeJS.Timeout | undefined;
       const settle = (finish: () => void) => {
         if (settled) return;
@@ -150,7 +152,7 @@ export class RunHandles extends RunReader {
         }
         settle(() => resolve(outcome));
       };
-      const stop = watcher.listen(id, ended);
+      stop = watcher.listen(id, ended, () => fail(new ClientClosedError(`Waiting for the result of run "${id}"`)));
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs !== undefined) {
