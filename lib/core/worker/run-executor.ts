@@ -10,6 +10,8 @@ import { validateInput } from '../definition/validation';
 import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
 import type { CancelOnTrigger } from '../definition/workflow-types';
 import { cancelOnKeys } from '../definition/event-match';
+import type { Clock } from '../definition/clock';
+import type { StepMocks } from './step-runtime';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -17,6 +19,10 @@ export interface ExecutorHost {
   readonly scripts: RedisScripts;
   readonly registry: WorkflowRegistry;
   readonly leaseMs: number;
+  /** Workflow time (due times); leases use real time. */
+  readonly clock: Clock;
+  /** @internal Test step mocks (`nestjs-redflow/testing`). */
+  readonly stepMocks?: StepMocks;
   readonly maxPayloadBytes: number;
   readonly logger: RedflowLogger;
   /** False while the worker is stopping: finishing then claims no next run. */
@@ -133,6 +139,8 @@ export class RunExecutor {
           token: this.token,
           attempt: info.attempt,
           leaseMs: this.host.leaseMs,
+          clock: this.host.clock,
+          stepMocks: this.host.stepMocks,
           maxPayloadBytes: this.host.maxPayloadBytes,
           scripts: this.host.scripts,
           registry: this.host.registry,
@@ -193,7 +201,7 @@ export class RunExecutor {
     if (this.abandoned) return null;
     let due: number | null;
     try {
-      due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, Date.now());
+      due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());
     } catch (policyError) {
       due = null;
       error = policyError;
@@ -227,7 +235,7 @@ export class RunExecutor {
       runId: this.runId,
       queue: this.queue,
       token: this.token,
-      now: Date.now(),
+      now: this.host.clock.now(),
       outcome,
       payload,
       dueAt,
