@@ -1,5 +1,6 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { ConfigurationError, type WorkerRuntimeOptions } from '../core';
+import { ConfigurationError, type Clock, type WorkerRuntimeOptions } from '../core';
+import type { StepMocks } from '../core/worker/step-runtime';
 import {
   assertKnownKeys,
   checkDuration,
@@ -66,6 +67,13 @@ export interface RedflowModuleOptions {
   redis?: RedflowRedisOptions;
   /** How long a client call waits for Redis before rejecting with RedisUnavailableError. @default 10000 */
   commandTimeoutMs?: number;
+  /**
+   * The source of workflow time for the client and worker (due times of waits, retries, `runAt`,
+   * schedules); leases keep real time. `RedflowTestingModule` sets a `VirtualClock`. @default systemClock
+   */
+  clock?: Clock;
+  /** @internal Step mocks of `RedflowTestingModule`; not for production use. */
+  stepMocks?: StepMocks;
 }
 
 /** Keys of `RedflowModuleOptions`. */
@@ -80,6 +88,8 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
   'dashboard',
   'redis',
   'commandTimeoutMs',
+  'clock',
+  'stepMocks',
 ]);
 
 /** Keys of `RedflowWorkerOptions` (the `worker` option). */

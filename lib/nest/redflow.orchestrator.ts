@@ -94,6 +94,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       retentionDays: worker.retentionDays,
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
       logger: this.logger,
+      stepMocks: this.options.stepMocks,
     }).then((started) => {
       this.worker = started;
       this.logger.log(`Worker started on queue(s) ${started.queues.join(', ')} with concurrency ${started.concurrency}.`);
