@@ -56,7 +56,7 @@ describe('checkout with RedflowTestingModule', () => {
     expect(elapsedMs).toBeLessThan(1_000);
   });
 
-  it('a mocked step error goes through the run's retries to failure', async () => {
+  it('a mocked step error goes through the run retries to failure', async () => {
     const failed = await testing.run(CheckoutWorkflows, 'checkout', { orderId: 'ord_2', email: 'bob@example.com', totalCents: 500 }, {
       steps: { 'charge-card': { error: 'Card declined.' } },
     });
