@@ -4,6 +4,7 @@ import { RedflowClient, type WorkflowInput, type WorkflowMethodName, type Workfl
 import { RedflowMetadataAccessor } from '../../nest/redflow-metadata.accessor';
 import type { StepMockOf, TestRunResult } from '../test-runner';
 import type { VirtualClock } from '../virtual-clock';
+import type { TestRedisServer } from '../redis-server';
 import { REDFLOW_TESTING_CONTEXT } from './redflow-testing.constants';
 import type { RedflowTestingContext } from './redflow-testing.context';
 
@@ -44,6 +45,11 @@ export class RedflowTesting implements OnApplicationShutdown {
   /** The app's workflow time: `await testing.clock.advance('1h')`. */
   get clock(): VirtualClock {
     return this.context.clock;
+  }
+
+  /** The redis-server this module started (no `connection` nor `REDIS_URL` given), if any. */
+  get redisServer(): TestRedisServer | undefined {
+    return this.context.server;
   }
 
   /** The key prefix of this testing module's runs. */
