@@ -123,7 +123,9 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   if (options === null || typeof options !== 'object') {
     throw new ConfigurationError(`${WHAT} must be an object such as { app: "billing", connection: "redis://..." }, got ${describeValue(options)}.`);
   }
-  assertKnownKeys(WHAT, options, REDFLOW_MODULE_OPTION_KEYS);
+  // `stepMocks` is internal (RedflowTestingModule): accepted, but never offered in messages.
+  const { stepMocks: _internal, ...publicOptions } = options;
+  assertKnownKeys(WHAT, publicOptions, REDFLOW_MODULE_OPTION_KEYS.filter((k) => k !== 'stepMocks'));
   if (typeof options.app !== 'string' || !options.app) {
     throw new ConfigurationError(
       `RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got ${describeValue(options.app)}.`,
