@@ -1,5 +1,6 @@
 export * from './errors';
 export { toMs, type Duration } from './definition/duration';
+export { systemClock, type Clock } from './definition/clock';
 export { createClient, WorkflowClient, type ClientOptions, type CountRunsOptions, type EmitEventOptions, type ListRunsOptions, type PruneOptions, type RunHandle, type RunOptions, type ScheduleOptions } from './client/workflow-client';
 export { createAdmin, WorkflowAdmin } from './client/admin';
 export type { ConnectionOptions } from './store/connection';

@@ -1,5 +1,6 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { ConfigurationError, type WorkerRuntimeOptions } from '../core';
+import { ConfigurationError, type Clock, type WorkerRuntimeOptions } from '../core';
+import type { StepMocks } from '../core/worker/step-runtime';
 import {
   assertKnownKeys,
   checkDuration,
@@ -66,6 +67,13 @@ export interface RedflowModuleOptions {
   redis?: RedflowRedisOptions;
   /** How long a client call waits for Redis before rejecting with RedisUnavailableError. @default 10000 */
   commandTimeoutMs?: number;
+  /**
+   * The source of workflow time for the client and worker (due times of waits, retries, `runAt`,
+   * schedules); leases keep real time. `RedflowTestingModule` sets a `VirtualClock`. @default systemClock
+   */
+  clock?: Clock;
+  /** @internal Step mocks of `RedflowTestingModule`; not for production use. */
+  stepMocks?: StepMocks;
 }
 
 /** Keys of `RedflowModuleOptions`. */
@@ -80,6 +88,8 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
   'dashboard',
   'redis',
   'commandTimeoutMs',
+  'clock',
+  'stepMocks',
 ]);
 
 /** Keys of `RedflowWorkerOptions` (the `worker` option). */
@@ -113,7 +123,9 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   if (options === null || typeof options !== 'object') {
     throw new ConfigurationError(`${WHAT} must be an object such as { app: "billing", connection: "redis://..." }, got ${describeValue(options)}.`);
   }
-  assertKnownKeys(WHAT, options, REDFLOW_MODULE_OPTION_KEYS);
+  // `stepMocks` is internal (RedflowTestingModule): accepted, but never offered in messages.
+  const { stepMocks: _internal, ...publicOptions } = options;
+  assertKnownKeys(WHAT, publicOptions, REDFLOW_MODULE_OPTION_KEYS.filter((k) => k !== 'stepMocks'));
   if (typeof options.app !== 'string' || !options.app) {
     throw new ConfigurationError(
       `RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got ${describeValue(options.app)}.`,

@@ -109,6 +109,7 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     commandTimeoutMs: options.commandTimeoutMs,
     requireNoEviction: options.redis?.requireNoEviction,
     logger: new Logger(REDFLOW_LOGGER_CONTEXT),
+    clock: options.clock,
   };
   const { redis, owned } =
     connection instanceof Redis || connection instanceof Cluster

@@ -96,6 +96,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
       logger: this.logger,
       hooks: this.hooks(),
+      stepMocks: this.options.stepMocks,
     }).then((started) => {
       this.worker = started;
       this.logger.log(`Worker started on queue(s) ${started.queues.join(', ')} with concurrency ${started.concurrency}.`);

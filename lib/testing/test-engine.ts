@@ -9,14 +9,24 @@ import {
   type WorkerOptions,
   type WorkerRuntimeOptions,
   type WorkflowClient,
+  type WorkflowDefinition,
 } from '../core';
 import { openConnection } from '../core/store/connection';
+import { TestRedisServer } from './redis-server';
+import { VirtualClock } from './virtual-clock';
+import { TestRunner, type TestRunOptions, type TestRunResult } from './test-runner';
+
+export type { StepMockOf, TestRunOptions, TestRunResult } from './test-runner';
 
 /** Options of `createTestEngine`. */
 export interface TestEngineOptions {
   /** An ioredis connection to use (left open by `close()`). */
   redis?: RedisConnection;
-  /** A redis:// URL to connect to (closed by `close()`). @default process.env.REDIS_URL */
+  /**
+   * A redis:// URL to connect to (closed by `close()`). Without `redis`, `url` and `REDIS_URL`,
+   * the engine starts a `redis-server` of its own (no persistence) and stops it on `close()`.
+   * @default process.env.REDIS_URL
+   */
   url?: string;
   /** The key prefix; give none to get a unique one, so tests never see each other's runs. */
   prefix?: string;
@@ -28,24 +38,35 @@ export interface TestEngineOptions {
  */
 export const TEST_RUNTIME: Readonly<WorkerRuntimeOptions> = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
 
+
 /**
  * An engine for one test file or test: its own registry, a client and workers on a prefix of its
- * own, on a real Redis. `close()` stops the workers and deletes every key of the prefix.
+ * own, on a real Redis, with a `VirtualClock`. `close()` stops the workers, deletes every key of
+ * the prefix, and stops the redis-server it started, if any.
  */
 export class RedflowTestEngine {
   readonly registry = new WorkflowRegistry();
   readonly prefix: string;
   readonly redis: RedisConnection;
   readonly client: WorkflowClient;
+  /** The engine's time: `await engine.clock.advance('1h')` fires what is due by then. */
+  readonly clock = new VirtualClock();
+  /** The redis-server this engine started (no `redis`, `url` or `REDIS_URL` given), if any. */
+  readonly server: TestRedisServer | undefined;
   private readonly owned: boolean;
   private readonly workers: Worker[] = [];
+  private readonly runner: TestRunner;
+  private defaultWorker: Promise<Worker> | undefined;
 
   constructor(options: TestEngineOptions = {}) {
-    const { redis, owned } = openConnection({ redis: options.redis, url: options.url });
-    this.redis = redis;
-    this.owned = owned;
+    const url = options.url ?? (options.redis ? undefined : process.env.REDIS_URL);
+    if (!options.redis && !url) this.server = TestRedisServer.start();
+    const connection = this.server ? openConnection({ redisOptions: { path: this.server.socket } }) : openConnection({ redis: options.redis, url });
+    this.redis = connection.redis;
+    this.owned = connection.owned;
     this.prefix = options.prefix ?? `test:${randomBytes(5).toString('hex')}`;
-    this.client = createClient({ redis, prefix: this.prefix, registry: this.registry });
+    this.client = createClient({ redis: this.redis, prefix: this.prefix, registry: this.registry, clock: this.clock });
+    this.runner = new TestRunner(this.client, this.clock);
   }
 
   /** Defines a workflow in this engine's registry (see `defineWorkflow`). */
@@ -60,6 +81,7 @@ export class RedflowTestEngine {
       client: this.client,
       registry: this.registry,
       concurrency: 4,
+      stepMocks: this.runner.stepMocks,
       ...options,
       runtime: { ...TEST_RUNTIME, ...options.runtime },
     });
@@ -67,16 +89,56 @@ export class RedflowTestEngine {
     return worker;
   }
 
-  /** Stops the workers, deletes the prefix's keys and closes what this engine opened. */
+  /**
+   * Starts a run and waits until it ends or waits (see `TestRunResult`), with the given steps
+   * mocked. Starts a worker first if this engine has none.
+   */
+  async run<TInput, TOutput>(workflow: WorkflowDefinition<TInput, TOutput>, input: TInput, options: TestRunOptions = {}): Promise<TestRunResult<TOutput>> {
+    if (!this.workers.length) await (this.defaultWorker ??= this.worker());
+    return this.runner.run<TOutput>(() => this.client.start(workflow, input), options);
+  }
+
+  /** Sends a signal to a run (`client.signal`). */
+  signal(runId: string, name: string, payload?: unknown): Promise<boolean> {
+    return this.client.signal(runId, name, payload);
+  }
+
+  /** Emits an event (`client.emitEvent`); returns the ids of the runs it started. */
+  emit(event: string, payload: unknown): Promise<string[]> {
+    return this.client.emitEvent(event, payload);
+  }
+
+  /**
+   * Resolves when the run has ended or is suspended waiting (a time, a signal, an event, a child
+   * run, a retry delay), with its state. Rejects with `TimeoutError` after `timeoutMs` real ms.
+   */
+  runUntilWaiting<TOutput = unknown>(runId: string, options: { timeoutMs?: number } = {}): Promise<TestRunResult<TOutput>> {
+    return this.runner.runUntilWaiting<TOutput>(runId, options);
+  }
+
+  /** Stops the workers, deletes the prefix's keys and closes (and stops) what this engine opened. */
   async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 })));
-    await createAdmin(this.client).resetState();
-    await this.client.close();
-    if (this.owned) await this.redis.quit();
+    const errors: unknown[] = [];
+    const attempt = async (fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+      } catch (error) {
+        errors.push(error);
+      }
+    };
+    await attempt(() => Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 }))));
+    await attempt(() => createAdmin(this.client).resetState());
+    await attempt(() => this.client.close());
+    if (this.owned) await attempt(() => this.redis.quit());
+    if (this.server) await attempt(() => this.server!.stop());
+    if (errors.length) throw errors[0];
   }
 }
 
-/** A test engine on `REDIS_URL` (or the given connection) with a unique prefix. */
+/**
+ * A test engine with a unique prefix and a `VirtualClock`: on the given connection, on `url` or
+ * `REDIS_URL`, or else on a `redis-server` it starts (and stops on `close()`).
+ */
 export function createTestEngine(options: TestEngineOptions = {}): RedflowTestEngine {
   return new RedflowTestEngine(options);
 }

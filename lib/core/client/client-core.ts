@@ -20,6 +20,7 @@ import {
   type RunStatus,
 } from '../definition/types';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
+import { systemClock, type Clock } from '../definition/clock';
 
 
 /** Options of `createClient`. */
@@ -43,6 +44,12 @@ export interface ClientOptions extends ConnectionOptions {
   requireNoEviction?: boolean;
   /** Where warnings go (Redis outages, eviction policy). @default warnings and errors to stderr */
   logger?: RedflowLogger;
+  /**
+   * The source of workflow time (due times of `runAt`, `delay`, waits, schedules); a worker on this
+   * client uses it too. Tests pass a `VirtualClock` from `nestjs-redflow/testing`. Leases always
+   * use real time. @default systemClock
+   */
+  clock?: Clock;
 }
 
 /** Keys of `ClientOptions` (`createClient`). */
@@ -55,6 +62,7 @@ export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'commandTimeoutMs',
   'requireNoEviction',
   'logger',
+  'clock',
 ]);
 
 /** Default of `commandTimeoutMs`. */
@@ -109,6 +117,8 @@ export class ClientCore {
   /** Up, unreachable or refusing writes: shared with this client's worker. */
   readonly health: RedisHealth;
   readonly logger: RedflowLogger;
+  /** The source of workflow time, shared with this client's worker. */
+  readonly clock: Clock;
   protected readonly requireNoEviction: boolean;
   protected checked: Promise<void> | undefined;
   protected closed = false;
@@ -126,6 +136,7 @@ export class ClientCore {
     this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });
     this.requireNoEviction = options.requireNoEviction ?? false;
     this.logger = options.logger ?? stderrLogger;
+    this.clock = options.clock ?? systemClock;
     this.health = new RedisHealth(redisAddress(redis), this.logger, () => this.redis.set(this.keys.probe(), String(Date.now()), 'PX', 60_000));
     if (ownsConnection) this.health.watch(redis);
   }

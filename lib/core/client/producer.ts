@@ -103,7 +103,7 @@ export class RunProducer extends RunHandles {
     localFlow: boolean,
   ): Promise<RunHandle<TOutput>> {
     const encoded = encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
-    const now = Date.now();
+    const now = this.clock.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options.idempotencyTtl);
     const result = await this.call(() => this.scripts.enqueue({
@@ -152,7 +152,7 @@ export class RunProducer extends RunHandles {
     const result = await this.call(() => this.scripts.schedule({
       cronId: runtimeCronId(id),
       def: encodeCron(workflow, { ...tick, input: stored }),
-      next: nextCronTick(workflow, tick, Date.now()),
+      next: nextCronTick(workflow, tick, this.clock.now()),
       workflow,
       local: definition !== undefined,
     }));
@@ -181,7 +181,7 @@ export class RunProducer extends RunHandles {
       event,
       payload: encodeJson(payload, `The payload of event "${event}"`, this.maxPayloadBytes),
       fields: eventFields(payload),
-      now: Date.now(),
+      now: this.clock.now(),
       emitAt: timeOption(options.emitAt, 'emitAt'),
       idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),
       idempotencyTtlSec: idempotencyTtlSec(options.idempotencyTtl),

@@ -59,7 +59,7 @@ export class RunControl extends RunProducer {
       queue,
       maxAttempts: maxAttempts ?? '1',
       input: input ?? '',
-      now: Date.now(),
+      now: this.clock.now(),
       runAt: 0,
       idempotencyKey: '',
       idempotencyTtlSec: 1,
@@ -99,7 +99,7 @@ export class RunControl extends RunProducer {
     if (options.reason !== undefined) checkUserName(options.reason, 'cancelRun reason', { max: 1000 });
     if (!isPossibleRunId(id)) return false;
     const error = serializeError(new CanceledError(id, options.reason));
-    const result = await this.call(() => this.scripts.cancel(id, Date.now(), error, options.reason ?? ''));
+    const result = await this.call(() => this.scripts.cancel(id, this.clock.now(), error, options.reason ?? ''));
     return result === 'ok';
   }
 
@@ -121,7 +121,7 @@ export class RunControl extends RunProducer {
     if (workflow !== undefined && (typeof workflow !== 'string' || !workflow)) {
       throw new ConfigurationError(`prune workflow must be a workflow name, got ${describeValue(workflow)}.`);
     }
-    const cutoff = Date.now() - olderThanMs;
+    const cutoff = this.clock.now() - olderThanMs;
     let deleted = 0;
     for (;;) {
       const batch = await this.call(() => this.scripts.prune({ cutoff, batch: PRUNE_BATCH, statuses, workflow }));
@@ -140,7 +140,7 @@ export class RunControl extends RunProducer {
     if (!isPossibleRunId(runId)) return false;
     checkUserName(name, 'The signal name');
     const text = encodeJson(payload ?? null, `The payload of signal "${name}"`, this.maxPayloadBytes);
-    const outcome = await this.call(() => this.scripts.signal(runId, name, text, Date.now(), MAX_BUFFERED_SIGNALS));
+    const outcome = await this.call(() => this.scripts.signal(runId, name, text, this.clock.now(), MAX_BUFFERED_SIGNALS));
     if (outcome === 'full') throw new SignalBufferFullError(runId, name, MAX_BUFFERED_SIGNALS);
     return outcome === 'delivered' || outcome === 'buffered';
   }

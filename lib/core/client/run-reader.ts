@@ -65,7 +65,7 @@ export class RunReader extends ClientCore {
     const hash = await this.call(() => this.redis.hgetall(this.keys.run(id)));
     const steps: StepState[] = [];
     for (const [field, value] of Object.entries(hash)) {
-      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)]));
+      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], this.clock.now()));
     }
     return steps.sort((a, b) => a.seq - b.seq);
   }

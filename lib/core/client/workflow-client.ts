@@ -30,7 +30,7 @@ export class WorkflowClient extends RunControl {
     if (options.defaultMaxConcurrency !== undefined && options.defaultMaxConcurrency !== Infinity) {
       checkInteger(options.defaultMaxConcurrency, 'syncRegistry defaultMaxConcurrency', 1, 1_000_000);
     }
-    const now = Date.now();
+    const now = this.clock.now();
     const entries = registry.list().map((d) => {
       const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? 1;
       const ids = cronIds(d);

@@ -143,9 +143,10 @@ export class RedisScripts {
     return { kind: reply[0] as 'created', runId: reply[1] };
   }
 
+  /** `now` is workflow time; the lease of `leaseMs` runs from real time (leases detect dead processes). */
   async claim(queue: string, token: string, now: number, leaseMs: number): Promise<ClaimedRun | null> {
     const k = this.keys;
-    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, leaseMs)) as unknown[] | null;
+    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, Date.now() + leaseMs)) as unknown[] | null;
     return toClaimed(reply, 0, token);
   }
 
@@ -163,6 +164,7 @@ export class RedisScripts {
     dueAt: number;
     /** Lease token for claiming the next run of the queue, or '' to claim none. */
     nextToken: string;
+    /** Lease of the next run; it runs from real time, as every lease. */
     leaseMs: number;
     /** For 'wait' on children: the awaited step fields. */
     waitFields: string[];
@@ -182,7 +184,7 @@ export class RedisScripts {
       a.payload,
       a.dueAt,
       a.nextToken,
-      a.leaseMs,
+      Date.now() + a.leaseMs,
       a.waitFields.join('\n'),
       ...a.records,
     )) as unknown[];

@@ -77,8 +77,8 @@ export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number):
  * Reads a stored step record into its public form; with its tries record, when the step ever
  * failed, it also tells how many times the step ran and its last error.
  */
-export function parseStepRecord(runId: string, field: string, text: string, triesText?: string): StepState {
-  const state = parseStepRecordOnly(runId, field, text);
+export function parseStepRecord(runId: string, field: string, text: string, triesText?: string, now: number = Date.now()): StepState {
+  const state = parseStepRecordOnly(runId, field, text, now);
   if (state.status === 'waiting' || state.wakeAt !== undefined) return state;
   if (triesText === undefined) return { ...state, attempts: 1 };
   const tries = parseTriesRecord(runId, TRIES_FIELD_PREFIX + state.name, triesText);
@@ -86,7 +86,7 @@ export function parseStepRecord(runId: string, field: string, text: string, trie
   return { ...state, attempts: tries.failures + (state.status === 'succeeded' ? 1 : 0), lastError: tries.lastError as StepState['lastError'], ...retry };
 }
 
-function parseStepRecordOnly(runId: string, field: string, text: string): StepState {
+function parseStepRecordOnly(runId: string, field: string, text: string, now: number): StepState {
   const r = decodeJson(text, runId, field) as StepRecord;
   if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3, 4, 5].includes(r[0])) {
     throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
@@ -95,7 +95,7 @@ function parseStepRecordOnly(runId: string, field: string, text: string): StepSt
   switch (r[0]) {
     case 2: {
       const wakeAt = r[3] as number;
-      return { ...base, status: wakeAt > Date.now() ? ('waiting' as const) : ('succeeded' as const), wakeAt };
+      return { ...base, status: wakeAt > now ? ('waiting' as const) : ('succeeded' as const), wakeAt };
     }
     case 3:
       return { ...base, status: 'waiting' as const, childRunId: r[3] as string };

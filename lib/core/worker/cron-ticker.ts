@@ -14,7 +14,7 @@ const CRON_BATCH = 20;
  */
 export async function fireDueCrons(client: WorkflowClient, report: (error: unknown, message: string) => void): Promise<number> {
   const { keys, redis, scripts } = client;
-  const now = Date.now();
+  const now = client.clock.now();
   const due = await redis.zrangebyscore(keys.cronNext(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, CRON_BATCH);
   if (due.length) {
     const ids = due.filter((_, i) => i % 2 === 0);
@@ -32,6 +32,6 @@ export async function fireDueCrons(client: WorkflowClient, report: (error: unkno
     }
   }
   const [, nextTick] = await redis.zrange(keys.cronNext(), 0, '0', 'WITHSCORES');
-  const wait = nextTick === undefined ? 1_000 : Number(nextTick) - Date.now();
+  const wait = nextTick === undefined ? 1_000 : Number(nextTick) - client.clock.now();
   return Math.min(1_000, Math.max(5, wait));
 }

@@ -11,6 +11,8 @@ import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
 import type { CancelOnTrigger } from '../definition/workflow-types';
 import { cancelOnKeys } from '../definition/event-match';
 import type { HookRunner } from './hooks';
+import type { Clock } from '../definition/clock';
+import type { StepMocks } from './step-runtime';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -18,6 +20,10 @@ export interface ExecutorHost {
   readonly scripts: RedisScripts;
   readonly registry: WorkflowRegistry;
   readonly leaseMs: number;
+  /** Workflow time (due times); leases use real time. */
+  readonly clock: Clock;
+  /** @internal Test step mocks (`nestjs-redflow/testing`). */
+  readonly stepMocks?: StepMocks;
   readonly maxPayloadBytes: number;
   readonly logger: RedflowLogger;
   /** False while the worker is stopping: finishing then claims no next run. */
@@ -141,6 +147,8 @@ export class RunExecutor {
           attempt: info.attempt,
           hooks,
           leaseMs: this.host.leaseMs,
+          clock: this.host.clock,
+          stepMocks: this.host.stepMocks,
           maxPayloadBytes: this.host.maxPayloadBytes,
           scripts: this.host.scripts,
           registry: this.host.registry,
@@ -203,7 +211,7 @@ export class RunExecutor {
     if (this.abandoned) return null;
     let due: number | null;
     try {
-      due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, Date.now());
+      due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());
     } catch (policyError) {
       due = null;
       error = policyError;
@@ -238,7 +246,7 @@ export class RunExecutor {
       runId: this.runId,
       queue: this.queue,
       token: this.token,
-      now: Date.now(),
+      now: this.host.clock.now(),
       outcome,
       payload,
       dueAt,

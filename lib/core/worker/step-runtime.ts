@@ -30,6 +30,7 @@ import {
 } from '../store/step-record';
 import { stepRetryDelayMs } from '../definition/retry';
 import type { HookRunner } from './hooks';
+import type { Clock } from '../definition/clock';
 
 export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
@@ -53,6 +54,10 @@ export interface AttemptContext {
   token: string;
   attempt: number;
   leaseMs: number;
+  /** Workflow time: due times of retries, waits and timeouts. */
+  clock: Clock;
+  /** @internal Test step mocks, consulted before a step's function is called. */
+  stepMocks?: StepMocks;
   maxPayloadBytes: number;
   scripts: RedisScripts;
   /** Workflows known here: child runs of these are validated before they start. */
@@ -66,6 +71,12 @@ export interface AttemptContext {
   /** The worker's lifecycle hooks (onStepStart, onStepComplete, onStepFailed). */
   hooks: HookRunner;
 }
+
+/** @internal What a mocked step does instead of calling its function (`nestjs-redflow/testing`). */
+export type StepMock = { output: unknown } | { error: unknown };
+
+/** @internal Looks up the mock of a step of a run, by the run id and the step name. */
+export type StepMocks = (runId: string, stepName: string) => StepMock | undefined | Promise<StepMock | undefined>;
 
 /** A step whose function is running; it can be stopped from outside. */
 interface InflightStep {
@@ -200,7 +211,7 @@ export class StepRuntime {
     let failures = tries?.failures ?? 0;
     let inAttempt = tries?.runAttempt === this.ctx.attempt ? tries.failuresInRunAttempt : 0;
     // Woken before its retry was due (a sibling's wait ended first): wait again until it is.
-    if (record?.[0] === 0 && tries && tries.runAttempt === this.ctx.attempt && tries.retryAt > Date.now()) this.suspend(tries.retryAt);
+    if (record?.[0] === 0 && tries && tries.runAttempt === this.ctx.attempt && tries.retryAt > this.ctx.clock.now()) this.suspend(tries.retryAt);
     for (;;) {
       await this.ready();
       const startedAt = Date.now();
@@ -216,8 +227,8 @@ export class StepRuntime {
         inAttempt++;
         const retry = policy !== undefined && inAttempt < policy.maxAttempts && isRetryable(error);
         this.ctx.hooks.emit('onStepFailed', { ...hook, error, willRetry: retry, durationMs: Date.now() - startedAt });
-        const delay = !retry ? 0 : error instanceof RetryAfterError ? Math.max(0, dueAt(error.delay, Date.now(), 'RetryAfterError delay') - Date.now()) : stepRetryDelayMs(policy, inAttempt);
-        const retryAt = retry && delay >= SLOT_FREEING_RETRY_MS ? Date.now() + delay : 0;
+        const delay = !retry ? 0 : error instanceof RetryAfterError ? Math.max(0, dueAt(error.delay, this.ctx.clock.now(), 'RetryAfterError delay') - this.ctx.clock.now()) : stepRetryDelayMs(policy, inAttempt);
+        const retryAt = retry && delay >= SLOT_FREEING_RETRY_MS ? this.ctx.clock.now() + delay : 0;
         this.record(triesField, encodeTriesRecord({ failures, runAttempt: this.ctx.attempt, failuresInRunAttempt: inAttempt, retryAt }, serializeError(error)));
         if (!retry) this.failAt(field, startedAt, error);
         if (retryAt === 0) {
@@ -238,15 +249,15 @@ export class StepRuntime {
     return new Promise<void>((resolve, reject) => {
       const step: InflightStep = {
         reject: (reason) => {
-          clearTimeout(timer);
+          cancel();
           this.inflight.delete(step);
           reject(reason);
         },
       };
-      const timer = setTimeout(() => {
+      const cancel = this.ctx.clock.setTimer(ms, () => {
         this.inflight.delete(step);
         resolve();
-      }, ms);
+      });
       this.inflight.add(step);
     });
   }
@@ -282,10 +293,10 @@ export class StepRuntime {
       return;
     } else {
       this.throwIfStopped();
-      wakeAt = target instanceof Date ? timeOption(target, what) : Date.now() + toMs(target, what);
+      wakeAt = target instanceof Date ? timeOption(target, what) : this.ctx.clock.now() + toMs(target, what);
       this.record(field, encodeSleepRecord(++this.seq, this.ctx.attempt, wakeAt));
     }
-    if (Date.now() >= wakeAt) return;
+    if (this.ctx.clock.now() >= wakeAt) return;
     this.suspend(wakeAt);
   }
 
@@ -293,7 +304,7 @@ export class StepRuntime {
     const { name, field, record } = this.begin('waitForSignal', options);
     checkUserName(signal, `The signal name of step "${name}"`);
     assertKnownKeys(`step.waitForSignal options of step "${name}"`, waitOptions, WAIT_FOR_SIGNAL_OPTION_KEYS);
-    return this.awaitExternal(4, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitSignal(target, signal, deadline, Date.now()));
+    return this.awaitExternal(4, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitSignal(target, signal, deadline, this.ctx.clock.now()));
   }
 
   /**
@@ -311,7 +322,7 @@ export class StepRuntime {
   ): Promise<unknown> {
     if (record?.[0] === 1) return record[5] ?? null;
     await this.ready();
-    const deadline = record?.[0] === kind ? (record[4] as number) : timeout === undefined ? 0 : Date.now() + toMs(timeout, `timeout of step "${name}"`);
+    const deadline = record?.[0] === kind ? (record[4] as number) : timeout === undefined ? 0 : this.ctx.clock.now() + toMs(timeout, `timeout of step "${name}"`);
     const result = await this.ctx.call(() => script(this.target(field), deadline));
     if (result.code === 'lost') this.lost();
     if (result.code === 'wait') this.suspend(deadline, field);
@@ -323,7 +334,7 @@ export class StepRuntime {
     checkEventName(event, `The event name of step "${name}"`);
     assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
     const match = matchKey(waitOptions.match, `the match of step "${name}"`);
-    return this.awaitExternal(5, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, Date.now(), match));
+    return this.awaitExternal(5, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
   }
 
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {
@@ -332,7 +343,7 @@ export class StepRuntime {
     if (record?.[0] === 1) return record[5];
     if (record?.[0] === 3) {
       const deadline = record[4] as number;
-      if (deadline && Date.now() >= deadline) this.failAt(field, Date.now(), new TimeoutError(`Waiting for child run "${String(record[3])}" of step "${name}"`, opts.timeoutMs ?? 0));
+      if (deadline && this.ctx.clock.now() >= deadline) this.failAt(field, this.ctx.clock.now(), new TimeoutError(`Waiting for child run "${String(record[3])}" of step "${name}"`, opts.timeoutMs ?? 0));
       this.suspend(deadline, field);
     }
     await this.ready();
@@ -340,10 +351,10 @@ export class StepRuntime {
     const workflowName = typeof workflow === 'string' ? workflow : workflow.name;
     if (definition) await validateInput(workflowName, definition.options.schema, input);
     const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], input);
-    const deadline = mode === 'wait' && opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : 0;
+    const deadline = mode === 'wait' && opts.timeoutMs !== undefined ? this.ctx.clock.now() + opts.timeoutMs : 0;
     const result = await this.ctx.call(() => this.ctx.scripts.startChild({
       step: this.target(field),
-      now: Date.now(),
+      now: this.ctx.clock.now(),
       mode,
       childId: `${this.ctx.runId}.${name}`,
       workflow: workflowName,
@@ -379,7 +390,7 @@ export class StepRuntime {
       event,
       payload: encodeJson(payload, `The payload of event "${event}" (step "${name}")`, this.ctx.maxPayloadBytes),
       fields: eventFields(payload),
-      now: Date.now(),
+      now: this.ctx.clock.now(),
       emitAt: timeOption(opts.emitAt, 'emitAt'),
       idempotencyKey: '',
       idempotencyTtlSec: 1,
@@ -449,10 +460,16 @@ export class StepRuntime {
     };
     let timer: NodeJS.Timeout | undefined;
     try {
+      const mock = this.ctx.stepMocks && (await this.ctx.stepMocks(this.ctx.runId, name));
       const result = await new Promise<T>((resolve, reject) => {
         step.reject = reject;
         this.inflight.add(step);
         if (timeoutMs !== undefined) timer = setTimeout(() => this.stop(step, new TimeoutError(`Step "${name}"`, timeoutMs)), timeoutMs);
+        if (mock) {
+          if ('output' in mock) resolve(mock.output as T);
+          else reject(mock.error instanceof Error ? mock.error : new Error(String(mock.error)));
+          return;
+        }
         try {
           Promise.resolve(fn(stepContext)).then(resolve, reject);
         } catch (error) {

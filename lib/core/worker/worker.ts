@@ -10,6 +10,8 @@ import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-s
 import { RunExecutor, type ExecutorHost } from './run-executor';
 import { checkHooks, HookRunner } from './hooks';
 import type { WorkerHooks } from '../definition/hooks';
+import type { StepMocks } from './step-runtime';
+import type { Clock } from '../definition/clock';
 import { stderrLogger, type RedflowLogger } from '../definition/types';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 
@@ -64,6 +66,8 @@ export interface WorkerOptions extends ConnectionOptions {
   requireNoEviction?: boolean;
   /** Lifecycle hooks, called in this process as its runs and steps start and end (see WorkerHooks). */
   hooks?: WorkerHooks;
+  /** @internal Step mocks of `nestjs-redflow/testing`; not for production use. */
+  stepMocks?: StepMocks;
 }
 
 /** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
@@ -94,6 +98,7 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'commandTimeoutMs',
   'requireNoEviction',
   'hooks',
+  'stepMocks',
 ]);
 
 const PROMOTE_BATCH = 100;
@@ -120,6 +125,10 @@ export class Worker implements ExecutorHost {
   readonly logger: RedflowLogger;
   readonly health: RedisHealth;
   readonly hooks: HookRunner;
+  /** Workflow time, the client's: due times and background timers. Leases use real time. */
+  readonly clock: Clock;
+  /** @internal Test step mocks (`nestjs-redflow/testing`); not a public option. */
+  readonly stepMocks: StepMocks | undefined;
   private readonly heartbeatMs: number;
   private readonly reaperIntervalMs: number;
   private readonly maxRecoveries: number;
@@ -143,7 +152,7 @@ export class Worker implements ExecutorHost {
   private idleWaiters: Array<() => void> = [];
   private readonly blocking: RedisConnection[] = [];
   private subscriber: RedisConnection | undefined;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new Set<() => void>();
   private readonly loops: Promise<void>[] = [];
   private lastHeartbeatAt = Date.now();
   /** The last time the event loop was blocked for more than half the lease. */
@@ -200,6 +209,8 @@ export class Worker implements ExecutorHost {
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? client.maxPayloadBytes, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.logger = options.logger ?? client.logger ?? stderrLogger;
     this.health = client.health;
+    this.clock = client.clock;
+    this.stepMocks = options.stepMocks;
     this.hooks = new HookRunner(checkHooks(options.hooks), this.logger);
   }
 
@@ -331,7 +342,7 @@ export class Worker implements ExecutorHost {
     // Leases were renewed while draining; from here on, unfinished runs are left to the reaper.
     this.timersStopped = true;
     this.health.nudge();
-    for (const timer of this.timers) clearTimeout(timer);
+    for (const cancel of this.timers) cancel();
     this.timers.clear();
     await this.indexing;
     const cleanups = [
@@ -364,7 +375,7 @@ export class Worker implements ExecutorHost {
         this.reserved++;
         let claimed: ClaimedRun | null = null;
         try {
-          claimed = await this.scripts.claim(queue, this.nextLeaseToken(), Date.now(), this.leaseMs);
+          claimed = await this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs);
         } finally {
           this.reserved--;
           // The slot reserved for this claim is free again: other queues' loops may use it.
@@ -375,7 +386,7 @@ export class Worker implements ExecutorHost {
           this.launch(claimed);
           continue;
         }
-        const now = Date.now();
+        const now = this.clock.now();
         const { moved, nextDue } = await this.scripts.promote(queue, now, PROMOTE_BATCH);
         if (moved || this.stopping) continue;
         const waitMs = nextDue < 0 ? this.blockTimeoutMs : Math.min(this.blockTimeoutMs, nextDue - now);
@@ -422,9 +433,9 @@ export class Worker implements ExecutorHost {
 
   /** Called by executors after a run was scheduled: promote it when due, not on the next poll. */
   runScheduled(queue: string, dueAt: number): void {
-    const delay = dueAt - Date.now();
+    const delay = dueAt - this.clock.now();
     if (this.stopping || delay > this.blockTimeoutMs) return;
-    this.once(Math.max(0, delay), () => this.scripts.promote(queue, Date.now(), PROMOTE_BATCH));
+    this.once(Math.max(0, delay), () => this.scripts.promote(queue, this.clock.now(), PROMOTE_BATCH));
   }
 
   private async heartbeat(): Promise<void> {
@@ -486,26 +497,27 @@ export class Worker implements ExecutorHost {
 
   /** Promotes due scheduled runs of the served queues and fans out due events. */
   private async promoteAll(): Promise<void> {
-    for (const queue of this.queues) await this.scripts.promote(queue, Date.now(), PROMOTE_BATCH);
-    while ((await this.scripts.fireEvents(Date.now(), PROMOTE_BATCH)) === PROMOTE_BATCH && !this.timersStopped);
+    for (const queue of this.queues) await this.scripts.promote(queue, this.clock.now(), PROMOTE_BATCH);
+    while ((await this.scripts.fireEvents(this.clock.now(), PROMOTE_BATCH)) === PROMOTE_BATCH && !this.timersStopped);
   }
 
   /** Deletes ended runs past retention, a bounded batch per call, until none is left. */
   private async cleanup(): Promise<void> {
-    const cutoff = Date.now() - this.retentionMs;
+    const cutoff = this.clock.now() - this.retentionMs;
     while ((await this.scripts.cleanup(cutoff, CLEANUP_BATCH)) === CLEANUP_BATCH && !this.timersStopped);
   }
 
   private once(delayMs: number, task: () => Promise<unknown>): void {
     if (this.timersStopped) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
+    // Workflow-time timers: a virtual clock that jumps ahead fires them at once.
+    const cancel = this.clock.setTimer(delayMs, () => {
+      this.timers.delete(cancel);
       // A Redis that stopped answering (paused, or a network partition) must not hang the timers.
-      withTimeout(task(), this.client.commandTimeoutMs, this.health.address).catch((error: Error) => {
+      return withTimeout(task(), this.client.commandTimeoutMs, this.health.address).catch((error: Error) => {
         if (!this.health.report(error)) this.reportError(error, 'background', `Worker "${this.workerId}" background task failed: ${error.message}`, undefined, 'warn');
       });
-    }, delayMs);
-    this.timers.add(timer);
+    });
+    this.timers.add(cancel);
   }
 
   /** Runs `task` again and again, each time after the delay it returned. */

@@ -12,7 +12,7 @@
 -- ARGV[5] outcome             ARGV[6] output JSON (succeeded) or error JSON (failed, retry)
 -- ARGV[7] due time (ms) for retry / wait, 0 = no time (wait for a child without timeout)
 -- ARGV[8] lease token for the next run, or '' to claim none
--- ARGV[9] lease (ms)          ARGV[10] awaited child step fields, newline-separated (wait), or ''
+-- ARGV[9] lease expiry (ms, real time)        ARGV[10] awaited child step fields, newline-separated (wait), or ''
 -- ARGV[11..] pairs of step field, step record JSON
 -- Returns { code } or { code, nextRunId, next flat run hash }
 --   code: 'ok' | 'canceled' (run was canceled meanwhile) | 'lost' (lease taken over or run gone)

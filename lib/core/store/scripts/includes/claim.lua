@@ -8,7 +8,8 @@
 -- token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
 -- empty. Ids of runs canceled while queued (or already deleted) are dropped here instead of being
 -- searched for in the list when they are canceled.
-local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
+-- `now` is workflow time (admission, startedAt); `leaseUntil` is real time, as the reaper's.
+local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
   now = tonumber(now)
   for _ = 1, 1000 do
     local runId = redis.call('LPOP', readyKey)
@@ -32,7 +33,7 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseMs)
         redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       end
       move_index(base, runId, run[3], 'queued', 'running', run[2])
-      redis.call('ZADD', leasesKey, now + tonumber(leaseMs), runId)
+      redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
       return { runId, redis.call('HGETALL', runKey) }
     end
   end

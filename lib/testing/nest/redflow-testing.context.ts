@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createAdmin, createClient, WorkflowRegistry, type RedisConnection } from '../../core';
+import type { RedflowModuleOptions } from '../../nest/redflow-options.interface';
+import { TestRedisServer } from '../redis-server';
+import { TEST_RUNTIME } from '../test-engine';
+import { TestRunner } from '../test-runner';
+import { VirtualClock } from '../virtual-clock';
+
+/** Options of `RedflowTestingModule.forRoot`. */
+export interface RedflowTestingOptions {
+  /**
+   * A redis:// URL or an ioredis instance (left open on close). Without it and without
+   * `REDIS_URL`, the module starts a `redis-server` of its own and stops it on close.
+   * @default process.env.REDIS_URL
+   */
+  connection?: string | RedisConnection;
+  /** The app id of the workflows. @default "redflow-test" */
+  app?: string;
+}
+
+/**
+ * Everything one testing module owns: its clock, connection, prefix, redis-server and step mocks.
+ * Created per module instance (no static state), cleaned up by `close()`.
+ */
+export class RedflowTestingContext {
+  readonly clock = new VirtualClock();
+  readonly prefix = `test:${randomBytes(5).toString('hex')}`;
+  readonly redis: RedisConnection;
+  readonly server: TestRedisServer | undefined;
+  readonly runner: TestRunner;
+  private readonly owned: boolean;
+
+  constructor(private readonly options: RedflowTestingOptions = {}) {
+    const connection = options.connection ?? process.env.REDIS_URL;
+    if (connection && typeof connection !== 'string') {
+      this.redis = connection;
+      this.owned = false;
+    } else {
+      if (!connection) this.server = TestRedisServer.start();
+      this.redis = connection ? new Redis(connection, { maxRetriesPerRequest: null }) : new Redis({ path: this.server!.socket, maxRetriesPerRequest: null });
+      this.owned = true;
+    }
+    // Only for reading runs: RedflowClient is created later, by the module.
+    this.runner = new TestRunner(createClient({ redis: this.redis, prefix: this.prefix, clock: this.clock, registry: new WorkflowRegistry() }), this.clock);
+  }
+
+  /** The options of the RedflowModule under test: fast timings, an in-process worker. */
+  moduleOptions(): RedflowModuleOptions {
+    return {
+      app: this.options.app ?? 'redflow-test',
+      connection: this.redis,
+      prefix: this.prefix,
+      clock: this.clock,
+      stepMocks: this.runner.stepMocks,
+      worker: { concurrency: 4, runtime: { ...TEST_RUNTIME } },
+      shutdownTimeoutMs: 2_000,
+    };
+  }
+
+  /** Deletes the prefix's keys, closes the connection it opened and stops its redis-server. */
+  async close(): Promise<void> {
+    const errors: unknown[] = [];
+    const attempt = async (fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+      } catch (error) {
+        errors.push(error);
+      }
+    };
+    const client = createClient({ redis: this.redis, prefix: this.prefix });
+    await attempt(() => createAdmin(client).resetState());
+    await attempt(() => client.close());
+    if (this.owned) await attempt(() => this.redis.quit());
+    if (this.server) await attempt(() => this.server!.stop());
+    if (errors.length) throw errors[0];
+  }
+}

@@ -1,0 +1,84 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Thrown by `createTestEngine()` when it must start a Redis and no `redis-server` is installed. */
+export class RedisServerNotFoundError extends Error {
+  override name = 'RedisServerNotFoundError';
+  constructor() {
+    super(
+      'createTestEngine() found no redis-server binary and no REDIS_URL: install Redis (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis), set REDIS_URL to a Redis the tests may write to, or pass { url } or { redis }.',
+    );
+  }
+}
+
+/** Thrown when a `redis-server` the test engine started does not come up. */
+export class RedisServerStartError extends Error {
+  override name = 'RedisServerStartError';
+}
+
+/**
+ * A throwaway `redis-server` of one test engine: no persistence, a private directory, listening
+ * on a Unix socket in that directory only (no TCP port, so parallel test files never collide).
+ * Started synchronously, so `createTestEngine()` can stay synchronous.
+ */
+export class TestRedisServer {
+  private constructor(
+    /** The server's Unix socket path. */
+    readonly socket: string,
+    /** The server's process id. */
+    readonly pid: number,
+    private readonly dir: string,
+  ) {}
+
+  /** Starts a server and waits (at most 10 s) until it accepts connections. */
+  static start(): TestRedisServer {
+    if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new RedisServerNotFoundError();
+    const dir = mkdtempSync(join(tmpdir(), 'redflow-test-redis-'));
+    const socket = join(dir, 'redis.sock');
+    const pidfile = join(dir, 'redis.pid');
+    const args = ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no'];
+    args.push('--daemonize', 'yes', '--pidfile', pidfile, '--dir', dir, '--logfile', join(dir, 'redis.log'));
+    const started = spawnSync('redis-server', args, { stdio: 'ignore' });
+    const deadline = Date.now() + 10_000;
+    while (!(existsSync(socket) && existsSync(pidfile))) {
+      if (started.status !== 0 || Date.now() > deadline) {
+        const log = existsSync(join(dir, 'redis.log')) ? readFileSync(join(dir, 'redis.log'), 'utf8').slice(-500) : '';
+        rmSync(dir, { recursive: true, force: true });
+        throw new RedisServerStartError(`The redis-server started by createTestEngine() did not come up within 10 s. Its log ends with: ${log || '(empty)'}`);
+      }
+      // A short synchronous pause: the daemon needs a few ms to create its socket.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+    return new TestRedisServer(socket, Number(readFileSync(pidfile, 'utf8').trim()), dir);
+  }
+
+  /** Stops the server, waits until its process is gone and deletes its directory. */
+  async stop(): Promise<void> {
+    try {
+      process.kill(this.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    const deadline = Date.now() + 10_000;
+    while (isAlive(this.pid)) {
+      if (Date.now() > deadline) {
+        process.kill(this.pid, 'SIGKILL');
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Whether a process with this id exists. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,154 @@
+import { RetryAfterError } from '../../lib';
+import { TestEngine, deferred } from '../support/engine';
+
+/**
+ * The engine's clock: `engine.clock.advance('1h')` makes every due time that is an hour away fire
+ * at once (waits, retry delays, runAt, schedules, signal timeouts), while leases keep real time.
+ */
+describe('virtual clock', () => {
+  let engine: TestEngine;
+  beforeEach(() => (engine = new TestEngine()));
+  afterEach(() => engine.close());
+
+  it('fires a waitFor of an hour when the clock advances an hour', async () => {
+    const wf = engine.define('cooldown', {}, async ({ step }) => {
+      await step.waitFor('cool down', '1h');
+      return 'done';
+    });
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.waits.map((s) => s.name)).toEqual(['cool down']);
+    await engine.clock.advance('1h');
+    const ended = await engine.runUntilWaiting(waiting.runId);
+    expect(ended).toMatchObject({ status: 'succeeded', output: 'done' });
+  });
+
+  it('fires a step retry delay and a run-level retry delay', async () => {
+    let stepTries = 0;
+    let runTries = 0;
+    const wf = engine.define('flaky', { retries: { maxAttempts: 2, delay: '1h' } }, async ({ step }) => {
+      const a = await step.run({ name: 'a', retries: { maxAttempts: 2, delay: '1h' } }, () => {
+        if (++stepTries === 1) throw new Error('step flake');
+        return stepTries;
+      });
+      if (++runTries === 1) throw new Error('run flake');
+      return a;
+    });
+    const first = await engine.run(wf, {});
+    expect(first.status).toBe('waiting');
+    expect(stepTries).toBe(1);
+    await engine.clock.advance('1h');
+    expect((await engine.runUntilWaiting(first.runId)).status).toBe('waiting');
+    expect([stepTries, runTries]).toEqual([2, 1]);
+    await engine.clock.advance('1h');
+    expect(await engine.runUntilWaiting(first.runId)).toMatchObject({ status: 'succeeded', output: 2 });
+    expect([stepTries, runTries]).toEqual([2, 2]);
+  });
+
+  it('starts a run delayed by runAt when its time comes', async () => {
+    const wf = engine.define('later', {}, () => 'ran');
+    await engine.worker();
+    const handle = await engine.client.start(wf, {}, { runAt: engine.clock.now() + 3_600_000 });
+    expect((await engine.runUntilWaiting(handle.id)).status).toBe('waiting');
+    await engine.clock.advance('1h');
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('ran');
+  });
+
+  it('fires a schedule tick an hour ahead', async () => {
+    const ran = deferred<string>();
+    engine.define('hourly', {}, ({ run }) => ran.resolve(run.id));
+    await engine.worker();
+    await engine.client.schedule('every-hour', { workflow: 'hourly', every: '1h' });
+    await engine.clock.advance('1h');
+    await expect(ran.promise).resolves.toEqual(expect.any(String));
+  });
+
+  it('times out a waitForSignal when its timeout has passed', async () => {
+    const wf = engine.define('approval', {}, async ({ step }) => (await step.waitForSignal('approve', 'approved', { timeout: '1h' })) ?? 'timed out');
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    await engine.clock.advance('1h');
+    expect(await engine.runUntilWaiting(waiting.runId)).toMatchObject({ status: 'succeeded', output: 'timed out' });
+  });
+
+  it('does not let the reaper take a run whose step is in flight while the clock jumps', async () => {
+    const inStep = deferred();
+    const release = deferred();
+    let calls = 0;
+    const wf = engine.define('long-step', {}, async ({ step }) =>
+      step.run('slow', async () => {
+        calls++;
+        inStep.resolve();
+        await release.promise;
+        return 'once';
+      }),
+    );
+    await engine.worker();
+    const handle = await engine.client.start(wf, {});
+    await inStep.promise;
+    await engine.clock.advance('1h');
+    // Longer than the test lease (1 s): heartbeats must keep it, the reaper must not take it.
+    await engine.clock.advance('1h');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await handle.getState())?.status).toBe('running');
+    release.resolve();
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('once');
+    expect(calls).toBe(1);
+  });
+
+  it('mocks steps with an output and with an error (through the retry path)', async () => {
+    let charged = 0;
+    const wf = engine.define('checkout', {}, async ({ step }) => {
+      const charge = await step.run('charge', () => ++charged);
+      const email = await step.run({ name: 'email', retries: { maxAttempts: 2, delay: 10 } }, () => 'sent');
+      return { charge, email };
+    });
+    const ok = await engine.run(wf, {}, { steps: { charge: { output: 42 } } });
+    expect(ok).toMatchObject({ status: 'succeeded', output: { charge: 42, email: 'sent' } });
+    expect(charged).toBe(0);
+    expect(ok.steps.map((s) => [s.name, s.status])).toEqual([
+      ['charge', 'succeeded'],
+      ['email', 'succeeded'],
+    ]);
+
+    const failed = await engine.run(wf, {}, { steps: { email: { error: 'smtp down' } } });
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatchObject({ message: 'smtp down' });
+    expect(failed.steps.find((s) => s.name === 'email')).toMatchObject({ status: 'failed', attempts: 2 });
+    expect(charged).toBe(1);
+  });
+
+  it('runs until a signal wait, then on after the signal', async () => {
+    const wf = engine.define('approve', {}, async ({ step }) => {
+      const by = await step.waitForSignal('approval', 'approved');
+      return { by };
+    });
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.waits).toEqual([expect.objectContaining({ name: 'approval', signal: 'approved' })]);
+    await engine.signal(waiting.runId, 'approved', 'ann');
+    expect(await engine.runUntilWaiting(waiting.runId)).toMatchObject({ status: 'succeeded', output: { by: 'ann' } });
+  });
+
+  it('emits an event that a waiting run receives', async () => {
+    const wf = engine.define('paid', {}, async ({ step }) => step.waitForEvent('payment', 'payment.received'));
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    await engine.emit('payment.received', { amount: 5 });
+    expect(await engine.runUntilWaiting(waiting.runId)).toMatchObject({ status: 'succeeded', output: { amount: 5 } });
+  });
+
+  it('honours RetryAfterError delays in virtual time', async () => {
+    let tries = 0;
+    const wf = engine.define('rate-limited', {}, async ({ step }) =>
+      step.run({ name: 'call', retries: { maxAttempts: 2 } }, () => {
+        if (++tries === 1) throw new RetryAfterError('429', '1h');
+        return tries;
+      }),
+    );
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    await engine.clock.advance('1h');
+    expect(await engine.runUntilWaiting(waiting.runId)).toMatchObject({ status: 'succeeded', output: 2 });
+  });
+});
