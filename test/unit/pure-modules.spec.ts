@@ -110,6 +110,7 @@ describe('keys', () => {
       k_event_shapes: (e) => keys.eventShapes(e),
       k_event_waits_of: (id) => keys.eventWaitsOf(id),
       k_leases: () => keys.leases(),
+      k_events: () => keys.events(),
       k_cancel_channel: () => keys.cancelChannel(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];

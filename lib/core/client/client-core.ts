@@ -20,6 +20,7 @@ import {
   type RunStatus,
 } from '../definition/types';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
 
 
 /** Options of `createClient`. */
@@ -43,6 +44,12 @@ export interface ClientOptions extends ConnectionOptions {
   requireNoEviction?: boolean;
   /** Where warnings go (Redis outages, eviction policy). @default warnings and errors to stderr */
   logger?: RedflowLogger;
+  /**
+   * The event stream `{prefix}:events` that `client.events()` reads, written by the scripts this
+   * client and its workers run: about the last `maxLen` events of the prefix are kept. `false`
+   * writes nothing. Give every process of a prefix the same value. @default { maxLen: 100000 }
+   */
+  events?: EventStreamOptions | false;
 }
 
 /** Keys of `ClientOptions` (`createClient`). */
@@ -55,6 +62,7 @@ export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'commandTimeoutMs',
   'requireNoEviction',
   'logger',
+  'events',
 ]);
 
 /** Default of `commandTimeoutMs`. */
@@ -109,6 +117,8 @@ export class ClientCore {
   /** Up, unreachable or refusing writes: shared with this client's worker. */
   readonly health: RedisHealth;
   readonly logger: RedflowLogger;
+  /** The event stream's MAXLEN the scripts trim to; 0 when the stream is off (`events: false`). */
+  readonly eventsMaxLen: number;
   protected readonly requireNoEviction: boolean;
   protected checked: Promise<void> | undefined;
   protected closed = false;
@@ -120,7 +130,8 @@ export class ClientCore {
   ) {
     assertKnownKeys('createClient options', options, CLIENT_OPTION_KEYS);
     this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
-    this.scripts = new RedisScripts(redis, this.keys);
+    this.eventsMaxLen = checkEventStreamOption(options.events);
+    this.scripts = new RedisScripts(redis, this.keys, this.eventsMaxLen);
     this.registry = options.registry ?? getDefaultRegistry();
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });

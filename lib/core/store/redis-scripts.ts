@@ -84,9 +84,14 @@ function scriptFailure(script: ScriptName, error: unknown, address: string): Err
 export class RedisScripts {
   private readonly commands = {} as Record<ScriptName, ScriptCommand>;
 
+  /**
+   * @param eventsMaxLen the event stream's MAXLEN (0: off). Appended to every call's ARGV, where
+   * each script's prologue (`includes/events-max-len.lua`) takes it off again.
+   */
   constructor(
     readonly redis: RedisConnection,
     readonly keys: RedflowKeys,
+    readonly eventsMaxLen: number = 0,
   ) {
     const target = redis as unknown as Record<string, ScriptCommand>;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
@@ -96,7 +101,7 @@ export class RedisScripts {
       }
       const command = target[cmd].bind(redis);
       this.commands[name] = (...args) =>
-        command(...args).catch((error: unknown) => {
+        command(...args, eventsMaxLen).catch((error: unknown) => {
           throw scriptFailure(name, error, redisAddress(redis));
         });
     }

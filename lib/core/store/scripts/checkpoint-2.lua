@@ -4,8 +4,11 @@
 -- ARGV[1] run id              ARGV[2] lease token  ARGV[3] lease expiry (ms)
 -- ARGV[4..] pairs of step field ("s:<name>"), step record JSON
 -- Returns 'ok' | 'canceled' (run canceled) | 'lost' (lease taken over or run gone)
+-- Writes step.completed / step.failed / retry.scheduled to the event stream (run-events.lua); the
+-- base of the keys is that of KEYS[1], and an event's time that of its step record (or Redis's).
+--!include run-events.lua
 
-local run = redis.call('HMGET', KEYS[1], 'status', 'lease')
+local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow')
 if run[1] ~= 'running' or run[2] ~= ARGV[2] then
   if run[1] == 'canceled' then return 'canceled' end
   return 'lost'
@@ -14,4 +17,8 @@ for i = 4, #ARGV, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
 redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
+if EVENTS_MAX_LEN > 0 then
+  local time = redis.call('TIME')
+  emit_step_events(string.match(KEYS[1], '^(.-)run:'), ARGV[1], run[3], time[1] * 1000 + math.floor(time[2] / 1000), ARGV, 4)
+end
 return 'ok'

@@ -40,3 +40,5 @@ local function k_event_waits_of(base, runId) return base .. 'evwaits:' .. runId 
 local function k_leases(base) return base .. 'leases' end
 -- Pub/sub channel of running runs just canceled.
 local function k_cancel_channel(base) return base .. 'cancel' end
+-- The run event stream (XADD by run-events.lua, read by client.events()).
+local function k_events(base) return base .. 'events' end
