@@ -1,6 +1,7 @@
-import { ConfigurationError, createClient, RUN_EVENT_TYPES, type RunEvent, type RunEventType, type RunEventsOptions, type WorkflowContext } from '../../lib';
+import { ConfigurationError, createClient, RUN_EVENT_TYPES, type RunEvent, type RunEventType, type RedisConnection, type RunEventsOptions, type WorkflowContext } from '../../lib';
 import { RunEventStream } from '../../lib/core/client/run-events-reader';
-import { TestEngine, eventually } from '../support/engine';
+import { TestEngine, clusterMode, eventually } from '../support/engine';
+import { OwnRedis } from '../support/own-redis';
 
 /**
  * The event stream: every script that moves a run writes one small entry to `{prefix}:events`
@@ -163,6 +164,79 @@ describe('run event stream', () => {
     await silent.close();
     await small.close();
   });
+});
+
+/** Appends `n` stream entries shaped like the scripts' own, in pipelines of 1,000. */
+async function writeEvents(redis: RedisConnection, key: string, n: number, from = 0): Promise<void> {
+  for (let i = 0; i < n; i += 1000) {
+    const pipeline = redis.pipeline();
+    for (let j = i; j < Math.min(n, i + 1000); j++) pipeline.xadd(key, '*', 'type', 'run.created', 'runId', `r${from + j}`, 'workflow', 'w', 'at', String(Date.now()));
+    await pipeline.exec();
+  }
+}
+
+async function streamIds(redis: RedisConnection, key: string): Promise<string[]> {
+  return ((await redis.xrange(key, '-', '+')) as [string, string[]][]).map(([id]) => id);
+}
+
+describe('run event stream: backpressure and outages', () => {
+  it('holds at most bufferSize events while the consumer pauses 5 s, then yields every event still in the stream, in order', async () => {
+    const engine = new TestEngine();
+    const key = engine.client.keys.events();
+    const stream = engine.client.events({ bufferSize: 100, from: '0' });
+    try {
+      await writeEvents(engine.redis, key, 50_000);
+      const heapBefore = process.memoryUsage().heapUsed;
+      let most = 0;
+      const sampler = setInterval(() => (most = Math.max(most, stream.buffered)), 5);
+      await new Promise((resolve) => setTimeout(resolve, 5_000)); // the consumer is not reading
+      clearInterval(sampler);
+      // The reader read until its buffer was full, then stopped reading Redis.
+      expect(most).toBe(100);
+      // 100 buffered events are a few tens of KB; the 50,000 (~10 MB as objects) stayed in Redis.
+      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(8 * 1024 * 1024);
+      const ids: string[] = [];
+      for await (const event of stream) {
+        ids.push(event.id);
+        expect(stream.buffered).toBeLessThanOrEqual(100);
+        if (ids.length === 50_000) break;
+      }
+      expect(ids).toEqual(await streamIds(engine.redis, key));
+    } finally {
+      await stream.close();
+      await engine.close();
+    }
+  }, 30_000);
+
+  it('after a Redis restart, reads on from the last id it read: no duplicates, no gaps', async () => {
+    if (clusterMode) return; // one server of its own, killed and restarted
+    const server = await OwnRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+    const client = createClient({ url: server.url, prefix: 'restart', logger: { warn: () => undefined, error: () => undefined } as never });
+    const key = client.keys.events();
+    const stream = client.events({ from: '0' });
+    try {
+      await writeEvents(client.redis, key, 100);
+      const ids: string[] = [];
+      const reading = (async () => {
+        for await (const event of stream) {
+          ids.push(event.id);
+          if (ids.length === 200) break;
+        }
+      })();
+      await eventually(() => ids.length === 100);
+      await server.kill();
+      await server.restart();
+      await eventually(async () => (await client.redis.ping().catch(() => '')) === 'PONG', 10_000);
+      await writeEvents(client.redis, key, 100, 100);
+      await reading;
+      expect(ids).toEqual(await streamIds(client.redis, key));
+      expect(new Set(ids).size).toBe(200);
+    } finally {
+      await stream.close();
+      await client.close();
+      await server.stop();
+    }
+  }, 30_000);
 });
 
 function connectionStatus(stream: RunEventStream): string {
