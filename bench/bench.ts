@@ -133,8 +133,11 @@ interface OursSetup {
 }
 
 /** A producer client and a worker, each on its own connection, on a fresh prefix. */
+/** The event stream setting of the clients below: the default (on), or off for the side-by-side figures. */
+let oursEvents: false | undefined;
+
 function oursClients(url: string, prefix: string): { producer: WorkflowClient; consumer: WorkflowClient } {
-  return { producer: createClient({ url, prefix, registry }), consumer: createClient({ url, prefix, registry }) };
+  return { producer: createClient({ url, prefix, registry, events: oursEvents }), consumer: createClient({ url, prefix, registry, events: oursEvents }) };
 }
 
 async function oursWorker(url: string, prefix: string, concurrency: number, clients = oursClients(url, prefix)): Promise<OursSetup> {
@@ -427,6 +430,7 @@ async function main(): Promise<number> {
     ];
     for (const line of env) console.log(line);
     const results: Record<System, Figures[]> = { ours: [], bullmq: [] };
+    const streamOff: { processing: number; endToEnd: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const t = performance.now();
       const ours = await runOurs(servers.url, admin, round);
@@ -434,6 +438,15 @@ async function main(): Promise<number> {
       console.log(
         `round ${round} nestjs-redflow: processing ${fmt(ours.processing, 0)}/s, e2e ${fmt(ours.endToEnd, 0)}/s, pickup p50 ${fmt(ours.pickupP50, 2)} ms p99 ${fmt(ours.pickupP99, 2)} ms, ${fmt(ours.bytesPerRun, 0)} B/run (${((performance.now() - t) / 1000).toFixed(1)} s)`,
       );
+      // The same workload with the event stream off (events: false), on the same Redis.
+      oursEvents = false;
+      try {
+        const off = { processing: await oursProcessing(servers.url, admin, `bench-off-r${round}-proc`), endToEnd: (await oursEndToEnd(servers.url, admin, `bench-off-r${round}-e2e`)).rate };
+        streamOff.push(off);
+        console.log(`round ${round} nestjs-redflow, event stream off: processing ${fmt(off.processing, 0)}/s, e2e ${fmt(off.endToEnd, 0)}/s`);
+      } finally {
+        oursEvents = undefined;
+      }
       const tb = performance.now();
       const bull = await runBull(servers.url, admin, round);
       results.bullmq.push(bull);
@@ -443,6 +456,16 @@ async function main(): Promise<number> {
     }
     env.push(`load average at end ${loadLine()} (other processes on this machine skew the figures)`);
     report(results, env);
+    console.log('nestjs-redflow with the event stream on (default, MAXLEN ~ 100000) and off (events: false):');
+    console.log('');
+    console.log('| figure | stream on | stream off | on / off |');
+    console.log('| --- | ---: | ---: | ---: |');
+    for (const key of ['processing', 'endToEnd'] as const) {
+      const on = median(results.ours.map((f) => f[key]));
+      const off = median(streamOff.map((f) => f[key]));
+      console.log(`| ${ROWS.find((r) => r.key === key)!.label} | ${fmt(on, 0)} runs/s | ${fmt(off, 0)} runs/s | ${(on / off).toFixed(2)}× |`);
+    }
+    console.log('');
     console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
     return 0;
   } catch (error) {

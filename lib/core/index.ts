@@ -3,6 +3,8 @@ export { toMs, type Duration } from './definition/duration';
 export { systemClock, type Clock } from './definition/clock';
 export { createClient, WorkflowClient, type ClientOptions, type CountRunsOptions, type EmitEventOptions, type ListRunsOptions, type PruneOptions, type RunHandle, type RunOptions, type ScheduleOptions } from './client/workflow-client';
 export { createAdmin, WorkflowAdmin } from './client/admin';
+export { RunEventStream } from './client/run-events-reader';
+export { RUN_EVENT_TYPES, DEFAULT_EVENTS_MAX_LEN, type EventStreamOptions, type RunEvent, type RunEventType, type RunEventsOptions, type RunWaitingFor } from './definition/run-events';
 export type { ConnectionOptions } from './store/connection';
 export type { RedisConnection } from './store/redis-scripts';
 export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions } from './worker/worker';

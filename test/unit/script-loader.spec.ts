@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadScript, SCRIPTS, scriptFile, type ScriptName } from '../../lib/core/store/scripts/script-loader';
+import { loadScript, PROLOGUE_INCLUDE, SCRIPTS, scriptFile, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /**
  * The Lua scripts as files: one per state transition, named `<name>-<numKeys>.lua`, each carrying
@@ -32,7 +32,8 @@ describe('Lua scripts', () => {
   });
 
   it('every include a script carries is used by it: no script carries a shared function it does not need', () => {
-    const includes = readdirSync(INCLUDES).filter((f) => f.endsWith('.lua'));
+    // The prologue is in every script (it takes the event stream's MAXLEN off ARGV); the others only where used.
+    const includes = readdirSync(INCLUDES).filter((f) => f.endsWith('.lua') && f !== PROLOGUE_INCLUDE);
     const used = new Set<string>();
     for (const name of names) {
       const lua = code(loadScript(name));
@@ -47,6 +48,11 @@ describe('Lua scripts', () => {
       }
     }
     expect(includes.filter((file) => !used.has(file))).toEqual([]);
+  });
+
+  it('every script starts with the prologue that takes the event stream MAXLEN off the end of ARGV', () => {
+    const prologue = read(join(INCLUDES, PROLOGUE_INCLUDE)).trim();
+    for (const name of names) expect([name, loadScript(name).startsWith(prologue)]).toEqual([name, true]);
   });
 
   it('ending a run is written once, in includes/end-run.lua: no other file sets a finish time', () => {

@@ -21,6 +21,7 @@ import {
 } from '../definition/types';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { systemClock, type Clock } from '../definition/clock';
+import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
 
 
 /** Options of `createClient`. */
@@ -50,6 +51,12 @@ export interface ClientOptions extends ConnectionOptions {
    * use real time. @default systemClock
    */
   clock?: Clock;
+  /**
+   * The event stream `{prefix}:events` that `client.events()` reads, written by the scripts this
+   * client and its workers run: about the last `maxLen` events of the prefix are kept. `false`
+   * writes nothing. Give every process of a prefix the same value. @default { maxLen: 100000 }
+   */
+  events?: EventStreamOptions | false;
 }
 
 /** Keys of `ClientOptions` (`createClient`). */
@@ -63,6 +70,7 @@ export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'requireNoEviction',
   'logger',
   'clock',
+  'events',
 ]);
 
 /** Default of `commandTimeoutMs`. */
@@ -119,6 +127,8 @@ export class ClientCore {
   readonly logger: RedflowLogger;
   /** The source of workflow time, shared with this client's worker. */
   readonly clock: Clock;
+  /** The event stream's MAXLEN the scripts trim to; 0 when the stream is off (`events: false`). */
+  readonly eventsMaxLen: number;
   protected readonly requireNoEviction: boolean;
   protected checked: Promise<void> | undefined;
   protected closed = false;
@@ -130,7 +140,8 @@ export class ClientCore {
   ) {
     assertKnownKeys('createClient options', options, CLIENT_OPTION_KEYS);
     this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
-    this.scripts = new RedisScripts(redis, this.keys);
+    this.eventsMaxLen = checkEventStreamOption(options.events);
+    this.scripts = new RedisScripts(redis, this.keys, this.eventsMaxLen);
     this.registry = options.registry ?? getDefaultRegistry();
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });

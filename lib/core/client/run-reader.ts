@@ -19,6 +19,8 @@ import {
 } from '../definition/types';
 import { decodeCron, scheduleIdOf, type StoredCron } from '../definition/cron';
 
+import { checkRunEventsOptions, type RunEventsOptions } from '../definition/run-events';
+import { RunEventStream } from './run-events-reader';
 import { ClientCore, isPossibleRunId } from './client-core';
 
 /** The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. */
@@ -51,6 +53,28 @@ function checkListOptions(options: ListRunsOptions, what: string): { workflow?: 
 /** Reading runs: one run, its steps and children, pages of runs or summaries, counts, crons and
  * workflows; and the (workflow, status) index those pages read. */
 export class RunReader extends ClientCore {
+  private readonly openStreams = new Set<RunEventStream>();
+
+  /**
+   * The run events of this prefix, as they happen (`{prefix}:events`, written by the scripts of
+   * every client and worker whose `events` option is on): an async iterable that also closes with
+   * `break`, `await using` or `close()`. It reads on a connection of its own, holds at most
+   * `bufferSize` events (it stops reading Redis while the consumer is slow), and after a Redis
+   * outage goes on after the last event it read. Filters apply in this process.
+   */
+  events(options?: RunEventsOptions): RunEventStream {
+    const settings = checkRunEventsOptions(options);
+    const stream: RunEventStream = new RunEventStream(this.redis, this.keys.events(), settings, this.logger, () => this.openStreams.delete(stream));
+    this.openStreams.add(stream);
+    return stream;
+  }
+
+  /** Closes the event streams still open, then the client. */
+  override async close(): Promise<void> {
+    await Promise.all([...this.openStreams].map((stream) => stream.close()));
+    await super.close();
+  }
+
   /** A run, or null when it does not exist. */
   async getRun<TOutput = unknown>(id: string): Promise<RunState<TOutput> | null> {
     if (!isPossibleRunId(id)) return null;

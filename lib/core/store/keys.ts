@@ -133,6 +133,10 @@ export class RedflowKeys {
   probe(): string {
     return `${this.base}probe`;
   }
+  /** The run event stream (XADD by the scripts, trimmed to about `events.maxLen`; read by `client.events()`). */
+  events(): string {
+    return `${this.base}events`;
+  }
   cancelChannel(): string {
     return `${this.base}cancel`;
   }

@@ -84,9 +84,14 @@ function scriptFailure(script: ScriptName, error: unknown, address: string): Err
 export class RedisScripts {
   private readonly commands = {} as Record<ScriptName, ScriptCommand>;
 
+  /**
+   * @param eventsMaxLen the event stream's MAXLEN (0: off). Appended to every call's ARGV, where
+   * each script's prologue (`includes/events-max-len.lua`) takes it off again.
+   */
   constructor(
     readonly redis: RedisConnection,
     readonly keys: RedflowKeys,
+    readonly eventsMaxLen: number = 0,
   ) {
     const target = redis as unknown as Record<string, ScriptCommand>;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
@@ -96,7 +101,7 @@ export class RedisScripts {
       }
       const command = target[cmd].bind(redis);
       this.commands[name] = (...args) =>
-        command(...args).catch((error: unknown) => {
+        command(...args, eventsMaxLen).catch((error: unknown) => {
           throw scriptFailure(name, error, redisAddress(redis));
         });
     }
@@ -150,8 +155,8 @@ export class RedisScripts {
     return toClaimed(reply, 0, token);
   }
 
-  async checkpoint(runId: string, token: string, leaseUntil: number, records: string[]): Promise<'ok' | 'canceled' | 'lost'> {
-    return (await this.commands.checkpoint(this.keys.run(runId), this.keys.leases(), runId, token, leaseUntil, ...records)) as 'ok';
+  async checkpoint(runId: string, token: string, leaseUntil: number, now: number, records: string[]): Promise<'ok' | 'canceled' | 'lost'> {
+    return (await this.commands.checkpoint(this.keys.run(runId), this.keys.leases(), runId, token, leaseUntil, now, this.keys.base, ...records)) as 'ok';
   }
 
   async finish(a: {

@@ -21,6 +21,7 @@
 --!include end-run.lua
 --!include claim.lua
 --!include step-record.lua
+--!include run-events.lua
 
 local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 assert_writable(base)
@@ -33,6 +34,7 @@ if run[1] ~= 'running' or run[2] ~= token then
 else
   local fields = {}
   for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
+  local stepRetryAt = emit_step_events(base, runId, run[4], now, fields, 1)
   if outcome == 'succeeded' or outcome == 'failed' then
     end_run(base, runId, { from = 'running', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[2] },
       outcome, now, ARGV[6], fields)
@@ -40,12 +42,25 @@ else
     local status = 'scheduled'
     if outcome == 'retry' then
       table.insert(fields, 'error'); table.insert(fields, ARGV[6])
+      emit_event(base, 'retry.scheduled', runId, run[4], now, { 'attempt', redis.call('HGET', runKey, 'attempt'),
+        'retryAt', ARGV[7], 'error', error_message(ARGV[6]) })
     else
       table.insert(fields, 'resume'); table.insert(fields, '1')
+      -- What the run waits for: the first awaited step's record, else a step retry or a timer.
+      local waitingFor = (stepRetryAt > 0 and stepRetryAt == tonumber(ARGV[7])) and 'retry' or 'sleep'
+      local found = false
       for field in string.gmatch(ARGV[10], '[^\n]+') do
         local awaited = redis.call('HGET', runKey, field)
         if awaited and not is_waiting(awaited) then status = 'queued' end
+        if not found and awaited then
+          found = true
+          if is_child_wait(awaited) then waitingFor = 'child'
+          elseif is_signal_wait(awaited) then waitingFor = 'signal'
+          elseif is_event_wait(awaited) then waitingFor = 'event' end
+        end
       end
+      emit_event(base, 'run.waiting', runId, run[4], now, { 'waitingFor', waitingFor,
+        'retryAt', tonumber(ARGV[7]) > 0 and ARGV[7] or nil })
     end
     if tonumber(ARGV[7]) > 0 then table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7]) end
     if status == 'queued' then

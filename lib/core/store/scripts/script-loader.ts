@@ -4,9 +4,15 @@ import { join } from 'node:path';
 /**
  * Bumped whenever a script's KEYS/ARGV contract or the key layout it keeps changes, so that two
  * copies of the library sharing one connection never run each other's scripts. 3: the
- * (workflow, status) index.
+ * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN.
  */
-export const SCRIPT_VERSION = 3;
+export const SCRIPT_VERSION = 4;
+
+/**
+ * Put first in every script: it takes the event stream's MAXLEN (0 = off) off the end of ARGV,
+ * where `RedisScripts` appends it to every call, so no script's own ARGV contract changes.
+ */
+export const PROLOGUE_INCLUDE = 'events-max-len.lua';
 
 /** Every state-transition script and its number of KEYS. */
 export const SCRIPTS = {
@@ -49,6 +55,7 @@ export function scriptFile(name: ScriptName): string {
  * Reads a script and puts the shared functions it needs before it: each `--!include x.lua` line
  * (in the script or, recursively, in an include) names a file of `includes/`, inlined once, after
  * the includes it names itself. So a script carries only the functions it uses, each defined once.
+ * `PROLOGUE_INCLUDE` comes first in every script.
  */
 export function loadScript(name: ScriptName): string {
   const parts: string[] = [];
@@ -65,6 +72,7 @@ export function loadScript(name: ScriptName): string {
     parts.push(text.replace(INCLUDE, ''));
   };
   const file = scriptFile(name);
+  include(PROLOGUE_INCLUDE, file);
   const source = readFileSync(join(__dirname, file), 'utf8');
   for (const [, dep] of source.matchAll(INCLUDE)) include(dep, file);
   parts.push(source.replace(INCLUDE, ''));

@@ -10,6 +10,7 @@
 --!include status.lua
 --!include step-record.lua
 --!include wake.lua
+--!include run-events.lua
 
 local base, runId, name, payload, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 assert_writable(base)
@@ -25,10 +26,12 @@ if field then
       redis.call('HSET', KEYS[1], field, record)
       redis.call('HDEL', KEYS[1], 'sigwait:' .. name)
       if run[1] == 'scheduled' then wake(base, runId, run) end
+      emit_event(base, 'run.signaled', runId, run[4], now, { 'signal', name })
       return 'delivered'
     end
   end
 end
 if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[6]) then return 'full' end
 redis.call('RPUSH', KEYS[2], name .. '\n' .. payload)
+emit_event(base, 'run.signaled', runId, run[4], now, { 'signal', name })
 return 'buffered'

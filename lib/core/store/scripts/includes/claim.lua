@@ -3,6 +3,7 @@
 --!include index.lua
 --!include capacity.lua
 --!include admit.lua
+--!include run-events.lua
 
 -- Pops run ids from a queue's ready list until one is admitted, starts it under the given lease
 -- token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
@@ -26,7 +27,13 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
     end
     if admitted then
       -- A run resuming after a wait or a crash goes on with the same attempt.
-      if run[8] then redis.call('HDEL', runKey, 'resume') else redis.call('HINCRBY', runKey, 'attempt', 1) end
+      local attempt
+      if run[8] then
+        redis.call('HDEL', runKey, 'resume')
+        if EVENTS_MAX_LEN > 0 then attempt = redis.call('HGET', runKey, 'attempt') end
+      else
+        attempt = redis.call('HINCRBY', runKey, 'attempt', 1)
+      end
       if slot then
         redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now, 'slot', '1')
       else
@@ -34,6 +41,7 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       end
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
+      emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })
       return { runId, redis.call('HGETALL', runKey) }
     end
   end

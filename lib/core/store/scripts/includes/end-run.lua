@@ -5,6 +5,7 @@
 --!include capacity.lua
 --!include waiters.lua
 --!include event-waits.lua
+--!include run-events.lua
 
 -- A running run gives back what it holds: its lease, its mutex and its workflow concurrency slot
 -- (each handed to the next parked run). `slot` is the run's `slot` field, set while it holds one.
@@ -56,6 +57,7 @@ local function end_run(base, runId, r, to, now, result, fields)
   for _, v in ipairs(fields or {}) do all[#all + 1] = v end
   redis.call('HSET', k_run(base, runId), unpack(all))
   move_index(base, runId, r.workflow, r.from, to, now)
+  emit_run_ended(base, runId, r.workflow, to, now, result)
   -- Signals nobody consumed die with the run.
   redis.call('DEL', k_signals(base, runId))
   -- So do its event waits and cancelOn registrations.

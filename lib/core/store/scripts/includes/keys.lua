@@ -42,3 +42,5 @@ local function k_leases(base) return base .. 'leases' end
 local function k_cancel_channel(base) return base .. 'cancel' end
 -- Pub/sub channel of ended runs: "<id>\n<status>[\n<output JSON | error JSON | cancel reason>]".
 local function k_ended_channel(base) return base .. 'ended' end
+-- The run event stream (XADD by run-events.lua, read by client.events()).
+local function k_events(base) return base .. 'events' end

@@ -1,6 +1,7 @@
 -- start-run.lua: creating a run the same way from every entry point, with its flow control.
 --!include keys.lua
 --!include index.lua
+--!include run-events.lua
 
 -- Queue and maxAttempts of a workflow from its registry entry; nil when it is not registered.
 local function workflow_defaults(base, workflow, queue, maxAttempts)
@@ -30,6 +31,7 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
   else
     redis.call('RPUSH', k_ready(base, queue), runId)
   end
+  emit_event(base, 'run.created', runId, workflow, now, nil)
   return true
 end
 

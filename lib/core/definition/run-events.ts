@@ -1,0 +1,160 @@
+import { assertKnownKeys, checkInteger, optionKeys } from './option-checks';
+import { ConfigurationError } from '../errors';
+
+/** What happened to a run, as the event stream (`client.events()`) tells it. */
+export type RunEventType =
+  | 'run.created'
+  | 'run.started'
+  | 'step.completed'
+  | 'step.failed'
+  | 'retry.scheduled'
+  | 'run.waiting'
+  | 'run.signaled'
+  | 'run.completed'
+  | 'run.failed'
+  | 'run.canceled';
+
+/** Every `RunEventType`, in the order a run usually meets them. */
+export const RUN_EVENT_TYPES: readonly RunEventType[] = [
+  'run.created',
+  'run.started',
+  'step.completed',
+  'step.failed',
+  'retry.scheduled',
+  'run.waiting',
+  'run.signaled',
+  'run.completed',
+  'run.failed',
+  'run.canceled',
+];
+
+/** What a waiting run waits for (`run.waiting`). */
+export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'retry';
+
+/**
+ * One entry of the event stream. Entries stay small: never a run's input, output or a step's
+ * output; for failures only the error message.
+ */
+export interface RunEvent {
+  /** The stream entry id (`<ms>-<seq>`): resume reading after it with `from`. */
+  id: string;
+  type: RunEventType;
+  runId: string;
+  workflow: string;
+  /** When it happened (ms): the time of the script that wrote it (a step's: when the step ended). */
+  at: number;
+  /** The step (`step.completed`, `step.failed`, and `retry.scheduled` of a step retry). */
+  step?: string;
+  /** The run's attempt (`run.started`, `retry.scheduled`) or the step's (`step.*`). */
+  attempt?: number;
+  /** The error message (`step.failed`, `retry.scheduled`, `run.failed`, `run.canceled`). */
+  error?: string;
+  /** When the next attempt is due (`retry.scheduled`), or the wake-up time of a timed wait (`run.waiting`). */
+  retryAt?: number;
+  /** What the run waits for (`run.waiting`). */
+  waitingFor?: RunWaitingFor;
+  /** The signal's name (`run.signaled`). */
+  signal?: string;
+}
+
+/** The event stream written by the scripts of a client (and its workers). */
+export interface EventStreamOptions {
+  /**
+   * The stream keeps about the last `maxLen` events of the prefix (Redis trims with `MAXLEN ~`,
+   * so a little more). Use the same value in every process of a prefix. @default 100000
+   */
+  maxLen?: number;
+}
+
+/** Default of `events.maxLen`. */
+export const DEFAULT_EVENTS_MAX_LEN = 100_000;
+
+const EVENT_STREAM_OPTION_KEYS = optionKeys<EventStreamOptions>()(['maxLen']);
+
+/**
+ * The MAXLEN the scripts trim the stream to, from the client option `events`: 0 when it is
+ * `false` (nothing is written).
+ */
+export function checkEventStreamOption(value: unknown): number {
+  if (value === false) return 0;
+  if (value === undefined) return DEFAULT_EVENTS_MAX_LEN;
+  if (value === true) throw new ConfigurationError('createClient option events must be false or an object such as { maxLen: 100000 }, got true. Leave it out to keep the default stream.');
+  assertKnownKeys('createClient option events', value, EVENT_STREAM_OPTION_KEYS);
+  const maxLen = (value as EventStreamOptions).maxLen;
+  if (maxLen === undefined) return DEFAULT_EVENTS_MAX_LEN;
+  return checkInteger(maxLen, 'createClient option events.maxLen (pass events: false to turn the stream off)', 1, 1_000_000_000);
+}
+
+/** Options of `client.events()`. */
+export interface RunEventsOptions {
+  /** Only events of this workflow. */
+  workflow?: string;
+  /** Only events of this run. */
+  runId?: string;
+  /** Only events of these types. */
+  types?: readonly RunEventType[];
+  /**
+   * Where to start: `'now'` (only events written after `events()` was called) or a stream entry
+   * id (the events after it, e.g. the `id` of the last event a previous reader handled; `'0'` for
+   * everything still in the stream). @default 'now'
+   */
+  from?: 'now' | string;
+  /** Most events held in memory; the reader stops reading Redis while it is full. @default 1000 */
+  bufferSize?: number;
+  /** How long one XREAD blocks (ms) before the reader checks again whether it was closed. @default 1000 */
+  blockMs?: number;
+}
+
+/** Keys of `RunEventsOptions`. */
+export const RUN_EVENTS_OPTION_KEYS = optionKeys<RunEventsOptions>()(['workflow', 'runId', 'types', 'from', 'bufferSize', 'blockMs']);
+
+/** Default of `bufferSize`. */
+export const DEFAULT_EVENTS_BUFFER_SIZE = 1000;
+
+const STREAM_ID = /^\d+(-\d+)?$/;
+
+/** Options of `client.events()` checked, with defaults filled in. */
+export function checkRunEventsOptions(options: RunEventsOptions | undefined): Required<Omit<RunEventsOptions, 'workflow' | 'runId' | 'types'>> &
+  Pick<RunEventsOptions, 'workflow' | 'runId'> & { types: ReadonlySet<RunEventType> | undefined } {
+  assertKnownKeys('client.events() options', options, RUN_EVENTS_OPTION_KEYS);
+  const o = options ?? {};
+  for (const key of ['workflow', 'runId'] as const) {
+    if (o[key] !== undefined && (typeof o[key] !== 'string' || o[key] === '')) {
+      throw new ConfigurationError(`client.events() option ${key} must be a non-empty string, got ${JSON.stringify(o[key])}.`);
+    }
+  }
+  let types: Set<RunEventType> | undefined;
+  if (o.types !== undefined) {
+    if (!Array.isArray(o.types) || o.types.length === 0) throw new ConfigurationError(`client.events() option types must be a non-empty array of event types (${RUN_EVENT_TYPES.join(', ')}).`);
+    for (const type of o.types) {
+      if (!RUN_EVENT_TYPES.includes(type)) throw new ConfigurationError(`client.events() option types holds ${JSON.stringify(type)}, which is no event type. Known types: ${RUN_EVENT_TYPES.join(', ')}.`);
+    }
+    types = new Set(o.types);
+  }
+  const from = o.from ?? 'now';
+  if (typeof from !== 'string' || (from !== 'now' && !STREAM_ID.test(from))) {
+    throw new ConfigurationError(`client.events() option from must be 'now' or a stream entry id such as "1700000000000-0" (an event's id), got ${JSON.stringify(from)}.`);
+  }
+  return {
+    workflow: o.workflow,
+    runId: o.runId,
+    types,
+    from,
+    bufferSize: checkInteger(o.bufferSize ?? DEFAULT_EVENTS_BUFFER_SIZE, 'client.events() option bufferSize', 1, 1_000_000),
+    blockMs: checkInteger(o.blockMs ?? 1000, 'client.events() option blockMs', 1, 60_000),
+  };
+}
+
+/** A stream entry (`[id, [field, value, ...]]`) as a RunEvent. */
+export function toRunEvent(id: string, flat: readonly string[]): RunEvent {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]] = flat[i + 1];
+  const event: RunEvent = { id, type: f.type as RunEventType, runId: f.runId, workflow: f.workflow, at: Number(f.at) };
+  if (f.step !== undefined) event.step = f.step;
+  if (f.attempt !== undefined) event.attempt = Number(f.attempt);
+  if (f.error !== undefined) event.error = f.error;
+  if (f.retryAt !== undefined) event.retryAt = Number(f.retryAt);
+  if (f.waitingFor !== undefined) event.waitingFor = f.waitingFor as RunWaitingFor;
+  if (f.signal !== undefined) event.signal = f.signal;
+  return event;
+}

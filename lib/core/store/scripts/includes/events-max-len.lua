@@ -1,0 +1,4 @@
+-- events-max-len.lua: put first in every script by the loader (script-loader.ts), before any
+-- include. Every script call ends its ARGV with the event stream's MAXLEN (0 = the stream is off);
+-- it is taken off ARGV here, so each script reads its own ARGV (varargs included) unchanged.
+local EVENTS_MAX_LEN = tonumber(table.remove(ARGV)) or 0

@@ -1,0 +1,73 @@
+-- run-events.lua: the one place a script writes to the event stream `{P}:events` (client.events()
+-- reads it). One XADD per event, trimmed approximately to the last EVENTS_MAX_LEN entries (set
+-- from the last ARGV by events-max-len.lua); nothing at all when the stream is off. Entries stay
+-- small: ids, names, times and error messages, never inputs or outputs.
+--!include keys.lua
+
+-- Appends one event. `extra` holds more field/value pairs (step, attempt, error, retryAt,
+-- waitingFor, signal); nil values are left out.
+local function emit_event(base, type, runId, workflow, now, extra)
+  if EVENTS_MAX_LEN <= 0 then return end
+  local args = { k_events(base), 'MAXLEN', '~', EVENTS_MAX_LEN, '*', 'type', type, 'runId', runId,
+    'workflow', workflow or '', 'at', now }
+  if extra then
+    for i = 1, #extra, 2 do
+      if extra[i + 1] ~= nil and extra[i + 1] ~= false then
+        args[#args + 1] = extra[i]
+        args[#args + 1] = extra[i + 1]
+      end
+    end
+  end
+  redis.call('XADD', unpack(args))
+end
+
+-- The message of an error JSON (`{ name, message, ... }`), or nil. Parsed in a protected call: a
+-- damaged payload cannot raise an error after the script has written.
+local function error_message(errorJson)
+  if EVENTS_MAX_LEN <= 0 or errorJson == nil or errorJson == false or errorJson == '' then return nil end
+  local ok, decoded = pcall(cjson.decode, errorJson)
+  if ok and type(decoded) == 'table' and type(decoded.message) == 'string' then return decoded.message end
+  return nil
+end
+
+-- Events for the step records a worker writes (checkpoint, finish): pairs of run-hash field and
+-- value in `fields` from index `first`. A finished step record "s:<name>" = [1|0, seq, attempt,
+-- finishedAt, ...] is step.completed / step.failed; a tries record "t:<name>" = [failures,
+-- runAttempt, inAttempt, retryAt, error] with a retryAt is retry.scheduled (the step runs again
+-- then). Other fields (progress, events, waits) say nothing. Returns the retryAt of a step retry
+-- among them, or 0.
+local function emit_step_events(base, runId, workflow, now, fields, first)
+  if EVENTS_MAX_LEN <= 0 then return 0 end
+  local retryAt = 0
+  for i = first, #fields, 2 do
+    local field, value = fields[i], fields[i + 1]
+    local kind, step = string.sub(field, 1, 2), string.sub(field, 3)
+    if kind == 's:' then
+      local ok, attempt, at = string.match(value, '^%[([01]),%d+,(%d+),(%d+),')
+      if ok == '1' then
+        emit_event(base, 'step.completed', runId, workflow, at, { 'step', step, 'attempt', attempt })
+      elseif ok == '0' then
+        local decoded = select(2, pcall(cjson.decode, value))
+        local message = type(decoded) == 'table' and type(decoded[6]) == 'table' and decoded[6].message or nil
+        emit_event(base, 'step.failed', runId, workflow, at, { 'step', step, 'attempt', attempt,
+          'error', type(message) == 'string' and message or nil })
+      end
+    elseif kind == 't:' then
+      local attempt, due, rest = string.match(value, '^%[%d+,(%d+),%d+,(%d+),(.*)%]$')
+      if due and tonumber(due) > 0 then
+        retryAt = tonumber(due)
+        emit_event(base, 'retry.scheduled', runId, workflow, now, { 'step', step, 'attempt', attempt,
+          'retryAt', due, 'error', error_message(rest) })
+      end
+    end
+  end
+  return retryAt
+end
+
+-- run.completed / run.failed / run.canceled for a run that ends (`to`), with the message of its
+-- error JSON (`result`) unless it succeeded. Called by end_run only.
+local ENDED_EVENT = { succeeded = 'run.completed', failed = 'run.failed', canceled = 'run.canceled' }
+local function emit_run_ended(base, runId, workflow, to, now, result)
+  if EVENTS_MAX_LEN <= 0 then return end
+  emit_event(base, ENDED_EVENT[to], runId, workflow, now, { 'error', to ~= 'succeeded' and error_message(result) or nil })
+end
