@@ -9,7 +9,8 @@
  *   lib/dashboard/            the dashboard's API and page, framework-free
  *   lib/nest/                 the Nest module, decorators, explorer, orchestrator, server
  *   lib/cli/                  the `redflow` command
- *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis
+ *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis (core.ts, Nest-free:
+ *                             `nestjs-redflow/core/testing`; nest/: RedflowTestingModule)
  *
  * Layers import downward only: errors ← definition ← store ← client ← worker, then dashboard, then
  * nest and cli on top. Nothing under lib/core imports Nest, class-validator or class-transformer
@@ -51,6 +52,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^lib/dashboard/' },
       to: { path: ['^lib/(nest|cli|testing)/', '(^|/)node_modules/@nestjs/'] },
+    },
+    {
+      name: 'plain-testing-needs-no-nest',
+      comment: '`nestjs-redflow/core/testing` (lib/testing outside nest/ and index.ts) works in plain Node; only lib/testing/nest loads Nest.',
+      severity: 'error',
+      from: { path: '^lib/testing/', pathNot: ['^lib/testing/nest/', '^lib/testing/index\\.ts$'] },
+      to: { path: ['^lib/(nest|testing/nest)/', '^lib/testing/index\\.ts$', '(^|/)node_modules/@nestjs/'] },
     },
     {
       name: 'cli-needs-no-nest',

@@ -1,16 +1,7 @@
 /**
- * `nestjs-redflow/testing`: helpers for testing workflows on a real Redis. `createTestEngine()`
- * gives a test its own prefix, registry, client, workers and `VirtualClock`, deletes its keys on
- * `close()`, and starts a throwaway redis-server when no Redis is given. Needs no Nest.
+ * `nestjs-redflow/testing`: `RedflowTestingModule` and `RedflowTesting` for Nest apps, and
+ * `createTestEngine()` with the rest of the plain Node helpers. Without Nest installed, import
+ * the plain Node helpers from `nestjs-redflow/core/testing`.
  */
-export {
-  createTestEngine,
-  RedflowTestEngine,
-  TEST_RUNTIME,
-  type StepMockOf,
-  type TestEngineOptions,
-  type TestRunOptions,
-  type TestRunResult,
-} from './test-engine';
-export { VirtualClock } from './virtual-clock';
-export { RedisServerNotFoundError, RedisServerStartError } from './redis-server';
+export * from './core';
+export * from './nest';

@@ -1,4 +1,4 @@
-import { createTestEngine } from '../../lib/testing';
+import { createTestEngine } from '../../lib/testing/core';
 import { isAlive } from '../../lib/testing/redis-server';
 
 /** `createTestEngine()` without any Redis given starts a redis-server of its own and stops it. */

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { OnEvent, RedflowClient, Step, Workflow, type WorkflowContext } from '../../lib';
 import { isAlive } from '../../lib/testing/redis-server';
-import { RedflowTesting, RedflowTestingModule } from '../../lib/testing/nest';
+import { RedflowTesting, RedflowTestingModule } from '../../lib/testing';
 
 @Injectable()
 class ApprovalWorkflows {

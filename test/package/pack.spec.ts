@@ -72,9 +72,9 @@ main().catch((error) => { console.error(error); process.exit(1); });
     expect(JSON.parse(out.trim())).toEqual({ output: 'Hello ADA', steps: ['load:succeeded', 'compose:succeeded'] });
   });
 
-  it('nestjs-redflow/testing gives a test its own prefix and workers, and deletes its keys on close, with no Nest installed', () => {
+  it('nestjs-redflow/core/testing gives a test its own prefix and workers, and deletes its keys on close, with no Nest installed', () => {
     const script = `
-const { createTestEngine } = require('nestjs-redflow/testing');
+const { createTestEngine } = require('nestjs-redflow/core/testing');
 async function main() {
   const engine = createTestEngine({ url: process.env.REDIS_URL });
   const double = engine.define('double', {}, async ({ input, step }) => step.run('times-two', () => input.n * 2));

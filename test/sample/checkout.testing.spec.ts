@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { TestingModule } from '@nestjs/testing';
 import { Test } from '@nestjs/testing';
-import { RedflowTesting, RedflowTestingModule } from '../../lib/testing/nest';
+import { RedflowTesting, RedflowTestingModule } from '../../lib/testing';
 import type { CheckoutWorkflows as CheckoutClass } from '../../sample/src/orders/checkout.workflows';
 import type { PaymentService as PaymentClass } from '../../sample/src/orders/payment.service';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { startWorker, WorkflowRegistry, type RedisConnection } from '../../lib';
-import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing';
+import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing/core';
 import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /** True when the suite runs against the 3-master Redis Cluster. */
