@@ -63,6 +63,15 @@ describe('virtual clock', () => {
     await expect(ran.promise).resolves.toEqual(expect.any(String));
   });
 
+  it('fires an hourly cron tick when the clock advances an hour', async () => {
+    const ran = deferred<string>();
+    engine.registry.define('hourly-cron', { cron: [{ expression: '0 * * * *' }] }, ({ run }) => ran.resolve(run.id));
+    await engine.worker();
+    const nextHour = Math.floor(engine.clock.now() / 3_600_000) * 3_600_000 + 3_600_000;
+    await engine.clock.advance('1h');
+    await expect(ran.promise).resolves.toBe(`cron.hourly-cron#0.${nextHour}`);
+  });
+
   it('times out a waitForSignal when its timeout has passed', async () => {
     const wf = engine.define('approval', {}, async ({ step }) => (await step.waitForSignal('approve', 'approved', { timeout: '1h' })) ?? 'timed out');
     const waiting = await engine.run(wf, {});
