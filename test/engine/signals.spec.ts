@@ -78,11 +78,39 @@ describe('signals', () => {
     await engine.worker({ concurrency: 8 });
     const handles = await Promise.all(Array.from({ length: 8 }, () => engine.client.start(racer, {})));
     await new Promise((resolve) => setTimeout(resolve, 100));
-    await Promise.all(handles.map((h) => engine.client.signal(h.id, 'go', 'signal')));
+    const accepted = await Promise.all(handles.map((h) => engine.client.signal(h.id, 'go', 'signal')));
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 5_000 })));
-    // Each signal was consumed once: by the first wait, by the second, or by neither (both timed out
-    // before it came), never by both.
-    for (const result of results) expect([['signal', null], [null, 'signal'], [null, null]]).toContainEqual(result);
+    // A signal the run accepted is consumed by exactly one of its waits; one refused (the run had
+    // already ended, both waits timed out) by none.
+    results.forEach((result, i) => {
+      if (accepted[i]) expect([['signal', null], [null, 'signal']]).toContainEqual(result);
+      else expect(result).toEqual([null, null]);
+    });
+  });
+
+  it('a signal delivered between the claim of a timed-out wait and its wait call is kept, not overwritten by the timeout', async () => {
+    const approval = engine.registry.define('approval', {}, async ({ step }) => step.waitForSignal('await-approval', 'approval', { timeout: '1h' }));
+    const worker = await engine.worker();
+    const handle = await engine.client.start(approval, {});
+    await eventually(async () => (await statusOf(handle.id)) === 'scheduled');
+    await worker.stop();
+    // As a worker does when the deadline wakes the run: it claims the run (status running, its lease
+    // token) holding the step's waiting record, and only then calls wait-signal. The signal comes in
+    // between, and the wait call comes after the deadline.
+    const runKey = engine.client.keys.run(handle.id);
+    const field = (await engine.redis.hget(runKey, 'sigwait:approval'))!;
+    expect(field).toEqual(expect.any(String));
+    await engine.redis.hset(runKey, 'status', 'running', 'lease', 'claim-token');
+    expect(await engine.client.signal(handle.id, 'approval', { approved: true })).toBe(true);
+    const target = { runId: handle.id, token: 'claim-token', field, seq: 0, attempt: 1 };
+    const late = Date.now() + 2 * 3_600_000;
+    const first = await engine.client.scripts.waitSignal(target, 'approval', late, late);
+    expect(first.code).toBe('got');
+    expect(JSON.parse(first.record)).toContainEqual({ approved: true });
+    // A retried call (its first reply lost) returns the same record and takes no buffered signal.
+    expect(await engine.client.signal(handle.id, 'approval', { approved: false })).toBe(true);
+    expect(await engine.client.scripts.waitSignal(target, 'approval', late, late)).toEqual(first);
+    expect(await engine.redis.llen(engine.client.keys.signals(handle.id))).toBe(1);
   });
 
   it('a replayed wait returns the payload from its record and never consumes a second signal', async () => {

@@ -2,7 +2,8 @@
 -- buffered signal of the name (its payload becomes the step's record); else, past the deadline,
 -- records the timeout (a null payload); else records the wait ([4 ...]) and marks the run as
 -- waiting for the name, so that signal.lua delivers straight into the record. The caller then
--- suspends the run (finish with the wait outcome) until the signal or the deadline.
+-- suspends the run (finish with the wait outcome) until the signal or the deadline. A record that
+-- already holds a payload is returned as it is ('got').
 -- KEYS[1] run hash            KEYS[2] signals list of the run
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] step field
 -- ARGV[5] step seq            ARGV[6] attempt     ARGV[7] signal name   ARGV[8] deadline (ms, 0 = none)
@@ -17,6 +18,9 @@ assert_writable(base)
 local run = redis.call('HMGET', KEYS[1], 'status', 'lease')
 if run[1] ~= 'running' or run[2] ~= token then return { 'lost' } end
 local existing = redis.call('HGET', KEYS[1], field)
+-- A signal delivered while this run was running (after its claim, before this call), or a retried
+-- call whose first reply was lost: the record already holds the payload. Never overwrite it.
+if existing and not is_waiting(existing) then return { 'got', existing } end
 local waiting = existing
 if not is_waiting(existing) then waiting = step_waiting_signal(ARGV[5], ARGV[6], name, ARGV[8]) end
 
