@@ -46,10 +46,10 @@ export class UnknownWorkflowError extends RedflowError {
   constructor(
     readonly workflow: string,
     readonly where = 'in this process or in Redis',
+    /** How workflows are defined where the error is read: `defineWorkflow()`, or `@Workflow()` in Nest. */
+    definedBy = 'Define it with defineWorkflow() and start a worker (or call syncRegistry()) that registers it.',
   ) {
-    super(
-      `Workflow "${workflow}" is not registered ${where}. Define it with defineWorkflow() and start a worker (or call syncRegistry()) that registers it.`,
-    );
+    super(`Workflow "${workflow}" is not registered ${where}. ${definedBy}`);
   }
 }
 

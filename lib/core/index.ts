@@ -21,7 +21,7 @@ export {
   type KeyFrom,
   type LimitOptions,
   type RetryPolicy,
-  type WorkflowRef,
+  type WorkflowTarget,
   type RunInfo,
   type StepApi,
   type StepOptions,

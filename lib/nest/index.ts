@@ -7,6 +7,8 @@ export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.d
 export { RedflowAdmin } from './redflow.admin';
 export { RedflowClient, type SignalPayload, type WorkflowClassWithSignals, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './redflow.client';
 export { guard } from './redflow-dashboard.guard';
-export { RedflowModule } from './redflow.module';
+export { RedflowModule, RedflowFeatureModule } from './redflow.module';
 export type { RedflowModuleOptions, RedflowWorkerOptions } from './redflow-options.interface';
 export { RedflowServer } from './redflow.server';
+export { RedflowExceptionFilter, httpErrorFor, REDFLOW_HTTP_ERRORS, type RedflowHttpError } from './redflow-exception.filter';
+export { InjectWorkflow, WorkflowRef, getWorkflowRefToken, type WorkflowRefOf } from './workflow-ref';

@@ -1,5 +1,5 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { ConfigurationError, type Clock, type WorkerRuntimeOptions } from '../core';
+import { ConfigurationError, type Clock, type EventStreamOptions, type WorkerRuntimeOptions } from '../core';
 import type { StepMocks } from '../core/worker/step-runtime';
 import {
   assertKnownKeys,
@@ -10,6 +10,7 @@ import {
   describeValue,
   optionKeys,
 } from '../core/definition/option-checks';
+import { checkEventStreamOption } from '../core/definition/run-events';
 import { WORKER_RUNTIME_KEYS } from '../core/worker/worker';
 import { DASHBOARD_OPTION_KEYS, type DashboardOptions } from '../dashboard/dashboard-options';
 
@@ -72,6 +73,11 @@ export interface RedflowModuleOptions {
    * schedules); leases keep real time. `RedflowTestingModule` sets a `VirtualClock`. @default systemClock
    */
   clock?: Clock;
+  /**
+   * The event stream that `client.events()` reads: about the last `maxLen` run events of the prefix
+   * are kept (`{ maxLen: 100_000 }` by default); `false` writes none. @default { maxLen: 100000 }
+   */
+  events?: EventStreamOptions | false;
   /** @internal Step mocks of `RedflowTestingModule`; not for production use. */
   stepMocks?: StepMocks;
 }
@@ -89,6 +95,7 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
   'redis',
   'commandTimeoutMs',
   'clock',
+  'events',
   'stepMocks',
 ]);
 
@@ -161,6 +168,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   assertKnownKeys('RedflowModule option "dashboard"', options.dashboard, DASHBOARD_OPTION_KEYS);
   assertKnownKeys('RedflowModule option "redis"', options.redis, REDFLOW_REDIS_OPTION_KEYS);
   checkBoolean(options.redis?.requireNoEviction, 'RedflowModule option "redis.requireNoEviction"');
+  checkEventStreamOption(options.events, 'RedflowModule option "events"');
 
   return {
     ...options,

@@ -20,9 +20,19 @@ import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 import { workflowName } from './decorators/workflow.decorator';
 import type { RedflowMetadataAccessor } from './redflow-metadata.accessor';
 
-/** Method names of `T` that take a workflow handler context. */
+/**
+ * Method names of `T` whose first parameter is a `WorkflowContext`: the methods `@Workflow` can
+ * decorate. Methods without parameters (`onModuleInit`, helpers), `onFailure` targets (their
+ * context has no `step`) and methods taking anything else are left out.
+ */
 export type WorkflowMethodName<T> = {
-  [K in keyof T]-?: T[K] extends (ctx: WorkflowContext<never>) => unknown ? K : never;
+  [K in keyof T]-?: T[K] extends (...args: infer A) => unknown
+    ? A extends [infer C, ...unknown[]]
+      ? [C] extends [WorkflowContext<unknown>]
+        ? K
+        : never
+      : never
+    : never;
 }[keyof T] &
   string;
 
@@ -62,12 +72,20 @@ export class RedflowClient extends WorkflowClient {
     input: WorkflowInput<T, K>,
     options?: RunOptions,
   ): Promise<RunHandle<WorkflowOutput<T, K>>> {
+    return this.runByName(this.workflowNameOf(workflowClass, method), input, options);
+  }
+
+  /**
+   * The workflow name of the `@Workflow` method `method` of `workflowClass`: its `name` option, or
+   * "<Class>.<method>". Throws `ConfigurationError` when the method is not a `@Workflow`.
+   */
+  workflowNameOf<T>(workflowClass: Type<T>, method: WorkflowMethodName<T>): string {
     const handler = (workflowClass.prototype as Record<string, unknown>)[method] as ((...args: never[]) => unknown) | undefined;
     const metadata = handler && this.accessor.getWorkflow(handler);
     if (!metadata) {
       throw new ConfigurationError(`${workflowClass.name}.${method} is not a @Workflow method. Decorate it with @Workflow() or start a workflow by name with runByName().`);
     }
-    return this.runByName(workflowName(metadata, workflowClass.name, method), input, options);
+    return workflowName(metadata, workflowClass.name, method);
   }
 
   /**
@@ -110,6 +128,7 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     requireNoEviction: options.redis?.requireNoEviction,
     logger: new Logger(REDFLOW_LOGGER_CONTEXT),
     clock: options.clock,
+    events: options.events,
   };
   const { redis, owned } =
     connection instanceof Redis || connection instanceof Cluster

@@ -1,6 +1,6 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider, type Type } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { WorkflowRegistry } from '../core';
+import { ConfigurationError, WorkflowRegistry } from '../core';
 import { RedflowAdmin } from './redflow.admin';
 import { createRedflowClient, RedflowClient } from './redflow.client';
 import { REDFLOW_REGISTRY } from './redflow.constants';
@@ -9,6 +9,12 @@ import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
 import { REDFLOW_ASYNC_OPTIONS_TYPE, REDFLOW_MODULE_OPTIONS, REDFLOW_OPTIONS_TYPE, RedflowConfigurableModule } from './redflow.module-definition';
 import { RedflowOrchestrator } from './redflow.orchestrator';
+import { REDFLOW_WORKFLOW } from './redflow.constants';
+import { getWorkflowRefToken, WorkflowRef } from './workflow-ref';
+
+/** What an `UnknownWorkflowError` tells a Nest user to do. */
+const NEST_HOW_TO_DEFINE =
+  'Decorate a provider method with @Workflow() (its name option, or "<Class>.<method>"), and run an app with RedflowModule and its worker enabled: it registers its workflows in Redis at startup.';
 
 /**
  * Durable workflows for a Nest app: `RedflowModule.forRoot({ app, connection, worker })` or
@@ -22,7 +28,7 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
     RedflowMetadataAccessor,
     RedflowExplorer,
     RedflowOrchestrator,
-    { provide: REDFLOW_REGISTRY, useFactory: () => new WorkflowRegistry() },
+    { provide: REDFLOW_REGISTRY, useFactory: () => new WorkflowRegistry(NEST_HOW_TO_DEFINE) },
     {
       provide: RedflowClient,
       useFactory: createRedflowClient,
@@ -40,4 +46,41 @@ export class RedflowModule extends RedflowConfigurableModule {
   static forRootAsync(options: typeof REDFLOW_ASYNC_OPTIONS_TYPE): DynamicModule {
     return withDashboard(super.forRootAsync(options), options?.dashboardPath, 'forRootAsync');
   }
+
+  /**
+   * Provides a typed `WorkflowRef` for every `@Workflow` method of the given classes, injected with
+   * `@InjectWorkflow(Class, 'method')` in the importing module. Needs `RedflowModule.forRoot` in the
+   * app (global by default).
+   */
+  static forFeature(...workflowClasses: Array<Type<unknown>>): DynamicModule {
+    const providers: Provider[] = workflowClasses.flatMap((workflowClass) => {
+      if (typeof workflowClass !== 'function') {
+        throw new ConfigurationError(`RedflowModule.forFeature() takes provider classes with @Workflow methods, got ${workflowClass === null ? 'null' : typeof workflowClass}.`);
+      }
+      const methods = workflowMethodsOf(workflowClass);
+      if (!methods.length) throw new ConfigurationError(`${workflowClass.name}, given to RedflowModule.forFeature(), has no @Workflow method. Decorate its workflow methods with @Workflow().`);
+      return methods.map((method) => ({
+        provide: getWorkflowRefToken(workflowClass, method),
+        useFactory: (client: RedflowClient) => new WorkflowRef(client, client.workflowNameOf(workflowClass, method as never)),
+        inject: [RedflowClient],
+      }));
+    });
+    return { module: RedflowFeatureModule, providers, exports: providers.map((p) => (p as { provide: symbol }).provide) };
+  }
+}
+
+/** The module `RedflowModule.forFeature()` returns: only its workflow handles. */
+@Module({})
+export class RedflowFeatureModule {}
+
+/** Names of the `@Workflow` methods of a class, its base classes included. */
+function workflowMethodsOf(workflowClass: Type<unknown>): string[] {
+  const names = new Set<string>();
+  for (let proto = workflowClass.prototype as object | null; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
+    for (const key of Object.getOwnPropertyNames(proto)) {
+      const value = Object.getOwnPropertyDescriptor(proto, key)?.value as unknown;
+      if (key !== 'constructor' && typeof value === 'function' && Reflect.getMetadata(REDFLOW_WORKFLOW, value) !== undefined) names.add(key);
+    }
+  }
+  return [...names];
 }

@@ -56,6 +56,22 @@ describe('Redis unreachable', () => {
     return client;
   }
 
+  it('a client and a worker close within seconds while Redis does not answer, instead of waiting for it', async () => {
+    const registry = new WorkflowRegistry();
+    registry.define('noop', {}, () => 'ok');
+    const logger = captureLogger();
+    const client = newClient(registry, logger);
+    const worker = await startWorker({ app: 'outage', client, concurrency: 1, runtime: FAST_RUNTIME, logger });
+    expect((await (await client.runByName('noop', {})).result({ timeoutMs: 5_000 }))).toBe('ok');
+    server.pause();
+    const paused = newClient(registry, logger);
+    await expect(paused.getRun('r1')).rejects.toThrow(RedisUnavailableError);
+    expect((await timed(paused.close())).ms).toBeLessThan(3_000);
+    // Before, a worker's stop() and a client's close() waited for Redis to answer again: forever.
+    expect((await timed(worker.stop({ timeoutMs: 500 }))).ms).toBeLessThan(3_000);
+    expect((await timed(client.close())).ms).toBeLessThan(3_000);
+  });
+
   it('paused (SIGSTOP): every client call rejects within commandTimeoutMs with RedisUnavailableError, and result() with TimeoutError within timeoutMs', async () => {
     const registry = new WorkflowRegistry();
     const wf = registry.define('w', {}, () => 1);

@@ -34,7 +34,7 @@ class OrderWorkflows {
   }
 
   @Workflow({ name: 'other', maxConcurrency: Infinity })
-  async other() {
+  async other(_ctx: WorkflowContext) {
     return 'other';
   }
 }

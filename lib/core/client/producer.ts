@@ -1,6 +1,6 @@
 import { eventFields } from '../definition/event-match';
 import { idempotencyTtlSec, timeOption } from '../definition/duration';
-import { ConfigurationError, IdempotencyConflictError, UnknownWorkflowError } from '../errors';
+import { ConfigurationError, IdempotencyConflictError, InputValidationError } from '../errors';
 import {
   assertKnownKeys,
   checkDuration,
@@ -88,6 +88,41 @@ export class RunProducer extends RunHandles {
     return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input), false);
   }
 
+  /**
+   * Starts several runs of one workflow: `items` are `{ input, options? }`. Every item's options and
+   * input (schema and size) are checked before the first run is stored, so one bad item stores
+   * nothing and its error names its index. The runs are then sent together, without waiting for
+   * each reply; a Redis failure part-way can leave the earlier items stored (give them idempotency
+   * keys to retry safely). Resolves with the handles, in the items' order.
+   */
+  async runManyByName<TOutput = unknown>(name: string, items: ReadonlyArray<{ input: unknown; options?: RunOptions }>): Promise<Array<RunHandle<TOutput>>> {
+    if (typeof name !== 'string' || !name) throw new ConfigurationError(`runManyByName needs a workflow name, got ${JSON.stringify(name)}.`);
+    if (!Array.isArray(items)) throw new ConfigurationError(`runMany needs an array of { input, options? }, got ${describeValue(items)}.`);
+    const definition = this.registry.get(name) as WorkflowDefinition<unknown, unknown> | undefined;
+    await Promise.all(
+      items.map(async (item: unknown, i) => {
+        if (item === null || typeof item !== 'object') throw new ConfigurationError(`Item ${i} of runMany for workflow "${name}" must be an object such as { input }, got ${describeValue(item)}.`);
+        assertKnownKeys(`item ${i} of runMany for workflow "${name}"`, item, ['input', 'options']);
+        const { input, options } = item as { input: unknown; options?: RunOptions };
+        checkRunOptions(options);
+        try {
+          if (definition) await validateInput(name, definition.options.schema, input);
+        } catch (error) {
+          if (error instanceof InputValidationError) throw new InputValidationError(name, error.issues, `The input of item ${i} of runMany for workflow "${name}"`);
+          throw error;
+        }
+        encodeInput(name, input, `The input of item ${i} of runMany for workflow "${name}"`, this.maxPayloadBytes);
+      }),
+    );
+    return Promise.all(
+      items.map(({ input, options }) =>
+        definition
+          ? this.enqueue<TOutput>(name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options, flowControlFor(definition, input), true)
+          : this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input), false),
+      ),
+    );
+  }
+
   /** Same as `runByName`. */
   emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     return this.runByName<TOutput>(name, input, options);
@@ -120,7 +155,7 @@ export class RunProducer extends RunHandles {
       localFlow,
       extra: flow.extra,
     }));
-    if (result.kind === 'unknown') throw new UnknownWorkflowError(workflow);
+    if (result.kind === 'unknown') throw this.registry.unknownWorkflow(workflow);
     if (result.kind === 'dynamic') throw dynamicFlowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
     return this.handle<TOutput>(result.runId);
@@ -156,7 +191,7 @@ export class RunProducer extends RunHandles {
       workflow,
       local: definition !== undefined,
     }));
-    if (result.outcome === 'unknown') throw new UnknownWorkflowError(workflow);
+    if (result.outcome === 'unknown') throw this.registry.unknownWorkflow(workflow);
     if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
     const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
     return { id, workflow, ...shape, input: stored, nextAt: result.nextAt };

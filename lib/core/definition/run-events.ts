@@ -75,14 +75,14 @@ const EVENT_STREAM_OPTION_KEYS = optionKeys<EventStreamOptions>()(['maxLen']);
  * The MAXLEN the scripts trim the stream to, from the client option `events`: 0 when it is
  * `false` (nothing is written).
  */
-export function checkEventStreamOption(value: unknown): number {
+export function checkEventStreamOption(value: unknown, what = 'createClient option events'): number {
   if (value === false) return 0;
   if (value === undefined) return DEFAULT_EVENTS_MAX_LEN;
-  if (value === true) throw new ConfigurationError('createClient option events must be false or an object such as { maxLen: 100000 }, got true. Leave it out to keep the default stream.');
-  assertKnownKeys('createClient option events', value, EVENT_STREAM_OPTION_KEYS);
+  if (value === true) throw new ConfigurationError(`${what} must be false or an object such as { maxLen: 100000 }, got true. Leave it out to keep the default stream.`);
+  assertKnownKeys(what, value, EVENT_STREAM_OPTION_KEYS);
   const maxLen = (value as EventStreamOptions).maxLen;
   if (maxLen === undefined) return DEFAULT_EVENTS_MAX_LEN;
-  return checkInteger(maxLen, 'createClient option events.maxLen (pass events: false to turn the stream off)', 1, 1_000_000_000);
+  return checkInteger(maxLen, `${what}.maxLen (pass events: false to turn the stream off)`, 1, 1_000_000_000);
 }
 
 /** Options of `client.events()`. */

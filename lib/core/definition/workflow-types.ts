@@ -73,7 +73,7 @@ export interface EmitEventStepOptions {
 }
 
 /** A workflow given by definition or by name. */
-export type WorkflowRef<TInput = unknown, TOutput = unknown> = WorkflowDefinition<TInput, TOutput> | string;
+export type WorkflowTarget<TInput = unknown, TOutput = unknown> = WorkflowDefinition<TInput, TOutput> | string;
 
 /** The durable step API given to handlers. */
 export interface StepApi {
@@ -91,9 +91,9 @@ export interface StepApi {
    * Starts a child run and waits for its output without holding a worker slot. A replayed or
    * recovered parent never starts a second child. `timeoutMs` caps the wait (TimeoutError).
    */
-  runWorkflow<TInput, TOutput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput, TOutput>, input: TInput): Promise<TOutput>;
+  runWorkflow<TInput, TOutput>(options: ChildRunOptions | string, workflow: WorkflowTarget<TInput, TOutput>, input: TInput): Promise<TOutput>;
   /** Starts a child run and returns its id without waiting for it. */
-  emitWorkflow<TInput>(options: ChildRunOptions | string, workflow: WorkflowRef<TInput>, input: TInput): Promise<string>;
+  emitWorkflow<TInput>(options: ChildRunOptions | string, workflow: WorkflowTarget<TInput>, input: TInput): Promise<string>;
   /** Emits an event to every subscribed workflow; returns their run ids (`[]` when emitAt is in the future). */
   emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]>;
   /**
@@ -144,7 +144,7 @@ export interface WaitForSignalOptions {
 }
 
 /** The argument of a workflow handler. */
-export interface WorkflowContext<TInput> {
+export interface WorkflowContext<TInput = unknown> {
   input: TInput;
   run: RunInfo;
   /** Aborted when the run is canceled or this worker loses the run. */

@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../errors';
+import { ConfigurationError, UnknownWorkflowError } from '../errors';
 import { checkCronId, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
 import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName, describeValue } from './option-checks';
@@ -17,6 +17,17 @@ export function setDefaultClient(client: RunStarter | undefined): void {
 /** A set of workflow definitions, by name: what a worker executes and what a client validates against. */
 export class WorkflowRegistry {
   private readonly byName = new Map<string, WorkflowDefinition<any, any>>();
+
+  /**
+   * @param howToDefine the sentence that tells the reader of an `UnknownWorkflowError` how to
+   *   define and register a workflow (the Nest module speaks of `@Workflow()`).
+   */
+  constructor(readonly howToDefine?: string) {}
+
+  /** The error for a workflow name that neither this registry nor Redis knows. */
+  unknownWorkflow(name: string, where?: string): UnknownWorkflowError {
+    return new UnknownWorkflowError(name, where, this.howToDefine);
+  }
 
   /** Defines a workflow in this registry. Throws `ConfigurationError` if the name is taken. */
   define<TSchema extends InputSchema | undefined = undefined, TOutput = unknown, TInput = InferInput<TSchema>>(

@@ -29,12 +29,25 @@ export function openConnection(options: ConnectionOptions & { redisOptions?: Red
 
 /** Closes a connection without waiting on a dead server. */
 export async function closeConnection(redis: RedisConnection): Promise<void> {
+  // QUIT waits in the offline queue while Redis is unreachable (and would wait forever, as calls
+  // retry without limit): a connection that is not ready is dropped at once, and a QUIT that gets
+  // no answer within a second is too.
+  if (redis.status !== 'ready') {
+    redis.disconnect();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await redis.quit();
+    await Promise.race([redis.quit(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('QUIT unanswered')), QUIT_TIMEOUT_MS)))]);
   } catch {
     redis.disconnect();
+  } finally {
+    clearTimeout(timer);
   }
 }
+
+/** How long closing waits for Redis to answer QUIT before dropping the connection. */
+const QUIT_TIMEOUT_MS = 1_000;
 
 /** A second connection to the same server(s), for blocking commands or subscriptions. */
 export function duplicateConnection(redis: RedisConnection): RedisConnection {

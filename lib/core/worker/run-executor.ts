@@ -1,4 +1,4 @@
-import { CanceledError, CorruptRunDataError, UnknownWorkflowError } from '../errors';
+import { CanceledError, CorruptRunDataError } from '../errors';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
@@ -130,7 +130,7 @@ export class RunExecutor {
         throw new CorruptRunDataError(this.runId, 'the run hash lacks a workflow, queue, attempt or maxAttempts field');
       }
       const definition = this.host.registry.get(info.workflow);
-      if (!definition) throw new UnknownWorkflowError(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
+      if (!definition) throw this.host.registry.unknownWorkflow(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);

@@ -1,5 +1,5 @@
 import { dueAt, idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
-import { CanceledError, ConfigurationError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError, UnknownWorkflowError } from '../errors';
+import { CanceledError, ConfigurationError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
@@ -35,7 +35,7 @@ import type { Clock } from '../definition/clock';
 export { STEP_FIELD_PREFIX };
 import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowRef, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
@@ -125,10 +125,10 @@ export class StepRuntime {
     this.api = {
       run: (options, fn) => this.run(options, fn),
       waitFor: (options, target) => this.waitFor(options, target),
-      runWorkflow: <I, O>(options: ChildRunOptions | string, workflow: WorkflowRef<I, O>, input: I) =>
-        this.track(this.startChild('wait', options, workflow as WorkflowRef, input)) as Promise<O>,
-      emitWorkflow: <I>(options: ChildRunOptions | string, workflow: WorkflowRef<I>, input: I) =>
-        this.track(this.startChild('emit', options, workflow as WorkflowRef, input)) as Promise<string>,
+      runWorkflow: <I, O>(options: ChildRunOptions | string, workflow: WorkflowTarget<I, O>, input: I) =>
+        this.track(this.startChild('wait', options, workflow as WorkflowTarget, input)) as Promise<O>,
+      emitWorkflow: <I>(options: ChildRunOptions | string, workflow: WorkflowTarget<I>, input: I) =>
+        this.track(this.startChild('emit', options, workflow as WorkflowTarget, input)) as Promise<string>,
       emitEvent: (options, event, payload) => this.track(this.emitEvent(options, event, payload)),
       waitForSignal: <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
         this.track(this.waitForSignal(options, signal, waitOptions)) as Promise<T | null>,
@@ -337,7 +337,7 @@ export class StepRuntime {
     return this.awaitExternal(5, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
   }
 
-  private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowRef, input: unknown): Promise<unknown> {
+  private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowTarget, input: unknown): Promise<unknown> {
     const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
     const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
     if (record?.[0] === 1) return record[5];
@@ -370,7 +370,7 @@ export class StepRuntime {
       extra: flow.extra,
     }));
     if (result.code === 'lost') this.lost();
-    if (result.code === 'unknown') throw new UnknownWorkflowError(workflowName);
+    if (result.code === 'unknown') throw this.ctx.registry.unknownWorkflow(workflowName);
     if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
     if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
     if (mode === 'emit') return result.childId;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { WorkflowClient, createClient, RUN_INDEX_LEASE_MS, type ClientOptions } from '../client/workflow-client';
 import { fireDueCrons } from './cron-ticker';
-import { duplicateConnection, type ConnectionOptions } from '../store/connection';
+import { closeConnection, duplicateConnection, type ConnectionOptions } from '../store/connection';
 import { ConfigurationError } from '../errors';
 import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
 import { withTimeout, type RedisHealth } from '../store/redis-health';
@@ -100,6 +100,9 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'hooks',
   'stepMocks',
 ]);
+
+/** What `untilStopped` resolves with once the worker is stopping. */
+const STOPPED = Symbol('stopped');
 
 const PROMOTE_BATCH = 100;
 const REAP_BATCH = 100;
@@ -344,9 +347,13 @@ export class Worker implements ExecutorHost {
     this.health.nudge();
     for (const cancel of this.timers) cancel();
     this.timers.clear();
-    await this.indexing;
+    // The run-index backfill stops at its next batch; a batch stuck on an unreachable Redis is not
+    // waited for (its lease lets the next worker take over).
+    let indexTimer: NodeJS.Timeout | undefined;
+    await Promise.race([this.indexing, new Promise<void>((resolve) => (indexTimer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(indexTimer);
     const cleanups = [
-      async () => this.subscriber && (await this.subscriber.quit().catch(() => this.subscriber?.disconnect())),
+      async () => this.subscriber && (await closeConnection(this.subscriber)),
       async () => this.ownsClient && (await this.client.close()),
     ];
     for (const cleanup of cleanups) {
@@ -375,7 +382,11 @@ export class Worker implements ExecutorHost {
         this.reserved++;
         let claimed: ClaimedRun | null = null;
         try {
-          claimed = await this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs);
+          // While Redis is unreachable a call waits for the reconnection: stop() must not wait on it.
+          // A claim answered after the stop is left to the reaper when its lease expires.
+          const reply = await this.untilStopped(this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs));
+          if (reply === STOPPED) break;
+          claimed = reply;
         } finally {
           this.reserved--;
           // The slot reserved for this claim is free again: other queues' loops may use it.
@@ -387,7 +398,9 @@ export class Worker implements ExecutorHost {
           continue;
         }
         const now = this.clock.now();
-        const { moved, nextDue } = await this.scripts.promote(queue, now, PROMOTE_BATCH);
+        const promoted = await this.untilStopped(this.scripts.promote(queue, now, PROMOTE_BATCH));
+        if (promoted === STOPPED) break;
+        const { moved, nextDue } = promoted;
         if (moved || this.stopping) continue;
         const waitMs = nextDue < 0 ? this.blockTimeoutMs : Math.min(this.blockTimeoutMs, nextDue - now);
         // A connection that is reconnecting when it is closed never answers: stop() must not wait on it.
@@ -400,6 +413,12 @@ export class Worker implements ExecutorHost {
         await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
       }
     }
+  }
+
+  /** `promise`, or STOPPED as soon as stop() is called (the promise then settles unobserved). */
+  private untilStopped<T>(promise: Promise<T>): Promise<T | typeof STOPPED> {
+    promise.catch(() => undefined);
+    return Promise.race([promise, this.stopRequested.promise.then((): typeof STOPPED => STOPPED)]);
   }
 
   private launch(claimed: ClaimedRun): void {
