@@ -140,6 +140,27 @@ describe('a primary that becomes a read-only replica mid-run (READONLY)', () => 
     await until(() => from.cli('INFO', 'replication').includes('master_link_status:up'), 'the new replica to sync');
   }
 
+  it('a worker pointed at the replica refuses to start with RedisWriteRefusedError naming READONLY and the fix, and so do client calls; nothing is written', async () => {
+    const logger = captureLogger();
+    const registry = new WorkflowRegistry();
+    registry.define('w', {}, () => 1);
+    const prefix = `replica:${randomBytes(4).toString('hex')}`;
+    const client = createClient({ url: other.url, prefix, registry, logger });
+    try {
+      const started = await startWorker({ app: 'replica', client, registry, logger }).catch((e: unknown) => e);
+      expect(started).toBeInstanceOf(RedisWriteRefusedError);
+      expect((started as Error).message).toContain('Redis refused a write in script "sync-registry": READONLY');
+      expect((started as Error).message).toContain('connect to the primary instead of a replica (READONLY)');
+      const byName = await client.runByName('w', {}).catch((e: unknown) => e);
+      expect(byName).toBeInstanceOf(RedisWriteRefusedError);
+      expect((byName as RedisWriteRefusedError).script).toBe('enqueue');
+      for (const error of [started, byName]) expect((error as Error).message).not.toMatch(/redis\.call|local function|KEYS\[1\]/);
+      expect(primary.cli('KEYS', `{${prefix}}*`)).toBe('');
+    } finally {
+      await client.close();
+    }
+  });
+
   it('refuses with a named error, logs one line each way, keeps every step to one run and completes every run once it is a primary again', async () => {
     await refuseWritesMidRun(
       primary,
