@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { blockedFlag, BLOCKY, defineBlocky, executionsKey } from '../fixtures/blocking-worker';
+import { abortedFlag, blockedFlag, BLOCKY, defineBlocky, executionsKey } from '../fixtures/blocking-worker';
 import { eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
@@ -18,7 +18,7 @@ describe('a worker whose event loop is blocked for longer than the lease', () =>
     await engine.close();
   });
 
-  it('loses the run to another worker without failing it or storing anything more, and says why', async () => {
+  it('loses the run to another worker without failing it or storing anything more, aborts the blocked attempt\'s signal, and says why', async () => {
     child = spawnWorkerProcess(FIXTURE, { REDFLOW_BLOCK_PREFIX: engine.prefix });
     await whileAlive([child], 'blocking worker', async () => (await engine.client.getWorkflowMeta(BLOCKY)) !== null, 15_000);
     const handle = await engine.client.runByName(BLOCKY, {});
@@ -45,6 +45,9 @@ describe('a worker whose event loop is blocked for longer than the lease', () =>
     expect(lost).toHaveLength(1);
     expect(lost[0]).toMatch(/was blocked for \d+ ms while it ran, and its lease \(leaseMs 1000 ms\) expired/);
     expect(lost[0]).toContain('Raise leaseMs, or move CPU-heavy work off the event loop (worker_threads).');
+    // The blocked attempt's AbortSignal was aborted when it found its lease gone.
+    const reason = await eventually(() => engine.redis.get(abortedFlag(engine.prefix)), 5_000);
+    expect(reason).toContain('another worker took over the run');
     // The lag itself is reported too, as more than half the lease.
     expect(child.stderr).toMatch(/The event loop of worker "blocking-worker:[^"]+" was blocked for \d+ ms, more than half of leaseMs \(1000 ms\)/);
     // The stored steps are the taking-over worker's: the blocked one stored nothing after waking.

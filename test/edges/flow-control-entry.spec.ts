@@ -1,5 +1,5 @@
 import { Cluster } from 'ioredis';
-import { ConfigurationError, createClient, WorkflowRegistry, type RedisConnection, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { ConfigurationError, createClient, RateLimitExceededError, WorkflowRegistry, type RedisConnection, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { eventually, TestEngine } from '../support/engine';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -116,6 +116,112 @@ describe('Flow control holds however a run starts', () => {
     expect(inputs).toEqual([{ n: 3 }]);
     expect((await engine.client.listRuns({ workflow: 'debounced' })).map((r) => r.id)).toEqual([handle.id]);
     expect(await handle.getState()).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+
+  /** The runs of `workflow` in `status`, with the entry point each was started by. */
+  async function runsOf(workflow: string, status?: 'succeeded' | 'failed') {
+    return (await engine.client.listRuns({ workflow, ...(status ? { status } : {}), limit: 1000 })).map((r) => ({ ...r, via: (r.input as Tagged).via }));
+  }
+
+  /** Entry points that start runs without the definition: by name from another process, by an event, by cron. */
+  const ENTRY_POINTS = ['byName', 'event', 'cron'];
+
+  it('a fixed throttle spaces runs started by runByName without the definition, by an event and by cron: one start per period across all of them', async () => {
+    engine.registry.define(
+      'throttled',
+      { maxConcurrency: Infinity, throttle: { limit: 1, period: 400 }, event: [{ name: 't' }], cron: [{ expression: '* * * * * *', input: { via: 'cron' } }] },
+      ({ input }: WorkflowContext<Tagged>) => input.via,
+    );
+    await engine.worker({ concurrency: 8 });
+    expect(stranger.registry.get('throttled')).toBeUndefined();
+
+    const started = await Promise.all([
+      stranger.runByName('throttled', { via: 'byName' }),
+      stranger.runByName('throttled', { via: 'byName' }),
+      engine.client.emitEvent('t', { via: 'event' }),
+      engine.client.emitEvent('t', { via: 'event' }),
+    ]);
+    expect(started.flat()).toHaveLength(4);
+    const done = (await eventually(async () => {
+      const runs = await runsOf('throttled', 'succeeded');
+      const count = (via: string) => runs.filter((r) => r.via === via).length;
+      return count('byName') === 2 && count('event') === 2 && count('cron') >= 1 ? runs : undefined;
+    }, 10_000))!;
+
+    // Every run, however it started, carries the definition's window.
+    for (const run of await runsOf('throttled')) expect(await engine.redis.hget(engine.client.keys.run(run.id), 'throttle')).toBe('1|400|throttled|');
+    // No two starts within one period, whoever started them.
+    const starts = done.map((r) => r.startedAt!).sort((a, b) => a - b);
+    for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThanOrEqual(400);
+    // Four runs were due at once: at least three waited for the window, and none was charged an attempt for it.
+    expect(done.filter((r) => r.via !== 'cron' && r.availableAt > r.createdAt).length).toBeGreaterThanOrEqual(3);
+    for (const run of done) expect(run.attempt).toBe(1);
+  });
+
+  it('a fixed rateLimit counts runs started by runByName without the definition, by an event and by cron in one window: one succeeds, the rest fail with RateLimitExceededError before their handler', async () => {
+    const calls: string[] = [];
+    engine.registry.define(
+      'limited',
+      { maxConcurrency: Infinity, rateLimit: { limit: 1, period: '1m' }, event: [{ name: 'l' }], cron: [{ expression: '* * * * * *', input: { via: 'cron' } }] },
+      ({ input }: WorkflowContext<Tagged>) => {
+        calls.push(input.via);
+        return input.via;
+      },
+    );
+    await engine.worker({ concurrency: 8 });
+
+    await Promise.all([stranger.runByName('limited', { via: 'byName' }), engine.client.emitEvent('l', { via: 'event' })]);
+    const ended = (await eventually(async () => {
+      const runs = [...(await runsOf('limited', 'succeeded')), ...(await runsOf('limited', 'failed'))];
+      return ENTRY_POINTS.every((via) => runs.some((r) => r.via === via)) ? runs : undefined;
+    }, 10_000))!;
+
+    const succeeded = ended.filter((r) => r.status === 'succeeded');
+    expect(succeeded).toHaveLength(1);
+    expect(calls).toEqual([succeeded[0].via]);
+    for (const run of ended.filter((r) => r.status === 'failed')) {
+      const state = await engine.client.getRun(run.id);
+      expect(state).toMatchObject({ status: 'failed', attempt: 0, error: { name: 'RateLimitExceededError' } });
+      expect(state?.startedAt).toBeUndefined();
+      await expect(engine.client.handle(run.id).result({ timeoutMs: 1_000 })).rejects.toBeInstanceOf(RateLimitExceededError);
+    }
+    for (const run of ended) expect(await engine.redis.hget(engine.client.keys.run(run.id), 'rateLimit')).toBe('1|60000|limited|');
+  });
+
+  it('maxConcurrency 1 holds for runs started by runByName without the definition, by an event and by cron: a peak of 1', async () => {
+    let current = 0;
+    let peak = 0;
+    engine.registry.define(
+      'capped',
+      { maxConcurrency: 1, event: [{ name: 'c' }], cron: [{ expression: '* * * * * *', input: { via: 'cron' } }] },
+      async ({ input, step }: WorkflowContext<Tagged>) => {
+        peak = Math.max(peak, ++current);
+        try {
+          await step.run('work', () => sleep(150));
+          return input.via;
+        } finally {
+          current--;
+        }
+      },
+    );
+    await engine.worker({ concurrency: 8 });
+
+    await Promise.all([
+      stranger.runByName('capped', { via: 'byName' }),
+      stranger.runByName('capped', { via: 'byName' }),
+      engine.client.emitEvent('c', { via: 'event' }),
+      engine.client.emitEvent('c', { via: 'event' }),
+    ]);
+    const done = (await eventually(async () => {
+      const runs = await runsOf('capped', 'succeeded');
+      const count = (via: string) => runs.filter((r) => r.via === via).length;
+      return count('byName') === 2 && count('event') === 2 && count('cron') >= 1 ? runs : undefined;
+    }, 10_000))!;
+
+    expect(peak).toBe(1);
+    const ordered = done.sort((a, b) => a.startedAt! - b.startedAt!);
+    for (let i = 1; i < ordered.length; i++) expect(ordered[i].startedAt!).toBeGreaterThanOrEqual(ordered[i - 1].finishedAt!);
+    for (const run of done) expect(run.attempt).toBe(1);
   });
 
   it('a mutex computed by a function: runByName without the definition is refused with nothing written, and an event trigger is refused at define time', async () => {

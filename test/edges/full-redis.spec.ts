@@ -108,40 +108,70 @@ describe('a Redis that refuses writes (maxmemory reached, noeviction)', () => {
   });
 });
 
-describe('scripts on a full Redis', () => {
+describe('scripts on a Redis that refuses writes', () => {
   let server: OwnRedis;
-  let client: WorkflowClient;
+  let client: WorkflowClient | undefined;
+  let dir: string;
 
   beforeAll(async () => {
-    server = await OwnRedis.start(['--maxmemory-policy', 'noeviction']);
+    // `dir` is a protected config: MISCONF below needs to change it at runtime.
+    server = await OwnRedis.start(['--maxmemory-policy', 'noeviction', '--enable-protected-configs', 'yes', '--stop-writes-on-bgsave-error', 'yes']);
+    dir = server.cli('CONFIG', 'GET', 'dir').split('\n')[1];
+  });
+
+  afterEach(async () => {
+    server.cli('CONFIG', 'SET', 'maxmemory', '0');
+    server.cli('CONFIG', 'SET', 'dir', dir);
+    server.cli('CONFIG', 'SET', 'save', '');
+    await client?.close();
+    client = undefined;
   });
 
   afterAll(async () => {
-    server.cli('CONFIG', 'SET', 'maxmemory', '0');
-    await client?.close();
     await server.stop();
   });
 
+  /** Makes Redis refuse writes with MISCONF: a save point, and a BGSAVE into /proc, which takes no file even for root. */
+  async function failSave(): Promise<void> {
+    server.cli('CONFIG', 'SET', 'save', '3600 1');
+    server.cli('CONFIG', 'SET', 'dir', '/proc');
+    expect(server.cli('BGSAVE')).toBe('Background saving started');
+    await eventually(() => server.cli('INFO', 'persistence').includes('rdb_bgsave_in_progress:0'));
+    expect(server.cli('INFO', 'persistence')).toContain('rdb_last_bgsave_status:err');
+  }
+
   /** Every key of the prefix with its serialized value. */
   async function snapshot(): Promise<Map<string, string>> {
+    if (!client) throw new Error('no client');
     const keys = (await client.redis.keys(`${client.keys.base}*`)).sort();
     const out = new Map<string, string>();
-    for (const key of keys) out.set(key, ((await client.redis.dumpBuffer(key)) ?? Buffer.alloc(0)).toString('hex'));
+    for (const key of keys) out.set(key, ((await client!.redis.dumpBuffer(key)) ?? Buffer.alloc(0)).toString('hex'));
     return out;
   }
 
-  it('are refused before they change anything: the first write of each is the write check', async () => {
+  it.each([
+    ['OOM (maxmemory reached)', 'OOM command not allowed', async () => void server.cli('CONFIG', 'SET', 'maxmemory', '1')],
+    ['MISCONF (a failed BGSAVE)', 'MISCONF', failSave],
+  ])('%s: every script is refused before it changes anything, with the write check or its own first write', async (_, reply, refuse) => {
     const registry = new WorkflowRegistry();
     const wf = registry.define('w', { event: [{ name: 'e' }] }, () => 1);
     client = createClient({ url: server.url, prefix: `atomic:${randomBytes(4).toString('hex')}`, registry, logger: captureLogger() });
     await client.syncRegistry(registry, { owner: 'atomic' });
     const queued = await client.start(wf, { n: 1 });
     await client.start(wf, { n: 2 }, { runAt: Date.now() - 1 });
+    await client.start(wf, { n: 3 });
     await client.schedule('s', { workflow: 'w', every: '1h' });
+    // A running run with a lease this test holds, for the scripts that check it.
+    const claimed = await client.scripts.claim('default', 'lease-1', Date.now(), 60_000);
+    expect(claimed?.runId).toBe(queued.id);
+    const runId = queued.id;
+    const step = (field: string) => ({ runId, token: 'lease-1', field, seq: 1, attempt: 1 });
+    // A workflow the registry in Redis does not know yet, for sync-registry.
+    registry.define('w2', {}, () => 2);
     const before = await snapshot();
     expect(before.size).toBeGreaterThan(3);
 
-    server.cli('CONFIG', 'SET', 'maxmemory', '1');
+    await refuse();
     const scripts = client.scripts;
     const now = Date.now();
     const attempts: Array<[string, Promise<unknown>]> = [
@@ -156,12 +186,52 @@ describe('scripts on a full Redis', () => {
       ['fire-events', scripts.fireEvents(now + 10_000, 10)],
       ['schedule', scripts.schedule({ cronId: '@s2', def: '{"workflow":"w","every":1000,"input":null}', next: now + 1000, workflow: 'w', local: false })],
       ['unschedule', scripts.unschedule('@s')],
+      [
+        'enqueue',
+        scripts.enqueue({ runId: 'run-new', workflow: 'w', queue: 'default', maxAttempts: '3', input: '{}', now, runAt: now, idempotencyKey: 'idem', idempotencyTtlSec: 60, localFlow: true, extra: [] }),
+      ],
+      ['checkpoint', scripts.checkpoint(runId, 'lease-1', now + 60_000, now, ['s:a', `[1,1,1,${now},0,1]`])],
+      [
+        'finish',
+        scripts.finish({ runId, queue: 'default', token: 'lease-1', now, outcome: 'succeeded', payload: '1', dueAt: 0, nextToken: 'lease-2', leaseMs: 1000, waitFields: [], records: ['s:a', `[1,1,1,${now},0,1]`] }),
+      ],
+      [
+        'start-child',
+        scripts.startChild({
+          step: step('s:child'),
+          now,
+          mode: 'wait',
+          childId: 'child-1',
+          workflow: 'w',
+          queue: 'default',
+          maxAttempts: '3',
+          input: '{}',
+          runAt: now,
+          idempotencyKey: '',
+          idempotencyTtlSec: 0,
+          deadline: 0,
+          localFlow: true,
+          extra: [],
+        }),
+      ],
+      ['signal', scripts.signal(runId, 'sig', '"x"', now, 100)],
+      ['wait-signal', scripts.waitSignal(step('s:wait'), 'sig', now + 60_000, now)],
+      ['sync-registry', client.syncRegistry(registry, { owner: 'atomic' })],
+      ['cron-fire', scripts.cronFire('@s', now, now + 3_600_000, 'w', 'null', now)],
+      ['backfill-run-index', scripts.backfillRunIndex({ workflow: 'w', token: 'marker-1', leaseMs: 1000, cursor: '0', count: 10 })],
     ];
     for (const [name, attempt] of attempts) {
       const error = await attempt.catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RedisWriteRefusedError);
       expect((error as RedisWriteRefusedError).script).toBe(name);
+      expect((error as RedisWriteRefusedError).reply).toContain(reply);
     }
     expect(await snapshot()).toEqual(before);
+    // The heartbeat writes no memory, so a full Redis lets it keep leases; MISCONF refuses every write.
+    const heartbeat = await scripts.heartbeat(now + 60_000, [runId, 'lease-1']).catch((e: unknown) => e);
+    if (reply === 'MISCONF') {
+      expect(heartbeat).toBeInstanceOf(RedisWriteRefusedError);
+      expect(await snapshot()).toEqual(before);
+    } else expect(heartbeat).toEqual([]);
   });
 });
