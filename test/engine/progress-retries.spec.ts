@@ -204,7 +204,7 @@ describe('retries per step', () => {
       bodies++;
       const runKey = engine.client.keys.run(run.id);
       return Promise.all([
-        step.run({ name: 'call', retries: { maxAttempts: 2, backoff: 'fixed', delay: '1s' } }, async () => {
+        step.run({ name: 'call', retries: { maxAttempts: 2, backoff: 'fixed', delay: '2s' } }, async () => {
           tryTimes.push(Date.now());
           if (++tries === 1) {
             // Fail only once the sibling's signal wait is recorded, so that the signal can wake the run.
@@ -221,10 +221,10 @@ describe('retries per step', () => {
     await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled');
     const call = async () => (await engine.client.getRunSteps(handle.id)).find((s) => s.name === 'call')!;
     const { retryAt } = await call();
-    expect(retryAt! - tryTimes[0]).toBeGreaterThanOrEqual(995);
+    expect(retryAt! - tryTimes[0]).toBeGreaterThanOrEqual(1_995);
 
-    // The signal wakes the run well before retryAt: the replay takes the signal, and the step suspends
-    // again without a try.
+    // The signal wakes the run well before retryAt (2 s away): the replay takes the signal, and the
+    // step suspends again without a try.
     expect(await engine.client.signal(handle.id, 'nudge', { n: 1 })).toBe(true);
     await eventually(async () => bodies === 2 && (await engine.client.getRun(handle.id))?.status === 'scheduled');
     expect(Date.now()).toBeLessThan(retryAt!);
