@@ -133,11 +133,11 @@ describe('crash recovery', () => {
     expect(await engine.client.signal(handle.id, 'go', { ok: 2 })).toBe(false);
   });
 
-  /** Starts `crashy-held-wait` in the child and waits until the child recorded the wait and holds the lease. */
-  async function recordWaitInChild() {
-    const { heldWait } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+  /** Starts a `crashy-held-*` workflow in the child and waits until the child recorded its wait and holds the lease. */
+  async function recordWaitInChild(which: 'heldWait' | 'heldEventWait' = 'heldWait') {
+    const workflows = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
     const proc = spawnCrashWorker();
-    const handle = await engine.client.start(heldWait, {});
+    const handle = await engine.client.start(workflows[which], {});
     const steps = async () => (await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status]);
     await whileChildRuns(async () => JSON.stringify(await steps()) === JSON.stringify([['before', 'succeeded'], ['wait', 'waiting']]));
     expect(await handle.getState()).toMatchObject({ status: 'running', attempt: 1 });
@@ -183,5 +183,26 @@ describe('crash recovery', () => {
     expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
     expect(await effects('before', 'after')).toEqual([1, 1]);
     expect(await engine.client.signal(handle.id, 'go', { ok: 2 })).toBe(false);
+  });
+
+  it('an event emitted while the killed worker still holds the lease after recording an event wait is delivered into the wait, once, after recovery', async () => {
+    const { proc, handle } = await recordWaitInChild('heldEventWait');
+    await killChild(proc);
+
+    const shapes = engine.client.keys.eventShapes('shipped');
+    expect(await engine.redis.hgetall(shapes)).toEqual({ order: '1' });
+    await engine.client.emitEvent('shipped', { order: 'o-2' });
+    expect((await engine.client.getRunSteps(handle.id))[1]).toMatchObject({ name: 'wait', status: 'waiting' });
+    // The matching event goes into the recorded wait, which leaves the lookup; the run stays running.
+    await engine.client.emitEvent('shipped', { order: 'o-1', carrier: 'dhl' });
+    expect(await handle.getState()).toMatchObject({ status: 'running' });
+    expect((await engine.client.getRunSteps(handle.id))[1]).toMatchObject({ name: 'wait', status: 'succeeded', output: { order: 'o-1', carrier: 'dhl' } });
+    expect(await engine.redis.hlen(shapes)).toBe(0);
+
+    await engine.worker();
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ before: { by: 'child', n: 1 }, got: { order: 'o-1', carrier: 'dhl' }, after: { by: 'parent', n: 1 } });
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
+    expect(await effects('before', 'after')).toEqual([1, 1]);
+    expect(await engine.redis.exists(engine.client.keys.eventWaitsOf(handle.id))).toBe(0);
   });
 });
