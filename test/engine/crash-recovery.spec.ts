@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { defineCrashWorkflows, effectKey } from '../fixtures/crash-worker';
-import { TestEngine } from '../support/engine';
+import { eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'crash-worker.ts');
@@ -131,5 +131,78 @@ describe('crash recovery', () => {
     expect(await effects('before', 'after')).toEqual([1, 1]);
     // A second signal finds the run ended: nothing consumed it twice.
     expect(await engine.client.signal(handle.id, 'go', { ok: 2 })).toBe(false);
+  });
+
+  /** Starts a `crashy-held-*` workflow in the child and waits until the child recorded its wait and holds the lease. */
+  async function recordWaitInChild(which: 'heldWait' | 'heldEventWait' = 'heldWait') {
+    const workflows = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+    const proc = spawnCrashWorker();
+    const handle = await engine.client.start(workflows[which], {});
+    const steps = async () => (await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status]);
+    await whileChildRuns(async () => JSON.stringify(await steps()) === JSON.stringify([['before', 'succeeded'], ['wait', 'waiting']]));
+    expect(await handle.getState()).toMatchObject({ status: 'running', attempt: 1 });
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.proc.pid}:`);
+    const wakeAt = (await engine.client.getRunSteps(handle.id))[1].wakeAt!;
+    expect(wakeAt - Date.now()).toBeGreaterThan(3_500_000); // the 1 h timeout
+    return { proc, handle, steps, wakeAt };
+  }
+
+  it('a worker killed while it holds the lease just after recording a signal wait: the run waits again under another worker, and completes with the signal', async () => {
+    const { proc, handle, steps, wakeAt } = await recordWaitInChild();
+    await killChild(proc);
+    await engine.worker();
+
+    // The lease expires, the run is recovered and replayed here: it does not go past the wait,
+    // which keeps its deadline, and "before" is not run again.
+    await eventually(async () => (await handle.getState())?.status === 'scheduled', 10_000);
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
+    expect(await steps()).toEqual([['before', 'succeeded'], ['wait', 'waiting']]);
+    expect((await engine.client.getRunSteps(handle.id))[1].wakeAt).toBe(wakeAt);
+    expect(await effects('before', 'after')).toEqual([1, 0]);
+
+    expect(await engine.client.signal(handle.id, 'go', { ok: 1 })).toBe(true);
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ before: { by: 'child', n: 1 }, got: { ok: 1 }, after: { by: 'parent', n: 1 } });
+    expect(await effects('before', 'after')).toEqual([1, 1]);
+    expect(await handle.getState()).toMatchObject({ status: 'succeeded', attempt: 1 });
+    expect(await engine.client.signal(handle.id, 'go', { ok: 2 })).toBe(false);
+  });
+
+  it('a signal sent while the killed worker still holds the lease after recording the wait is delivered into the wait, once, after recovery', async () => {
+    const { proc, handle } = await recordWaitInChild();
+    await killChild(proc);
+
+    // No worker is alive and the run is still running under the dead worker's lease: the signal goes
+    // into the recorded wait (nothing is buffered) and the run is not queued by it.
+    expect(await engine.client.signal(handle.id, 'go', { ok: 1 })).toBe(true);
+    expect(await handle.getState()).toMatchObject({ status: 'running' });
+    expect(await engine.redis.llen(engine.client.keys.signals(handle.id))).toBe(0);
+    expect((await engine.client.getRunSteps(handle.id))[1]).toMatchObject({ name: 'wait', status: 'succeeded', output: { ok: 1 } });
+
+    await engine.worker();
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ before: { by: 'child', n: 1 }, got: { ok: 1 }, after: { by: 'parent', n: 1 } });
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
+    expect(await effects('before', 'after')).toEqual([1, 1]);
+    expect(await engine.client.signal(handle.id, 'go', { ok: 2 })).toBe(false);
+  });
+
+  it('an event emitted while the killed worker still holds the lease after recording an event wait is delivered into the wait, once, after recovery', async () => {
+    const { proc, handle } = await recordWaitInChild('heldEventWait');
+    await killChild(proc);
+
+    const shapes = engine.client.keys.eventShapes('shipped');
+    expect(await engine.redis.hgetall(shapes)).toEqual({ order: '1' });
+    await engine.client.emitEvent('shipped', { order: 'o-2' });
+    expect((await engine.client.getRunSteps(handle.id))[1]).toMatchObject({ name: 'wait', status: 'waiting' });
+    // The matching event goes into the recorded wait, which leaves the lookup; the run stays running.
+    await engine.client.emitEvent('shipped', { order: 'o-1', carrier: 'dhl' });
+    expect(await handle.getState()).toMatchObject({ status: 'running' });
+    expect((await engine.client.getRunSteps(handle.id))[1]).toMatchObject({ name: 'wait', status: 'succeeded', output: { order: 'o-1', carrier: 'dhl' } });
+    expect(await engine.redis.hlen(shapes)).toBe(0);
+
+    await engine.worker();
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ before: { by: 'child', n: 1 }, got: { order: 'o-1', carrier: 'dhl' }, after: { by: 'parent', n: 1 } });
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
+    expect(await effects('before', 'after')).toEqual([1, 1]);
+    expect(await engine.redis.exists(engine.client.keys.eventWaitsOf(handle.id))).toBe(0);
   });
 });

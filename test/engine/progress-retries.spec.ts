@@ -148,6 +148,97 @@ describe('retries per step', () => {
     expect((await engine.client.getRun(slow.id))!.attempt).toBe(1);
   });
 
+  it('retries one step 4 times with exponential backoff crossing 1 s: each retry from 1 s on frees the slot, and the step shows every try', async () => {
+    // Exponential from 250 ms, capped at 1 s: 250 and 500 ms in process, then 1 s and 1 s in `scheduled`.
+    const delays = [250, 500, 1_000, 1_000];
+    let tries = 0;
+    let bodies = 0;
+    const startedAt: number[] = [];
+    const failedAt: number[] = [];
+    const flaky = engine.registry.define('backoff', {}, async ({ step }) => {
+      bodies++;
+      return step.run({ name: 'call', retries: { maxAttempts: 5, backoff: 'exponential', delay: 250, maxDelay: '1s' } }, () => {
+        startedAt.push(Date.now());
+        if (++tries <= 4) {
+          failedAt.push(Date.now());
+          throw new Error(`down (try ${tries})`);
+        }
+        return `answered at try ${tries}`;
+      });
+    });
+    const other = engine.registry.define('other', {}, () => 'other done');
+    await engine.worker({ concurrency: 1 });
+    const handle = await engine.client.start(flaky, {});
+    const call = async () => (await engine.client.getRunSteps(handle.id)).find((s) => s.name === 'call');
+
+    for (const failed of [3, 4]) {
+      // Try `failed` failed with a retry 1 s away: the run waits in `scheduled`, its slot free.
+      await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled' && (await call())?.attempts === failed, 10_000);
+      const waiting = (await call())!;
+      expect(waiting).toMatchObject({ status: 'failed', attempts: failed, lastError: { message: `down (try ${failed})` } });
+      expect(waiting.retryAt! - failedAt[failed - 1]).toBeGreaterThanOrEqual(delays[failed - 1] - 5);
+      // Another run goes through on the only slot while this one waits, and the step is not tried early.
+      await expect((await engine.client.start(other, {})).result({ timeoutMs: 5_000 })).resolves.toBe('other done');
+      expect(tries).toBe(failed);
+      expect((await engine.client.getRun(handle.id))!.status).toBe('scheduled');
+    }
+
+    await expect(handle.result({ timeoutMs: 10_000 })).resolves.toBe('answered at try 5');
+    expect(tries).toBe(5);
+    // No try came before its delay was over.
+    for (let i = 0; i < 4; i++) expect(startedAt[i + 1] - failedAt[i]).toBeGreaterThanOrEqual(delays[i] - 5);
+    // The handler ran 3 times: tries 1 to 3 in the first claim (the short delays held the slot),
+    // then one claim after each 1 s wait. The run-level attempt never changed.
+    expect(bodies).toBe(3);
+    expect((await engine.client.getRun(handle.id))!.attempt).toBe(1);
+    const done = (await call())!;
+    expect(done).toMatchObject({ status: 'succeeded', attempts: 5, lastError: { message: 'down (try 4)' }, output: 'answered at try 5' });
+    expect(done.retryAt).toBeUndefined();
+  });
+
+  it('a step woken before its retry is due (a parallel signal wait ended first) waits again until it is', async () => {
+    let tries = 0;
+    let bodies = 0;
+    const tryTimes: number[] = [];
+    const nudged = engine.registry.define('nudged', {}, async ({ step, run }) => {
+      bodies++;
+      const runKey = engine.client.keys.run(run.id);
+      return Promise.all([
+        step.run({ name: 'call', retries: { maxAttempts: 2, backoff: 'fixed', delay: '2s' } }, async () => {
+          tryTimes.push(Date.now());
+          if (++tries === 1) {
+            // Fail only once the sibling's signal wait is recorded, so that the signal can wake the run.
+            await eventually(async () => (await engine.redis.hget(runKey, 's:nudge'))?.startsWith('[4,'));
+            throw new Error('busy');
+          }
+          return 'answered';
+        }),
+        step.waitForSignal<{ n: number }>('nudge', 'nudge'),
+      ]);
+    });
+    await engine.worker({ concurrency: 1 });
+    const handle = await engine.client.start(nudged, {});
+    await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled');
+    const call = async () => (await engine.client.getRunSteps(handle.id)).find((s) => s.name === 'call')!;
+    const { retryAt } = await call();
+    expect(retryAt! - tryTimes[0]).toBeGreaterThanOrEqual(1_995);
+
+    // The signal wakes the run well before retryAt (2 s away): the replay takes the signal, and the
+    // step suspends again without a try.
+    expect(await engine.client.signal(handle.id, 'nudge', { n: 1 })).toBe(true);
+    await eventually(async () => bodies === 2 && (await engine.client.getRun(handle.id))?.status === 'scheduled');
+    expect(Date.now()).toBeLessThan(retryAt!);
+    expect(tries).toBe(1);
+    expect(await call()).toMatchObject({ status: 'failed', attempts: 1, retryAt });
+    expect((await engine.client.getRunSteps(handle.id)).find((s) => s.name === 'nudge')).toMatchObject({ status: 'succeeded', output: { n: 1 } });
+
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual(['answered', { n: 1 }]);
+    expect(tries).toBe(2);
+    expect(tryTimes[1]).toBeGreaterThanOrEqual(retryAt!);
+    expect(bodies).toBe(3);
+    expect(await call()).toMatchObject({ status: 'succeeded', attempts: 2 });
+  });
+
   it('a step whose retries run out fails the attempt; the run-level retry gives it its budget again', async () => {
     let tries = 0;
     const stubborn = engine.registry.define('stubborn', { maxAttempts: 2, retries: { delay: 10 } }, async ({ step }) =>

@@ -41,14 +41,41 @@ describe('resume', () => {
     const run = await engine.client.getRun(handle.id);
     expect(run).toMatchObject({ id: handle.id, status: 'succeeded', attempt: 2, maxAttempts: 2, output: { reserved: 1, charged: 'charged', shipped: 1 } });
     expect(run?.error).toBeUndefined();
-    expect((await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status, s.attempt])).toEqual([
-      ['a', 'succeeded', 1],
-      ['b', 'succeeded', 2],
-      ['c', 'succeeded', 2],
+    // `attempt`: the run attempt that stored the step; `attempts`: its tries, counted on across the
+    // resume (README: "tries, the successful one included"): b failed at attempt 1 and succeeded at 2.
+    const steps = await engine.client.getRunSteps(handle.id);
+    expect(steps.map((s) => [s.name, s.status, s.attempt, s.attempts])).toEqual([
+      ['a', 'succeeded', 1, 1],
+      ['b', 'succeeded', 2, 2],
+      ['c', 'succeeded', 2, 1],
     ]);
+    expect(steps[1].lastError).toMatchObject({ message: 'the payment service is down' });
     // Counted once: the run left the failed index for good.
     expect(await engine.client.countRuns({ status: 'failed' })).toBe(0);
     expect(await engine.client.countRuns({ status: 'succeeded' })).toBe(1);
+  });
+
+  it("counts a step's attempts on across resume: its tries in every run attempt, and its retries get a fresh budget", async () => {
+    let tries = 0;
+    const sync = engine.registry.define('sync', {}, async ({ step }) =>
+      step.run({ name: 'push', retries: { maxAttempts: 2, backoff: 'fixed', delay: 0 } }, () => {
+        tries++;
+        if (tries <= 3) throw new Error(`push failed (try ${tries})`);
+        return tries;
+      }),
+    );
+    await engine.worker();
+    const handle = await engine.client.start(sync, {});
+    // Attempt 1: both tries of the step's budget fail, and so does the run (maxAttempts 1).
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow('push failed (try 2)');
+    expect((await engine.client.getRunSteps(handle.id))[0]).toMatchObject({ name: 'push', status: 'failed', attempt: 1, attempts: 2, lastError: { message: 'push failed (try 2)' } });
+
+    // Attempt 2: the step's budget of 2 starts again; try 3 fails, try 4 succeeds.
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(4);
+    expect(tries).toBe(4);
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'succeeded', attempt: 2 });
+    expect((await engine.client.getRunSteps(handle.id))[0]).toMatchObject({ name: 'push', status: 'succeeded', attempt: 2, attempts: 4, lastError: { message: 'push failed (try 3)' } });
   });
 
   it('gives the run a fresh budget of its workflow maxAttempts, counted on from its last attempt', async () => {

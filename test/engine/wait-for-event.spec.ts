@@ -1,5 +1,53 @@
 import { CanceledError, ConfigurationError, type WorkflowContext } from '../../lib';
+import { Redis } from 'ioredis';
+import { matchKey } from '../../lib/core/definition/event-match';
 import { TestEngine, eventually } from '../support/engine';
+
+/** The Redis servers of the test setup: the standalone one, or every node of the cluster. */
+function testServers(): Redis[] {
+  const nodes = process.env.REDFLOW_TEST_CLUSTER_NODES;
+  if (nodes) return nodes.split(',').map((n) => new Redis({ host: n.split(':')[0], port: Number(n.split(':')[1]) }));
+  return [new Redis(process.env.REDFLOW_TEST_REDIS_URL!)];
+}
+
+/**
+ * Emits event `tick` with `payload` and returns the commands its script ran inside Redis (name in
+ * lower case, then the arguments), as MONITOR shows them: those from Lua (source "lua") on the
+ * engine's prefix, between two marker commands sent on the engine's connection before and after the
+ * emit. Fails unless the emit was the only script called on the prefix in between (EVALSHA, or
+ * EVAL the first time).
+ */
+async function emitCommands(engine: TestEngine, payload: object): Promise<string[][]> {
+  const base = engine.client.keys.base;
+  const mark = `${base}monitor-mark:${Math.random().toString(36).slice(2)}`;
+  const seen: { args: string[]; source: string }[] = [];
+  const servers = testServers();
+  const monitors = await Promise.all(servers.map((server) => server.monitor()));
+  try {
+    for (const monitor of monitors) monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+    const isMark = (e: { args: string[] }, which: string) => e.args[0].toLowerCase() === 'exists' && e.args[1] === `${mark}:${which}`;
+    // MONITOR starts streaming once the server has set it up: wait until the first marker shows.
+    await eventually(async () => {
+      await engine.redis.exists(`${mark}:start`);
+      return seen.some((e) => isMark(e, 'start'));
+    });
+    const from = seen.length;
+    await engine.redis.exists(`${mark}:from`);
+    await engine.client.emitEvent('tick', payload);
+    await engine.redis.exists(`${mark}:end`);
+    await eventually(() => seen.some((e) => isMark(e, 'end')));
+    const window = seen.slice(from);
+    const first = window.findIndex((e) => isMark(e, 'from'));
+    const last = window.findIndex((e) => isMark(e, 'end'));
+    const inside = window.slice(first + 1, last).filter((e) => e.args.some((arg) => arg.includes(base)));
+    const scriptCalls = inside.filter((e) => e.source !== 'lua');
+    expect(scriptCalls).toHaveLength(1);
+    expect(['eval', 'evalsha']).toContain(scriptCalls[0].args[0].toLowerCase());
+    return inside.filter((e) => e.source === 'lua').map((e) => [e.args[0].toLowerCase(), ...e.args.slice(1)]);
+  } finally {
+    for (const connection of [...monitors, ...servers]) connection.disconnect();
+  }
+}
 
 /**
  * `step.waitForEvent` (an emitted event whose payload fields equal `match` wakes the run) and
@@ -78,29 +126,62 @@ describe('waitForEvent and cancelOn', () => {
     expect((error as Error).message).toMatch(/the match of step "wait" field "nested" must be a string, a finite number or a boolean/);
   });
 
-  it('10,000 waiting runs: one emit wakes exactly the matching one, in under 50 ms', async () => {
+  it('10,000 waiting runs: one emit wakes exactly the matching one, in under 50 ms; its script reads one match shape and one wait set, the same commands as with 100 waits', async () => {
     const wf = engine.registry.define('many', { maxConcurrency: Infinity }, async ({ step, input }: WorkflowContext<{ n: number }>) =>
       step.waitForEvent('wait', 'tick', { match: { n: input.n } }),
     );
-    // Register 10,000 waits through the script a worker uses, without running 10,000 handlers:
-    // each run is claimed and records its wait like a worker does.
-    const runs = 10_000;
-    const ids: string[] = [];
-    for (let i = 0; i < runs; i += 500) {
-      const batch = await Promise.all(Array.from({ length: Math.min(500, runs - i) }, (_, j) => engine.client.start(wf, { n: i + j })));
-      ids.push(...batch.map((h) => h.id));
-    }
-    await engine.worker({ concurrency: 50 });
-    await eventually(async () => (await engine.client.countRuns({ workflow: 'many', status: 'scheduled' })) === runs, 60_000);
-    const target = ids[7_777];
+    // Runs n = from..to-1, each waiting for tick { n } (workers run their handlers, which record the waits).
+    const ids = new Map<number, string>();
+    const startRuns = async (from: number, to: number) => {
+      for (let i = from; i < to; i += 500) {
+        const batch = await Promise.all(Array.from({ length: Math.min(500, to - i) }, (_, j) => engine.client.start(wf, { n: i + j })));
+        batch.forEach((h, j) => ids.set(i + j, h.id));
+      }
+    };
+    const waitingRuns = () => engine.client.countRuns({ workflow: 'many', status: 'scheduled' });
+
+    // What the emit script reads and writes, with 100 waits and with 9,999 (the workers stopped, so
+    // that it is the only script running on the prefix).
+    await startRuns(0, 100);
+    let worker = await engine.worker({ concurrency: 50 });
+    await eventually(async () => (await waitingRuns()) === 100, 20_000);
+    await worker.stop({ timeoutMs: 5_000 });
+    const with100 = await emitCommands(engine, { n: 42 });
+
+    worker = await engine.worker({ concurrency: 50 });
+    await startRuns(100, 10_001);
+    await expect(engine.client.handle(ids.get(42)!).result({ timeoutMs: 5_000 })).resolves.toEqual({ n: 42 });
+    await eventually(async () => (await waitingRuns()) === 10_000, 60_000);
+    // Timed, with 10,000 runs waiting and a worker serving them.
     const started = performance.now();
     await engine.client.emitEvent('tick', { n: 7_777 });
     const emitMs = performance.now() - started;
     expect(emitMs).toBeLessThan(50);
-    await expect(engine.client.handle(target).result({ timeoutMs: 5_000 })).resolves.toEqual({ n: 7_777 });
-    expect(await engine.client.countRuns({ workflow: 'many', status: 'scheduled' })).toBe(runs - 1);
-    expect(await engine.client.countRuns({ workflow: 'many', status: 'succeeded' })).toBe(1);
-  }, 120_000);
+    await expect(engine.client.handle(ids.get(7_777)!).result({ timeoutMs: 5_000 })).resolves.toEqual({ n: 7_777 });
+    expect(await waitingRuns()).toBe(9_999);
+
+    await worker.stop({ timeoutMs: 5_000 });
+    // 9,999 waits of one shape: one entry in the shape hash, and one run in the set of n = 5555.
+    const shapes = engine.client.keys.eventShapes('tick');
+    const matched = engine.client.keys.eventWait('tick', matchKey({ n: 5_555 }, 'match').hash);
+    expect(await engine.redis.hgetall(shapes)).toEqual({ n: '9999' });
+    expect(await engine.redis.smembers(matched)).toEqual([`${ids.get(5_555)}\ns:wait`]);
+    const with10k = await emitCommands(engine, { n: 5_555 });
+    // The lookup: one HKEYS of the shapes and one SMEMBERS of the matched set, whose one member is the
+    // run woken; no other run's keys are touched.
+    const reads = (c: string[]) => ['hkeys', 'hvals', 'hgetall', 'hscan', 'smembers', 'sscan', 'sunion', 'sinter', 'zrange', 'zrangebyscore', 'zrevrange', 'zscan', 'lrange', 'sort', 'keys', 'scan'].includes(c[0]);
+    const subscribers = engine.client.keys.eventSubscribers('tick');
+    expect(with10k.filter(reads)).toEqual([['hkeys', shapes], ['smembers', matched], ['smembers', subscribers]]);
+    const runKeys = new Set(with10k.flatMap((c) => c.slice(1)).filter((arg) => arg.startsWith(engine.client.keys.run(''))));
+    expect([...runKeys]).toEqual([engine.client.keys.run(ids.get(5_555)!)]);
+    // The same commands as with 100 waits: the work does not grow with the waiting runs.
+    expect(with10k.map((c) => c[0])).toEqual(with100.map((c) => c[0]));
+
+    await engine.worker({ concurrency: 50 });
+    await expect(engine.client.handle(ids.get(5_555)!).result({ timeoutMs: 5_000 })).resolves.toEqual({ n: 5_555 });
+    expect(await waitingRuns()).toBe(9_998);
+    expect(await engine.client.countRuns({ workflow: 'many', status: 'succeeded' })).toBe(3);
+  }, 180_000);
 
   it('cancelOn cancels a waiting run on a matching event and leaves it on a non-matching one', async () => {
     const order = engine.registry.define(
