@@ -13,12 +13,65 @@ import { DashboardHttpError } from './dashboard-http-error';
  */
 const AMBIGUOUS_PATH = /(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i;
 
+const BAD_PATH_MESSAGE = 'The request path contains "..", "//", a backslash, a percent escape or the dashboard path in another case; the dashboard answers plain paths only.';
+
+function badPath(): DashboardHttpError {
+  return new DashboardHttpError(400, 'BAD_PATH', BAD_PATH_MESSAGE);
+}
+
 /** 400 for a raw request path that could mean something else to another layer of the app. */
 export function checkRawPath(rawUrl: string): void {
+  if (AMBIGUOUS_PATH.test(rawUrl.split('?')[0])) throw badPath();
+}
+
+/**
+ * 400 unless the raw path is exactly the path of the route that answers it (one trailing slash
+ * aside). Host frameworks route paths that a proxy rule or a middleware on the dashboard path
+ * does not see as its own: Express matches `/REDFLOW/api/runs` case-insensitively and Fastify
+ * decodes `/%72edflow/api/runs`. The dashboard never needs a `%` in its path (run ids travel in
+ * the query), so any escape is refused.
+ *
+ * @param routePath the route as the framework registered it, global prefix included
+ */
+export function checkRoutedPath(rawUrl: string, routePath: string): void {
   const path = rawUrl.split('?')[0];
-  if (AMBIGUOUS_PATH.test(path)) {
-    throw new DashboardHttpError(400, 'BAD_PATH', 'The request path contains "..", "//", a backslash or an encoded "." or "/"; the dashboard answers plain paths only.');
-  }
+  checkRawPath(path);
+  if (path.includes('%') || (path !== routePath && path !== `${routePath}/`)) throw badPath();
+}
+
+/** Lower case, escapes decoded where they decode, backslashes as slashes: how a lenient router may read a path. */
+function looseSegments(path: string): string[] {
+  const decoded = path.replace(/(%[0-9a-f]{2})+/gi, (escapes) => {
+    try {
+      return decodeURIComponent(escapes);
+    } catch {
+      return escapes;
+    }
+  });
+  return decoded.replace(/\\/g, '/').toLowerCase().split('/').filter((s) => s !== '');
+}
+
+function containsRun(haystack: string[], needle: string[]): boolean {
+  for (let i = 0; i + needle.length <= haystack.length; i++) if (needle.every((s, j) => haystack[i + j] === s)) return true;
+  return false;
+}
+
+/**
+ * 400 for a raw request path that some layer could read as one under the dashboard but that is
+ * not plainly so: it names the dashboard path in any case or encoding, and either holds a trick
+ * (`..`, `//`, a backslash, a `%` escape) or does not name the path in its exact case. Run before
+ * routing, for every request of the app, so that no router, middleware or proxy rule reads such a
+ * path differently from another. Other paths pass untouched.
+ *
+ * @param dashboardPath the dashboard's configured path, such as `/redflow`; `''` checks nothing
+ */
+export function checkPathNearDashboard(rawUrl: string, dashboardPath: string): void {
+  const wanted = dashboardPath.split('/').filter((s) => s !== '');
+  if (!wanted.length) return;
+  const path = rawUrl.split('?')[0];
+  if (!containsRun(looseSegments(path), wanted.map((s) => s.toLowerCase()))) return;
+  checkRawPath(path);
+  if (path.includes('%') || !containsRun(path.split('/'), wanted)) throw badPath();
 }
 
 function first(value: string | string[] | undefined): string | undefined {

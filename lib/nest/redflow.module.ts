@@ -1,9 +1,11 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Inject, Module, Optional, RequestMethod, type DynamicModule, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { WorkflowRegistry } from '../core';
 import { RedflowAdmin } from './redflow.admin';
 import { createRedflowClient, RedflowClient } from './redflow.client';
-import { REDFLOW_REGISTRY } from './redflow.constants';
+import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY } from './redflow.constants';
+import type { DashboardApi } from '../dashboard/dashboard-api';
+import { RedflowDashboardPathMiddleware } from './redflow-dashboard.middleware';
 import { withDashboard } from './redflow-dashboard.providers';
 import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
@@ -32,7 +34,16 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
   ],
   exports: [RedflowClient, RedflowAdmin],
 })
-export class RedflowModule extends RedflowConfigurableModule {
+export class RedflowModule extends RedflowConfigurableModule implements NestModule {
+  constructor(@Optional() @Inject(REDFLOW_DASHBOARD) private readonly dashboard?: DashboardApi | null) {
+    super();
+  }
+
+  /** With the dashboard on, its path check runs before routing, for every path of the app. */
+  configure(consumer: MiddlewareConsumer): void {
+    if (this.dashboard) consumer.apply(RedflowDashboardPathMiddleware).forRoutes({ path: '*path', method: RequestMethod.ALL });
+  }
+
   static forRoot(options: typeof REDFLOW_OPTIONS_TYPE): DynamicModule {
     return withDashboard(super.forRoot(options), options?.dashboard?.path ?? (options?.dashboard ? '/redflow' : undefined), 'forRoot');
   }

@@ -3,7 +3,8 @@ import { Controller, Get, Injectable, type CanActivate, type ExecutionContext, t
 import { APP_GUARD } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { basicAuth, ConfigurationError, guard, RedflowModule, type DashboardOptions, type RedflowModuleOptions } from '../../lib';
 import { TestEngine } from '../support/engine';
@@ -57,6 +58,23 @@ async function startApp(
   return app;
 }
 
+/** A request sent with its path exactly as written: node:http does not normalize it (supertest turns "\\" into "/"). */
+async function rawRequest(app: INestApplication, method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  const server = app.getHttpServer() as import('node:http').Server;
+  if (!server.listening) await app.listen(0, '127.0.0.1');
+  const { port } = server.address() as AddressInfo;
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    })
+      .on('error', reject)
+      .end(method === 'POST' ? '{}' : undefined);
+  });
+}
+
 /** The page's anti-CSRF token, as the page's script reads it. */
 async function pageToken(app: INestApplication, path: string, headers: Record<string, string> = {}): Promise<string> {
   const page = await request(app.getHttpServer()).get(path).set(headers).expect(200);
@@ -104,27 +122,57 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect(JSON.parse(detail.run.input.text)).toEqual({ hello: 'nest', password: '***' });
     // Without the prefix, nothing.
     await http().get('/redflow/api/meta').expect(404);
+    // The prefix in another case (Express routes it) or escaped (Fastify decodes it): 400 from the
+    // dashboard's guard, which wants the raw path to be its route's exactly; the other framework has no route.
+    const caseTrick = await rawRequest(app, 'GET', '/API/redflow/api/meta');
+    const escapeTrick = await rawRequest(app, 'GET', '/%61pi/redflow/api/meta');
+    expect([caseTrick.status, escapeTrick.status]).toEqual(platform === 'express' ? [400, 404] : [404, 400]);
+    expect(JSON.parse(platform === 'express' ? caseTrick.text : escapeTrick.text)).toMatchObject({ statusCode: 400, code: 'BAD_PATH' });
     expect((await http().get('/api/health').expect(200)).body).toEqual({ ok: true });
   });
 
-  it('path tricks past an auth middleware on the dashboard path get 400 or 404, never the API', async () => {
+  it('path tricks get 400 before routing, past or short of an auth middleware on the dashboard path; never the API', async () => {
     app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } }, { middleware: true });
     const http = () => request(app!.getHttpServer());
     expect((await http().get('/redflow/api/runs').expect(401)).body).toEqual({ statusCode: 401, message: 'app middleware: sign in' });
     expect((await http().get('/redflow/api/runs').set('x-user', 'admin').expect(200)).body.runs).toHaveLength(1);
-    for (const path of ['//x/redflow/api/runs', '/x/%2e%2e/redflow/api/runs', '/health/../redflow/api/runs', '/x/..%2fredflow/api/runs', '/redflow/api/../api/runs', '/redflow//api/runs', '/redflow/api/%72uns']) {
-      const res = await http().get(path);
-      expect([400, 401, 404]).toContain(res.status);
-      expect(res.text).not.toContain(done);
+    const badPath = { statusCode: 400, code: 'BAD_PATH', message: expect.stringContaining('the dashboard answers plain paths only') };
+    const tricks = [
+      '//x/redflow/api/runs',
+      '/x/%2e%2e/redflow/api/runs',
+      '/health/../redflow/api/runs',
+      '/x/..%2fredflow/api/runs',
+      '/redflow/api/../api/runs',
+      '/redflow//api/runs',
+      '/redflow/api/%72uns',
+      '/x\\..\\redflow/api/runs',
+      // Express routes case-insensitively, Fastify decodes escapes: both reach the routes with a
+      // prefix the app's middleware (and a proxy rule) does not see.
+      '/REDFLOW/api/runs',
+      '/Redflow/api/run?id=x',
+      '/%72edflow/api/runs',
+      '/%52EDFLOW/api/runs',
+    ];
+    for (const path of tricks) {
+      // Signed in, past the app's middleware: the dashboard's own check answers.
+      const admin = await rawRequest(app, 'GET', path, { 'x-user': 'admin' });
+      expect([path, admin.status, JSON.parse(admin.text)]).toEqual([path, 400, badPath]);
+      // Anonymous: the app's middleware answers for the paths it sees as its own, 400 for the rest.
+      const anonymous = await rawRequest(app, 'GET', path);
+      expect([path, anonymous.status]).toEqual([path, path.startsWith('/redflow') ? 401 : 400]);
+      expect(anonymous.text).not.toContain(done);
     }
     // The cancel POST through a trick path changes nothing either.
     const queued = await engine.client.runByName('idle', { trick: true });
-    for (const path of [`//x/redflow/api/run/cancel?id=${queued.id}`, `/health/../redflow/api/run/cancel?id=${queued.id}`]) {
-      const res = await http().post(path).set(JSON_HEADERS).send({});
-      expect([400, 401, 404]).toContain(res.status);
+    for (const path of [`//x/redflow/api/run/cancel?id=${queued.id}`, `/health/../redflow/api/run/cancel?id=${queued.id}`, `/REDFLOW/api/run/cancel?id=${queued.id}`, `/%72edflow/api/run/cancel?id=${queued.id}`]) {
+      const res = await rawRequest(app, 'POST', path, { ...JSON_HEADERS, 'x-user': 'admin' });
+      expect([path, res.status]).toEqual([path, 400]);
     }
     expect((await engine.client.getRun(queued.id))!.status).toBe('queued');
     await engine.client.cancelRun(queued.id);
+    // Other app routes, percent escapes included, are left alone.
+    expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });
+    await http().get('/%68ealth').expect((res) => expect(res.status).not.toBe(400));
   });
 
   it('with permissive CORS, a cross-origin POST gets 403 and cancels nothing; the page itself can cancel', async () => {
