@@ -428,8 +428,10 @@ async function runDashboard(settings: DashboardSettings, redisUrl: string, prefi
     redis.disconnect();
   };
 
-  // The token and Host checks run before the handler, so it lets every request it sees in.
-  const handle = createDashboardHandler(client, { path: '/', authorize: () => true, readOnly: settings.readOnly });
+  // The token and Host checks run before the handler, so it lets every request it sees in. One
+  // process serves the pages and their actions, so a secret of its own signs their tokens: the
+  // page loads (and says Redis is unreachable) even while Redis is down.
+  const handle = createDashboardHandler(client, { path: '/', authorize: () => true, readOnly: settings.readOnly, secret: randomBytes(32).toString('base64url') });
   const server = createServer();
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(settings.port, settings.host, resolve)).catch(async (error: Error) => {
     await close();

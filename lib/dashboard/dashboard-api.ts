@@ -96,9 +96,19 @@ export class DashboardApi {
     this.tokens = new CsrfTokens(() => this.loadSecret());
   }
 
-  /** The page, with its base path and a fresh anti-CSRF token written in. */
+  /**
+   * The page, with its base path and a fresh anti-CSRF token written in. While Redis is
+   * unreachable the token is signed with this process's own secret, so the page still loads and
+   * its script shows that Redis is unreachable instead of the browser showing a bare 503.
+   */
   async page(base: string): Promise<{ body: string; type: string }> {
-    const token = await this.read(() => this.tokens.issue());
+    let token: string;
+    try {
+      token = await this.read(() => this.tokens.issue());
+    } catch (error) {
+      if (outageKind(error) === undefined) throw error;
+      token = this.tokens.issueLocal();
+    }
     const body = this.asset('index.html').replace(/__BASE__/g, escapeHtml(base)).replace(/__TOKEN__/g, escapeHtml(token));
     return { body, type: TYPES['index.html'] };
   }

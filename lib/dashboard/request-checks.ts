@@ -93,25 +93,44 @@ export function checkNotCrossSiteRead(headers: IncomingHttpHeaders): void {
 const TOKEN_HEADER = 'x-redflow-csrf';
 const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** Issues and checks the page's anti-CSRF tokens: `<issued ms>.<nonce>.<HMAC of both>`. */
+/**
+ * Issues and checks the page's anti-CSRF tokens: `<issued ms>.<nonce>.<HMAC of both>`. Tokens are
+ * signed with the shared secret, or, for a page served while that secret cannot be read (Redis
+ * down), with a random secret of this process, which only this process accepts.
+ */
 export class CsrfTokens {
+  private readonly localSecret = randomBytes(32).toString('base64url');
+
   constructor(private readonly secret: () => Promise<string>) {}
 
-  /** A new token for one page load. */
+  /** A new token for one page load, signed with the shared secret. */
   async issue(now = Date.now()): Promise<string> {
-    const body = `${now.toString(36)}.${randomBytes(12).toString('base64url')}`;
-    return `${body}.${this.sign(await this.secret(), body)}`;
+    return this.token(await this.secret(), now);
   }
 
-  /** True when `token` was issued by this dashboard (any replica sharing the secret) within a day. */
+  /** A new token signed with this process's own secret: for a page served while the shared one cannot be read. */
+  issueLocal(now = Date.now()): string {
+    return this.token(this.localSecret, now);
+  }
+
+  /** True when `token` was issued by this dashboard (this process, or any replica sharing the secret) within a day. */
   async verify(token: string | undefined, now = Date.now()): Promise<boolean> {
     const parts = token?.split('.') ?? [];
     if (parts.length !== 3) return false;
     const issued = parseInt(parts[0], 36);
     if (!Number.isFinite(issued) || issued > now + 60_000 || now - issued > TOKEN_TTL_MS) return false;
-    const expected = Buffer.from(this.sign(await this.secret(), `${parts[0]}.${parts[1]}`));
-    const given = Buffer.from(parts[2]);
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    const body = `${parts[0]}.${parts[1]}`;
+    const signedWith = (secret: string) => {
+      const expected = Buffer.from(this.sign(secret, body));
+      const given = Buffer.from(parts[2]);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    };
+    return signedWith(this.localSecret) || signedWith(await this.secret());
+  }
+
+  private token(secret: string, now: number): string {
+    const body = `${now.toString(36)}.${randomBytes(12).toString('base64url')}`;
+    return `${body}.${this.sign(secret, body)}`;
   }
 
   private sign(secret: string, body: string): string {

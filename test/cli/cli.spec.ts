@@ -464,8 +464,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       await request(dash.base).get('/api/meta').set('Host', `localhost:${dash.port}`).expect(421);
     });
 
-    it('with Redis down at start: it starts anyway, says so in one line without the password, and answers 503 for data', async () => {
+    it('with Redis down at start: it starts anyway, says so in one line without the password, serves the page, and answers 503 for data', async () => {
       const dash = await startDashboard(['--redis', 'redis://ops:hunter2-pass@127.0.0.1:1', '--prefix', 'cli-down']);
+      // The page loads (its script then shows "Redis unreachable"): its token needs no Redis.
+      const page = await request(dash.base).get('/').expect(200).expect('content-type', 'text/html; charset=utf-8');
+      expect(page.text).toMatch(/<meta name="redflow-csrf" content="[^"]+\.[^"]+\.[^"]+">/);
       expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: 'cli-down' });
       expect((await request(dash.base).get('/api/overview').expect(503)).body).toMatchObject({ statusCode: 503, code: 'REDIS_UNAVAILABLE' });
       await stopWithSigterm(dash);

@@ -299,7 +299,14 @@ describe('dashboard while Redis is unreachable', () => {
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ statusCode: 503, code: 'REDIS_UNAVAILABLE', message: `Redis at 127.0.0.1:${server.port} is unreachable; the dashboard shows data again when it is back.` });
     expect(Date.now() - started).toBeLessThan(10_000);
+    // The page still loads, so its script can show the notice; its token is signed with a
+    // secret of this process, which it accepts once Redis is back.
+    const page = await http().get('/redflow').expect(200).expect('content-type', 'text/html; charset=utf-8');
+    const token = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text)![1];
     server.resume();
     await http().get('/redflow/api/overview').expect(200);
+    // Accepted: the action goes on to look the run up (404), rather than a 403 CSRF_TOKEN.
+    const cancel = await http().post('/redflow/api/run/cancel?id=nope').set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({});
+    expect(cancel.body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' });
   });
 });
