@@ -8,7 +8,7 @@ import { outageKind, redisAddress, withTimeout } from '../core/store/redis-healt
 import { RUN_STATUSES, type RedflowLogger, type RunStatus, type RunSummary, type StepState } from '../core/definition/types';
 import { DashboardHttpError } from './dashboard-http-error';
 import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
-import { maskSecrets } from './redact';
+import { redactRun, redactSummary } from './redact';
 import { checkActionRequest, CsrfTokens } from './request-checks';
 
 /**
@@ -21,7 +21,6 @@ import { checkActionRequest, CsrfTokens } from './request-checks';
 export const PAYLOAD_PREVIEW_BYTES = 64 * 1024;
 /** How long a dashboard read waits for Redis before answering 503. */
 const READ_TIMEOUT_MS = 3_000;
-const ERROR_SUMMARY_CHARS = 200;
 
 /** A payload in a run's detail: JSON text cut to `PAYLOAD_PREVIEW_BYTES`. */
 export interface PayloadPreview {
@@ -264,16 +263,12 @@ export class DashboardApi {
   }
 
   private redact(run: DashboardRun): DashboardRun {
-    const masked = maskSecrets(run);
-    return this.options.redact ? this.options.redact(masked) : masked;
+    return redactRun(run, this.options.redact);
   }
 
-  /** A list row goes through `redact` too, as a run without input, output and steps. */
+  /** A list row goes through the masking and `redact` too, as a run without input, output and steps. */
   private redactRow(row: RunRow): RunRow {
-    if (!this.options.redact || row.corrupt !== undefined || !row.error) return row;
-    const redacted = this.options.redact({ ...(row as unknown as DashboardRun), input: undefined, output: undefined, steps: [] });
-    const error = redacted.error ? { name: redacted.error.name, message: redacted.error.message.slice(0, ERROR_SUMMARY_CHARS) } : undefined;
-    return { ...row, error };
+    return redactSummary(row, this.options.redact);
   }
 
   /** A Redis read that answers 503 within `READ_TIMEOUT_MS` when Redis does not. */

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { createDashboardHandler, RedflowModule, type DashboardOptions, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { createDashboardHandler, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -496,6 +496,27 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
     expect(JSON.parse(download.text)).toEqual({ email: '(hidden)' });
     const row = ((await request(redacting).get('/redflow/api/runs?workflow=declines').expect(200)).body as RunsPage).runs[0];
     expect(row).toMatchObject({ id: failed.id, error: { name: 'Error', message: 'card #### declined' } });
+  });
+
+  it('redact receives runs already masked, and list rows show its whole result, failed or not', async () => {
+    const seen: DashboardRun[] = [];
+    const redacting = serve(engine.client, {
+      redact: (run) => {
+        seen.push(run);
+        return { ...run, workflow: 'hidden-workflow', queue: 'hidden-queue', input: { masked: true } };
+      },
+    });
+    const { id } = await engine.client.runByName('idle', { user: 'ada', password: 'hunter2', nested: [{ apiKey: 'k-1' }] });
+    const detail = (await request(redacting).get(`/redflow/api/run?id=${id}`).expect(200)).body;
+    // The default masking ran first: redact never sees the secret values.
+    expect(seen.map((run) => run.input)).toEqual([{ user: 'ada', password: '***', nested: [{ apiKey: '***' }] }]);
+    expect(detail.run).toMatchObject({ id, workflow: 'hidden-workflow', queue: 'hidden-queue' });
+    const rows = ((await request(redacting).get('/redflow/api/runs?workflow=idle&status=queued').expect(200)).body as RunsPage).runs;
+    expect(rows.find((row) => row.id === id)).toMatchObject({ id, workflow: 'hidden-workflow', queue: 'hidden-queue', status: 'queued' });
+    expect(rows.filter((row) => row.corrupt === undefined).every((row) => row.workflow === 'hidden-workflow')).toBe(true);
+    // A row carries summary fields only, whatever redact returns.
+    expect(rows.find((row) => row.id === id)).not.toHaveProperty('input');
+    await engine.client.cancelRun(id);
   });
 });
 
