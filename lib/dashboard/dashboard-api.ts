@@ -19,6 +19,12 @@ import { checkActionRequest, CsrfTokens } from './request-checks';
 
 /** The largest part of a payload a run's detail carries; the rest is a download away. */
 export const PAYLOAD_PREVIEW_BYTES = 64 * 1024;
+/**
+ * The deepest `offset` of the runs list. A list filtered by workflow and status costs O(page
+ * size) at any offset, but an unfiltered or status-only list merges indexes and reads every row
+ * before the page, so its cost grows with the offset.
+ */
+export const MAX_RUNS_OFFSET = 10_000;
 /** How long a dashboard read waits for Redis before answering 503. */
 const READ_TIMEOUT_MS = 3_000;
 
@@ -140,7 +146,10 @@ export class DashboardApi {
       throw new DashboardHttpError(400, 'BAD_REQUEST', `Unknown status "${status}". Use one of ${RUN_STATUSES.join(', ')}.`);
     }
     const limit = wholeNumber(query, 'limit', 25, 100);
-    const offset = wholeNumber(query, 'offset', 0, 1_000_000);
+    const offset = wholeNumber(query, 'offset', 0, Number.MAX_SAFE_INTEGER);
+    if (offset > MAX_RUNS_OFFSET) {
+      throw new DashboardHttpError(400, 'BAD_REQUEST', `The query parameter "offset" must be at most ${MAX_RUNS_OFFSET}: filter by workflow and status to reach older runs.`);
+    }
     const workflow = param(query, 'workflow');
     const rows = await this.read(() => this.client.listRunSummaries({ workflow, status: status as RunStatus | undefined, limit: limit + 1, offset }));
     return { runs: rows.slice(0, limit).map((row) => this.redactRow(row)), offset, limit, hasMore: rows.length > limit };

@@ -139,7 +139,7 @@ export class CsrfTokens {
 }
 
 /**
- * What a state-changing request (cancel, re-run) must carry, so that no other site can make a
+ * What a state-changing request (cancel, re-run, resume) must carry, so that no other site can make a
  * signed-in browser send it, whatever the app's CORS setup: it comes from the dashboard's own
  * origin (`Sec-Fetch-Site: same-origin`, or without it an `Origin` whose host is the request's `Host`), it is
  * JSON (which a plain HTML form cannot send), and it holds the token of a page this dashboard served.

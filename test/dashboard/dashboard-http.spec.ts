@@ -335,6 +335,17 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(await bad('offset=-3')).toEqual(notWhole('offset'));
     });
 
+    it('runs: offset goes up to 10000 (a deep page reads every row before it); beyond, 400 BAD_REQUEST', async () => {
+      expect((await get('/redflow/api/runs?limit=5&offset=10000').expect(200)).body).toEqual({ runs: [], offset: 10_000, limit: 5, hasMore: false });
+      for (const offset of ['10001', '1000000']) {
+        expect((await get(`/redflow/api/runs?offset=${offset}`).expect(400)).body).toEqual({
+          statusCode: 400,
+          code: 'BAD_REQUEST',
+          message: 'The query parameter "offset" must be at most 10000: filter by workflow and status to reach older runs.',
+        });
+      }
+    });
+
     it('run?id=: the run with payload previews, its steps and its children; a child names its parent', async () => {
       const res = await get(`/redflow/api/run?id=${ids.parent}`).expect(200);
       const body = res.body as { run: Record<string, unknown>; steps: Array<Record<string, unknown>>; children: string[]; moreChildren: number };
@@ -443,6 +454,26 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
     const download = await request(server).get(`/redflow/api/run/payload?id=${started[7]}&field=input`).expect(200);
     expect(JSON.parse(download.text)).toEqual({ i: 7, huge });
     for (const id of started) await engine.client.cancelRun(id);
+  });
+
+  it('fifty failed runs whose error class has a 10,000-character name: the list stays under 100 KB, each name cut to 100 characters', async () => {
+    const longName = `Declined${'X'.repeat(10_000)}`;
+    engine.registry.define('long-error-name', {}, () => {
+      const error = new Error('declined');
+      error.name = longName;
+      throw error;
+    });
+    await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+    const worker = await engine.worker({ queues: ['default'], concurrency: 10, logger: silent });
+    const handles = [];
+    for (let i = 0; i < 50; i++) handles.push(await engine.client.runByName('long-error-name', { i }));
+    for (const handle of handles) await expect(handle.result({ timeoutMs: 10_000 })).rejects.toThrow('declined');
+    await worker.stop();
+    const list = await request(server).get('/redflow/api/runs?workflow=long-error-name&limit=50').expect(200);
+    const rows = (list.body as RunsPage).runs;
+    expect(rows).toHaveLength(50);
+    expect(Buffer.byteLength(list.text)).toBeLessThan(100_000);
+    expect(rows[0].error).toEqual({ name: `${longName.slice(0, 99)}…`, message: 'declined' });
   });
 
   it('a corrupt run is one row marked corrupt with its id; the list stays 200 and its detail is a 422 with a code', async () => {
