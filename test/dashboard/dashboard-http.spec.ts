@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { createDashboardHandler, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { ConfigurationError, createDashboardHandler, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -548,6 +548,21 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
     // A row carries summary fields only, whatever redact returns.
     expect(rows.find((row) => row.id === id)).not.toHaveProperty('input');
     await engine.client.cancelRun(id);
+  });
+});
+
+describe('createDashboardHandler options', () => {
+  it('refuses to build a handler without authorize, naming the option and showing examples', () => {
+    let error: unknown;
+    try {
+      // The options are checked before the client is used.
+      createDashboardHandler({} as WorkflowClient, { path: '/redflow' } as DashboardOptions);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toContain('createDashboardHandler needs an "authorize" option');
+    expect((error as Error).message).toContain('authorize: () => true');
   });
 });
 

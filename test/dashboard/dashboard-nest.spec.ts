@@ -1,6 +1,6 @@
 import 'reflect-metadata';
-import { Controller, Get, Injectable, type CanActivate, type ExecutionContext, type INestApplication } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { Catch, Controller, Get, HttpException, Injectable, type ArgumentsHost, type CallHandler, type CanActivate, type ExceptionFilter, type ExecutionContext, type INestApplication, type NestInterceptor } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -216,6 +216,50 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect((error as Error).message).toContain('RedflowModule option "dashboard" needs an "authorize" option');
     expect((error as Error).message).toContain('basicAuth({ username: "ops", password: process.env.DASHBOARD_PASSWORD })');
     expect((error as Error).message).toContain('authorize: () => true');
+  });
+
+  it('refuses to start a forRootAsync dashboard whose factory returns no authorize', async () => {
+    const testing = Test.createTestingModule({
+      imports: [RedflowModule.forRootAsync({ dashboardPath: '/redflow', useFactory: () => ({ app: 'dashboard-nest', worker: false, ...base(), dashboard: {} as DashboardOptions }) })],
+    });
+    const error = await testing.compile().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toContain('RedflowModule option "dashboard" (from the forRootAsync factory) needs an "authorize" option');
+    expect((error as Error).message).toContain('authorize: () => true');
+  });
+
+  it("the app's global interceptor and exception filter apply to the dashboard's routes", async () => {
+    @Injectable()
+    class StampInterceptor implements NestInterceptor {
+      constructor(private readonly adapterHost: HttpAdapterHost) {}
+      intercept(context: ExecutionContext, next: CallHandler) {
+        this.adapterHost.httpAdapter.setHeader(context.switchToHttp().getResponse(), 'x-app-interceptor', 'seen');
+        return next.handle();
+      }
+    }
+    @Catch(HttpException)
+    class WrapFilter implements ExceptionFilter {
+      constructor(private readonly adapterHost: HttpAdapterHost) {}
+      catch(exception: HttpException, host: ArgumentsHost) {
+        this.adapterHost.httpAdapter.reply(host.switchToHttp().getResponse(), { wrapped: exception.getResponse() }, exception.getStatus());
+      }
+    }
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } }, {
+      providers: [
+        { provide: APP_INTERCEPTOR, useClass: StampInterceptor },
+        { provide: APP_FILTER, useClass: WrapFilter },
+      ],
+    });
+    const http = () => request(app!.getHttpServer());
+    const meta = await http().get('/redflow/api/meta').expect(200);
+    expect(meta.headers['x-app-interceptor']).toBe('seen');
+    expect(meta.body).toEqual({ readOnly: false, prefix: engine.prefix });
+    await http().get('/redflow').expect(200).expect('x-app-interceptor', 'seen');
+    // The dashboard's refusals are HttpExceptions, so the app's filter shapes them.
+    expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({ wrapped: { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' } });
+    expect((await http().get('/redflow/api/runs?status=done').expect(400)).body).toEqual({
+      wrapped: { statusCode: 400, code: 'BAD_REQUEST', message: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled.' },
+    });
   });
 
   it('basicAuth: 401 with WWW-Authenticate so the browser prompts, 200 with the right user and password', async () => {
