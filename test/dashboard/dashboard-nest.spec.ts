@@ -112,6 +112,8 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect(page.headers['content-security-policy']).toContain("default-src 'self'");
     expect(page.text).toContain('src="/api/redflow/app.js"');
     expect(page.text).toContain('data-base="/api/redflow"');
+    // With a trailing slash too, where the framework routes it (Fastify does not, by default).
+    await http().get('/api/redflow/').expect(platform === 'express' ? 200 : 404);
     await http().get('/api/redflow/app.js').expect(200).expect('content-type', 'text/javascript; charset=utf-8');
     expect((await http().get('/api/redflow/api/meta').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
     const runs = (await http().get('/api/redflow/api/runs?workflow=ok').expect(200)).body as { runs: Array<Record<string, unknown>> };
