@@ -1,11 +1,11 @@
-import { Inject, Module, Optional, RequestMethod, type DynamicModule, type MiddlewareConsumer, type NestModule } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { Inject, Module, Optional, type DynamicModule, type NestModule } from '@nestjs/common';
+import { DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { WorkflowRegistry } from '../core';
 import { RedflowAdmin } from './redflow.admin';
 import { createRedflowClient, RedflowClient } from './redflow.client';
 import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY } from './redflow.constants';
 import type { DashboardApi } from '../dashboard/dashboard-api';
-import { RedflowDashboardPathMiddleware } from './redflow-dashboard.middleware';
+import { dashboardPathMiddleware } from './redflow-dashboard.middleware';
 import { withDashboard } from './redflow-dashboard.providers';
 import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
@@ -35,13 +35,17 @@ import { RedflowOrchestrator } from './redflow.orchestrator';
   exports: [RedflowClient, RedflowAdmin],
 })
 export class RedflowModule extends RedflowConfigurableModule implements NestModule {
-  constructor(@Optional() @Inject(REDFLOW_DASHBOARD) private readonly dashboard?: DashboardApi | null) {
+  constructor(
+    @Optional() @Inject(REDFLOW_DASHBOARD) private readonly dashboard?: DashboardApi | null,
+    @Optional() private readonly adapterHost?: HttpAdapterHost,
+  ) {
     super();
   }
 
-  /** With the dashboard on, its path check runs before routing, for every path of the app. */
-  configure(consumer: MiddlewareConsumer): void {
-    if (this.dashboard) consumer.apply(RedflowDashboardPathMiddleware).forRoutes({ path: '*path', method: RequestMethod.ALL });
+  /** With the dashboard on in an HTTP app, its path check runs before routing, for every path of the app. */
+  configure(): void {
+    const adapter = this.adapterHost?.httpAdapter;
+    if (this.dashboard && adapter) adapter.use(dashboardPathMiddleware(this.dashboard.options.path));
   }
 
   static forRoot(options: typeof REDFLOW_OPTIONS_TYPE): DynamicModule {

@@ -124,12 +124,19 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect(JSON.parse(detail.run.input.text)).toEqual({ hello: 'nest', password: '***' });
     // Without the prefix, nothing.
     await http().get('/redflow/api/meta').expect(404);
-    // The prefix in another case (Express routes it) or escaped (Fastify decodes it): 400 from the
-    // dashboard's guard, which wants the raw path to be its route's exactly; the other framework has no route.
+    // The prefix in another case, which Express routes: 400 from the dashboard's guard, which wants
+    // the raw path to be its route's exactly (Fastify has no such route). An escape anywhere in a
+    // path naming the dashboard: 400 before routing.
     const caseTrick = await rawRequest(app, 'GET', '/API/redflow/api/meta');
+    expect(caseTrick.status).toBe(platform === 'express' ? 400 : 404);
+    if (platform === 'express') expect(JSON.parse(caseTrick.text)).toMatchObject({ statusCode: 400, code: 'BAD_PATH' });
     const escapeTrick = await rawRequest(app, 'GET', '/%61pi/redflow/api/meta');
-    expect([caseTrick.status, escapeTrick.status]).toEqual(platform === 'express' ? [400, 404] : [404, 400]);
-    expect(JSON.parse(platform === 'express' ? caseTrick.text : escapeTrick.text)).toMatchObject({ statusCode: 400, code: 'BAD_PATH' });
+    expect([escapeTrick.status, JSON.parse(escapeTrick.text).code]).toEqual([400, 'BAD_PATH']);
+    // Path tricks get 400 before routing, inside the global prefix and outside it.
+    for (const path of ['/api/x/../redflow/api/meta', '//api/redflow/api/meta', '/x/../api/redflow/api/meta', '/api/REDFLOW/api/meta', '/api/%72edflow/api/meta']) {
+      const res = await rawRequest(app, 'GET', path);
+      expect([path, res.status, JSON.parse(res.text).code]).toEqual([path, 400, 'BAD_PATH']);
+    }
     expect((await http().get('/api/health').expect(200)).body).toEqual({ ok: true });
   });
 
