@@ -3,7 +3,7 @@ import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { ConfigurationError } from '../core';
-import type { DashboardApi } from '../dashboard/dashboard-api';
+import { SECURITY_HEADERS, type DashboardApi } from '../dashboard/dashboard-api';
 import { denied } from '../dashboard/dashboard-handler';
 import type { DashboardHttpError } from '../dashboard/dashboard-http-error';
 import type { DashboardGuardRef } from '../dashboard/dashboard-options';
@@ -36,9 +36,12 @@ function routePath(request: RoutedRequest): string | undefined {
   return typeof path === 'string' ? path : undefined;
 }
 
-/** Turns a dashboard refusal into the HttpException Nest answers with, its headers set on the response. */
+/**
+ * Turns a dashboard refusal into the HttpException Nest answers with, its headers and the
+ * dashboard's security headers set on the response (a guard's refusal never reaches the interceptor).
+ */
 export function httpException(error: DashboardHttpError, response: unknown, adapterHost: HttpAdapterHost): HttpException {
-  for (const [name, value] of Object.entries(error.headers)) adapterHost.httpAdapter.setHeader(response, name, value);
+  for (const [name, value] of Object.entries({ ...SECURITY_HEADERS, ...error.headers })) adapterHost.httpAdapter.setHeader(response, name, value);
   return new HttpException(error.body, error.status);
 }
 

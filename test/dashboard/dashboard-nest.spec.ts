@@ -277,6 +277,9 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     const anonymous = await http().get('/ops').expect(401);
     expect(anonymous.headers['www-authenticate']).toBe('Basic realm="Redflow", charset="UTF-8"');
     expect(anonymous.body).toEqual({ statusCode: 401, code: 'UNAUTHORIZED', message: 'Sign in to use the dashboard.' });
+    // Refusals carry the dashboard's security headers too.
+    expect(anonymous.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(anonymous.headers['cache-control']).toBe('no-store');
     await http().get('/ops/api/meta').auth('ops', 'wrong').expect(401);
     await http().get('/ops/api/meta').auth('admin', 's3cret').expect(401);
     expect((await http().get('/ops/api/meta').auth('ops', 's3cret').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
