@@ -312,6 +312,33 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     await http().get('/health').set('user-agent', 'bot').expect(403);
   });
 
+  it('downloads a whole payload, re-runs and resumes through the Nest routes; a corrupt run is a row marked corrupt', async () => {
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } });
+    const http = () => request(app!.getHttpServer());
+    const download = await http().get(`/redflow/api/run/payload?id=${done}&field=input`).expect(200);
+    expect(download.headers['content-disposition']).toBe(`attachment; filename="${done}-input.json"`);
+    expect(download.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(download.text)).toEqual({ hello: 'nest', password: '***' });
+
+    const token = await pageToken(app, '/redflow');
+    const act = (action: string, id: string) => http().post(`/redflow/api/run/${action}?id=${id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({});
+    const parked = await engine.client.runByName('idle', { act: platform });
+    await engine.client.cancelRun(parked.id);
+    const rerun = (await act('rerun', parked.id).expect(201)).body as { runId: string };
+    expect(await engine.client.getRun(rerun.runId)).toMatchObject({ workflow: 'idle', status: 'queued', input: { act: platform } });
+    expect((await act('resume', parked.id).expect(200)).body).toEqual({ runId: parked.id });
+    expect((await engine.client.getRun(parked.id))!.status).toBe('queued');
+    expect((await act('resume', parked.id).expect(409)).body).toMatchObject({ statusCode: 409, code: 'NOT_ENDED_BADLY' });
+
+    await engine.redis.hset(engine.client.keys.run(rerun.runId), 'attempt', 'two');
+    const rows = (await http().get('/redflow/api/runs?workflow=idle&status=queued').expect(200)).body.runs as Array<{ id: string; corrupt?: string }>;
+    expect(rows.find((row) => row.id === rerun.runId)).toMatchObject({ id: rerun.runId, corrupt: 'field "attempt" is not a number' });
+    expect(rows.find((row) => row.id === parked.id)).toMatchObject({ id: parked.id, status: 'queued' });
+    expect((await http().get(`/redflow/api/run?id=${rerun.runId}`).expect(422)).body).toMatchObject({ statusCode: 422, code: 'CORRUPT_RUN' });
+    await engine.redis.hset(engine.client.keys.run(rerun.runId), 'attempt', '0');
+    for (const id of [parked.id, rerun.runId]) await engine.client.cancelRun(id);
+  });
+
   it('errors carry a code and a sentence; internal details go to the log only', async () => {
     app = await startApp(platform, {
       ...base(),
@@ -332,7 +359,7 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
   });
 });
 
-describe('dashboard while Redis is unreachable', () => {
+describe.each<Platform>(['express', 'fastify'])('dashboard on %s while Redis is unreachable', (platform) => {
   let server: OwnRedis;
   let app: INestApplication | undefined;
 
@@ -345,8 +372,8 @@ describe('dashboard while Redis is unreachable', () => {
     await server.stop();
   });
 
-  it('answers 503 REDIS_UNAVAILABLE within seconds while Redis is paused, and data again when it is back', async () => {
-    app = await startApp('express', { connection: server.url, prefix: 'outage', commandTimeoutMs: 20_000, dashboard: { path: '/redflow', authorize: () => true } });
+  it('answers 503 REDIS_UNAVAILABLE within seconds while Redis is paused, still serves the page, and data again when it is back', async () => {
+    app = await startApp(platform, { connection: server.url, prefix: `outage-${platform}`, commandTimeoutMs: 20_000, dashboard: { path: '/redflow', authorize: () => true } });
     const http = () => request(app!.getHttpServer());
     await http().get('/redflow/api/overview').expect(200);
     server.pause();
