@@ -7,10 +7,12 @@
  *   redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]
  *   redflow runs show <id>
  *   redflow runs cancel <id> [--reason R]
+ *   redflow runs rerun <id>
  *   redflow runs resume <id>
  *   redflow workflows
  *
- * Common options: --redis URL (or REDIS_URL), --prefix P (or REDFLOW_PREFIX), --json.
+ * Common options: --redis URL (or REDIS_URL), --prefix P (or REDFLOW_PREFIX), --json, and
+ * --redact <module>, a JavaScript module exporting the dashboard's `redact(run)` function.
  *
  * The dashboard shows run inputs and outputs (and with --allow-actions cancels runs), so it is
  * closed to strangers:
@@ -29,23 +31,29 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { isIPv4, isIPv6, type AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { RedisOptions } from 'ioredis';
 import { WorkflowClient } from '../core/client/workflow-client';
-import { RunNotResumableError } from '../core/errors';
+import { CorruptRunDataError, RunNotResumableError } from '../core/errors';
 import { openConnection, type RedisConnection } from '../core/store/connection';
 import { RUN_STATUSES, type RunState, type RunStatus, type StepState } from '../core/definition/types';
 import { createDashboardHandler } from '../dashboard/dashboard-handler';
-import { maskSecrets } from '../dashboard/redact';
+import type { DashboardRun } from '../dashboard/dashboard-options';
+import { redactRun, redactSummary } from '../dashboard/redact';
 
 const USAGE = `Usage:
   redflow dashboard [--port 3667] [--host 127.0.0.1] [--allow-actions] [--token T] [--allowed-host H[:P]]... [--insecure]
   redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]
   redflow runs show <id>
   redflow runs cancel <id> [--reason R]
+  redflow runs rerun <id>
   redflow runs resume <id>
   redflow workflows
 Options: --redis URL (default $REDIS_URL or redis://127.0.0.1:6379), --prefix P (default $REDFLOW_PREFIX or "redflow"), --json
+  --redact M            a JavaScript module exporting a function (run) => run, applied after the default masking to
+                        every run shown (runs show, runs list, the dashboard), like the dashboard's redact option.
+                        runs list prints summaries; with --json, whole runs.
 Dashboard access:
   --token T             require this token (16 characters or more) on every request; prefer $REDFLOW_DASHBOARD_TOKEN,
                         which other users cannot read in the process list. A one-time login link is printed at start;
@@ -107,13 +115,34 @@ function table(rows: Array<Record<string, unknown>>, columns: string[]): string 
   return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
-/** A run as the CLI shows it: secrets in its input, output and error masked. */
-function maskRun(run: RunState): RunState {
-  return { ...run, input: maskSecrets(run.input), output: maskSecrets(run.output), error: maskSecrets(run.error), progress: maskSecrets(run.progress) };
+type Redact = (run: DashboardRun) => DashboardRun;
+
+/**
+ * A run and its steps as the CLI shows them: the whole run masked (inputs, outputs, errors,
+ * progress, a waiting step's event match...) as the dashboard masks it, then the --redact function.
+ */
+function shownRun(run: RunState, steps: StepState[], redact: Redact | undefined): { run: RunState; steps: StepState[] } {
+  const { steps: shownSteps, ...shown } = redactRun({ ...run, steps }, redact);
+  return { run: shown, steps: shownSteps };
 }
 
-function maskStep(step: StepState): StepState {
-  return { ...step, output: maskSecrets(step.output), error: maskSecrets(step.error), lastError: maskSecrets(step.lastError) };
+/**
+ * The function a --redact module exports (as module.exports, default or `redact`), the same as
+ * the dashboard's `redact` option.
+ */
+function loadRedact(path: string | undefined): Redact | undefined {
+  if (path === undefined) return undefined;
+  const shown = printable(path);
+  let loaded: unknown;
+  try {
+    loaded = require(resolve(path)) as unknown;
+  } catch (error) {
+    throw new CliError(`Cannot load the --redact module "${shown}" (${printable((error as Error).message.split('\n')[0])}): give the path of a JavaScript module that exports a function (run) => run.`);
+  }
+  const exported = loaded as { default?: unknown; redact?: unknown } | undefined;
+  const redact = typeof loaded === 'function' ? loaded : typeof exported?.default === 'function' ? exported.default : exported?.redact;
+  if (typeof redact !== 'function') throw new CliError(`The --redact module "${shown}" exports no function: export a function (run) => run, as module.exports or as "redact".`);
+  return redact as Redact;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -416,7 +445,7 @@ function gatedListener(handle: ReturnType<typeof createDashboardHandler>, hosts:
   };
 }
 
-async function runDashboard(settings: DashboardSettings, redisUrl: string, prefix: string): Promise<void> {
+async function runDashboard(settings: DashboardSettings, redisUrl: string, prefix: string, redact: Redact | undefined): Promise<void> {
   const { redis } = openConnection({ url: redisUrl, redisOptions: DASHBOARD_REDIS_OPTIONS });
   reportConnection(redis, redisUrl);
   // Wait for the first outcome only: a Redis that is down is reported, and the dashboard starts anyway.
@@ -428,8 +457,10 @@ async function runDashboard(settings: DashboardSettings, redisUrl: string, prefi
     redis.disconnect();
   };
 
-  // The token and Host checks run before the handler, so it lets every request it sees in.
-  const handle = createDashboardHandler(client, { path: '/', authorize: () => true, readOnly: settings.readOnly });
+  // The token and Host checks run before the handler, so it lets every request it sees in. One
+  // process serves the pages and their actions, so a secret of its own signs their tokens: the
+  // page loads (and says Redis is unreachable) even while Redis is down.
+  const handle = createDashboardHandler(client, { path: '/', authorize: () => true, readOnly: settings.readOnly, redact, secret: randomBytes(32).toString('base64url') });
   const server = createServer();
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(settings.port, settings.host, resolve)).catch(async (error: Error) => {
     await close();
@@ -501,17 +532,20 @@ async function main(argv: string[]): Promise<void> {
       limit: { type: 'string', default: '20' },
       offset: { type: 'string', default: '0' },
       reason: { type: 'string' },
+      redact: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   const [command, sub, id] = positionals;
   if (values.help || !command) return out(USAGE);
-  const known = ['dashboard', 'workflows'].includes(command) || (command === 'runs' && ['list', 'show', 'cancel', 'resume'].includes(sub ?? ''));
+  const known = ['dashboard', 'workflows'].includes(command) || (command === 'runs' && ['list', 'show', 'cancel', 'rerun', 'resume'].includes(sub ?? ''));
   if (!known) throw new CliError(`Unknown command "${printable(positionals.join(' '))}".\n${USAGE}`);
   checkRedisUrl(values.redis!);
-  if (command === 'dashboard') return runDashboard(dashboardSettings(values), values.redis!, values.prefix!);
+  const redact = loadRedact(values.redact);
+  if (command === 'dashboard') return runDashboard(dashboardSettings(values), values.redis!, values.prefix!, redact);
 
   const client = await connectOnce(values.redis!, values.prefix!);
+  const missing = (runId: string) => new CliError(`Run "${printable(runId)}" does not exist under prefix "${printable(values.prefix!)}".`);
   const print = (data: unknown, text: () => string): void => {
     out(values.json ? safeJson(data) : text());
   };
@@ -527,23 +561,39 @@ async function main(argv: string[]): Promise<void> {
     } else if (sub === 'list') {
       const status = values.status as RunStatus | undefined;
       if (status && !RUN_STATUSES.includes(status)) throw new CliError(`Unknown status "${printable(status)}". Use one of ${RUN_STATUSES.join(', ')}.`);
-      const runs = (await client.listRuns({ workflow: values.workflow, status, limit: wholeNumber('--limit', values.limit!), offset: wholeNumber('--offset', values.offset!) })).map(maskRun);
-      print(runs, () =>
-        runs.length
-          ? table(runs.map((r) => ({ ...r, attempt: `${r.attempt}/${r.maxAttempts}`, created: time(r.createdAt), finished: time(r.finishedAt) })), ['id', 'workflow', 'status', 'attempt', 'created', 'finished'])
-          : 'No runs match.',
-      );
+      const page = { workflow: values.workflow, status, limit: wholeNumber('--limit', values.limit!), offset: wholeNumber('--offset', values.offset!) };
+      if (values.json) {
+        // Whole runs, as scripts expect them; the table below reads summaries only.
+        const runs = (await client.listRuns(page)).map((r) => shownRun(r, [], redact).run);
+        out(safeJson(runs));
+      } else {
+        const rows = (await client.listRunSummaries(page)).map((r) => redactSummary(r, redact));
+        out(
+          rows.length
+            ? table(
+                rows.map((r) => ({ ...r, status: r.corrupt === undefined ? r.status : 'corrupt', attempt: r.attempt === undefined ? '' : `${r.attempt}/${r.maxAttempts ?? '?'}`, created: time(r.createdAt), finished: time(r.finishedAt) })),
+                ['id', 'workflow', 'status', 'attempt', 'created', 'finished'],
+              )
+            : 'No runs match.',
+        );
+      }
     } else if (sub === 'show') {
       if (!id) throw new CliError('Give the run id: redflow runs show <id>.');
       const stored = await client.getRun(id);
-      if (!stored) throw new CliError(`Run "${printable(id)}" does not exist under prefix "${printable(values.prefix!)}".`);
-      const run = maskRun(stored);
-      const steps = (await client.getRunSteps(id)).map(maskStep);
+      if (!stored) throw missing(id);
+      const { run, steps } = shownRun(stored, await client.getRunSteps(id), redact);
       print({ run, steps }, () => runText(run, steps));
+    } else if (sub === 'rerun') {
+      if (!id) throw new CliError('Give the run id: redflow runs rerun <id>.');
+      const stored = await client.getRun(id);
+      if (!stored) throw missing(id);
+      if (stored.status !== 'failed' && stored.status !== 'canceled') throw new CliError(`Run "${printable(id)}" is ${stored.status}: only a failed or canceled run can be re-run.`);
+      const { id: runId } = await client.rerun(id);
+      print({ id, runId }, () => `Re-ran run ${printable(id)} as a new run ${printable(runId)}, with the same input.`);
     } else if (sub === 'resume') {
       if (!id) throw new CliError('Give the run id: redflow runs resume <id>.');
       const resumed = await resumeRun(client, id);
-      if (!resumed) throw new CliError(`Run "${printable(id)}" does not exist under prefix "${printable(values.prefix!)}".`);
+      if (!resumed) throw missing(id);
       print({ id, resumed }, () => `Resumed run ${printable(id)}: it goes on from its first incomplete step.`);
     } else {
       if (!id) throw new CliError('Give the run id: redflow runs cancel <id>.');
@@ -556,6 +606,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof CorruptRunDataError) {
+    warn(`Run "${printable(error.runId)}" has corrupt data in Redis (${printable(error.detail)}) and cannot be shown; "redflow runs list" shows it as a row marked corrupt.`);
+    process.exit(1);
+  }
   warn(`${error instanceof CliError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? (error as Error).message : (error as Error).stack}`);
   process.exit(1);
 });

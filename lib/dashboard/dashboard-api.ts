@@ -8,7 +8,7 @@ import { outageKind, redisAddress, withTimeout } from '../core/store/redis-healt
 import { RUN_STATUSES, type RedflowLogger, type RunStatus, type RunSummary, type StepState } from '../core/definition/types';
 import { DashboardHttpError } from './dashboard-http-error';
 import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
-import { maskSecrets } from './redact';
+import { redactRun, redactSummary } from './redact';
 import { checkActionRequest, CsrfTokens } from './request-checks';
 
 /**
@@ -19,9 +19,14 @@ import { checkActionRequest, CsrfTokens } from './request-checks';
 
 /** The largest part of a payload a run's detail carries; the rest is a download away. */
 export const PAYLOAD_PREVIEW_BYTES = 64 * 1024;
+/**
+ * The deepest `offset` of the runs list. A list filtered by workflow and status costs O(page
+ * size) at any offset, but an unfiltered or status-only list merges indexes and reads every row
+ * before the page, so its cost grows with the offset.
+ */
+export const MAX_RUNS_OFFSET = 10_000;
 /** How long a dashboard read waits for Redis before answering 503. */
 const READ_TIMEOUT_MS = 3_000;
-const ERROR_SUMMARY_CHARS = 200;
 
 /** A payload in a run's detail: JSON text cut to `PAYLOAD_PREVIEW_BYTES`. */
 export interface PayloadPreview {
@@ -96,9 +101,19 @@ export class DashboardApi {
     this.tokens = new CsrfTokens(() => this.loadSecret());
   }
 
-  /** The page, with its base path and a fresh anti-CSRF token written in. */
+  /**
+   * The page, with its base path and a fresh anti-CSRF token written in. While Redis is
+   * unreachable the token is signed with this process's own secret, so the page still loads and
+   * its script shows that Redis is unreachable instead of the browser showing a bare 503.
+   */
   async page(base: string): Promise<{ body: string; type: string }> {
-    const token = await this.read(() => this.tokens.issue());
+    let token: string;
+    try {
+      token = await this.read(() => this.tokens.issue());
+    } catch (error) {
+      if (outageKind(error) === undefined) throw error;
+      token = this.tokens.issueLocal();
+    }
     const body = this.asset('index.html').replace(/__BASE__/g, escapeHtml(base)).replace(/__TOKEN__/g, escapeHtml(token));
     return { body, type: TYPES['index.html'] };
   }
@@ -131,7 +146,10 @@ export class DashboardApi {
       throw new DashboardHttpError(400, 'BAD_REQUEST', `Unknown status "${status}". Use one of ${RUN_STATUSES.join(', ')}.`);
     }
     const limit = wholeNumber(query, 'limit', 25, 100);
-    const offset = wholeNumber(query, 'offset', 0, 1_000_000);
+    const offset = wholeNumber(query, 'offset', 0, Number.MAX_SAFE_INTEGER);
+    if (offset > MAX_RUNS_OFFSET) {
+      throw new DashboardHttpError(400, 'BAD_REQUEST', `The query parameter "offset" must be at most ${MAX_RUNS_OFFSET}: filter by workflow and status to reach older runs.`);
+    }
     const workflow = param(query, 'workflow');
     const rows = await this.read(() => this.client.listRunSummaries({ workflow, status: status as RunStatus | undefined, limit: limit + 1, offset }));
     return { runs: rows.slice(0, limit).map((row) => this.redactRow(row)), offset, limit, hasMore: rows.length > limit };
@@ -254,16 +272,12 @@ export class DashboardApi {
   }
 
   private redact(run: DashboardRun): DashboardRun {
-    const masked = maskSecrets(run);
-    return this.options.redact ? this.options.redact(masked) : masked;
+    return redactRun(run, this.options.redact);
   }
 
-  /** A list row goes through `redact` too, as a run without input, output and steps. */
+  /** A list row goes through the masking and `redact` too, as a run without input, output and steps. */
   private redactRow(row: RunRow): RunRow {
-    if (!this.options.redact || row.corrupt !== undefined || !row.error) return row;
-    const redacted = this.options.redact({ ...(row as unknown as DashboardRun), input: undefined, output: undefined, steps: [] });
-    const error = redacted.error ? { name: redacted.error.name, message: redacted.error.message.slice(0, ERROR_SUMMARY_CHARS) } : undefined;
-    return { ...row, error };
+    return redactSummary(row, this.options.redact);
   }
 
   /** A Redis read that answers 503 within `READ_TIMEOUT_MS` when Redis does not. */

@@ -1,3 +1,6 @@
+import type { RunState, RunSummary } from '../core/definition/types';
+import type { DashboardRun } from './dashboard-options';
+
 /**
  * Property names whose values are treated as secrets when run data is shown to a person: passwords,
  * tokens, API keys, cookies, credentials and private keys, in any case and as part of a longer name
@@ -25,4 +28,47 @@ export function maskSecrets<T>(value: T, isSecretKey: (key: string) => boolean =
     return Object.fromEntries(Object.entries(node).map(([key, child]) => [key, isSecretKey(key) ? MASK : copy(child)]));
   };
   return copy(value) as T;
+}
+
+/** Longest error name and message of a list row, '…' included: a row stays small whatever a run's error class is called. */
+export const ROW_ERROR_NAME_CHARS = 100;
+export const ROW_ERROR_MESSAGE_CHARS = 200;
+
+/** The summary fields a list row takes from what `redact` returns; the id is always the run's own. */
+const ROW_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parentId', 'durationMs'] as const;
+
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--; // never split a surrogate pair
+  return `${text.slice(0, end)}…`;
+}
+
+/** A run as a person may see it: the default masking, then the `redact` option, if any. */
+export function redactRun(run: DashboardRun, redact?: (run: DashboardRun) => DashboardRun): DashboardRun {
+  const masked = maskSecrets(run);
+  return redact ? redact(masked) : masked;
+}
+
+/**
+ * A list row as a person may see it: `redact` gets the row as a run without input, output and
+ * steps (after the default masking), and the row shows the summary fields of what it returns,
+ * with the error's name and message cut to 100 and 200 characters. A corrupt row cannot be handed
+ * to `redact` as a run, so with a `redact` it keeps only its id, status, creation time and what is
+ * wrong.
+ */
+export function redactSummary(row: RunSummary, redact?: (run: DashboardRun) => DashboardRun): RunSummary {
+  if (row.corrupt !== undefined) {
+    if (!redact) return row;
+    const { id, status, createdAt, corrupt } = row;
+    return { id, status, createdAt, corrupt };
+  }
+  const shown = redact
+    ? (redactRun({ ...(row as unknown as RunState), input: undefined, output: undefined, steps: [] }, redact) as unknown as Partial<Record<string, unknown>> & Pick<RunState, 'error'>)
+    : (row as unknown as Partial<Record<string, unknown>> & Pick<RunState, 'error'>);
+  const result: Record<string, unknown> = { id: row.id };
+  for (const field of ROW_FIELDS) if (shown[field] !== undefined) result[field] = shown[field];
+  if (shown.error) result.error = { name: cut(String(shown.error.name), ROW_ERROR_NAME_CHARS), message: cut(String(shown.error.message), ROW_ERROR_MESSAGE_CHARS) };
+  return result as unknown as RunSummary;
 }

@@ -13,12 +13,65 @@ import { DashboardHttpError } from './dashboard-http-error';
  */
 const AMBIGUOUS_PATH = /(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i;
 
+const BAD_PATH_MESSAGE = 'The request path contains "..", "//", a backslash, a percent escape or the dashboard path in another case; the dashboard answers plain paths only.';
+
+function badPath(): DashboardHttpError {
+  return new DashboardHttpError(400, 'BAD_PATH', BAD_PATH_MESSAGE);
+}
+
 /** 400 for a raw request path that could mean something else to another layer of the app. */
 export function checkRawPath(rawUrl: string): void {
+  if (AMBIGUOUS_PATH.test(rawUrl.split('?')[0])) throw badPath();
+}
+
+/**
+ * 400 unless the raw path is exactly the path of the route that answers it (one trailing slash
+ * aside). Host frameworks route paths that a proxy rule or a middleware on the dashboard path
+ * does not see as its own: Express matches `/REDFLOW/api/runs` case-insensitively and Fastify
+ * decodes `/%72edflow/api/runs`. The dashboard never needs a `%` in its path (run ids travel in
+ * the query), so any escape is refused.
+ *
+ * @param routePath the route as the framework registered it, global prefix included
+ */
+export function checkRoutedPath(rawUrl: string, routePath: string): void {
   const path = rawUrl.split('?')[0];
-  if (AMBIGUOUS_PATH.test(path)) {
-    throw new DashboardHttpError(400, 'BAD_PATH', 'The request path contains "..", "//", a backslash or an encoded "." or "/"; the dashboard answers plain paths only.');
-  }
+  checkRawPath(path);
+  if (path.includes('%') || (path !== routePath && path !== `${routePath}/`)) throw badPath();
+}
+
+/** Lower case, escapes decoded where they decode, backslashes as slashes: how a lenient router may read a path. */
+function looseSegments(path: string): string[] {
+  const decoded = path.replace(/(%[0-9a-f]{2})+/gi, (escapes) => {
+    try {
+      return decodeURIComponent(escapes);
+    } catch {
+      return escapes;
+    }
+  });
+  return decoded.replace(/\\/g, '/').toLowerCase().split('/').filter((s) => s !== '');
+}
+
+function containsRun(haystack: string[], needle: string[]): boolean {
+  for (let i = 0; i + needle.length <= haystack.length; i++) if (needle.every((s, j) => haystack[i + j] === s)) return true;
+  return false;
+}
+
+/**
+ * 400 for a raw request path that some layer could read as one under the dashboard but that is
+ * not plainly so: it names the dashboard path in any case or encoding, and either holds a trick
+ * (`..`, `//`, a backslash, a `%` escape) or does not name the path in its exact case. Run before
+ * routing, for every request of the app, so that no router, middleware or proxy rule reads such a
+ * path differently from another. Other paths pass untouched.
+ *
+ * @param dashboardPath the dashboard's configured path, such as `/redflow`; `''` checks nothing
+ */
+export function checkPathNearDashboard(rawUrl: string, dashboardPath: string): void {
+  const wanted = dashboardPath.split('/').filter((s) => s !== '');
+  if (!wanted.length) return;
+  const path = rawUrl.split('?')[0];
+  if (!containsRun(looseSegments(path), wanted.map((s) => s.toLowerCase()))) return;
+  checkRawPath(path);
+  if (path.includes('%') || !containsRun(path.split('/'), wanted)) throw badPath();
 }
 
 function first(value: string | string[] | undefined): string | undefined {
@@ -40,25 +93,44 @@ export function checkNotCrossSiteRead(headers: IncomingHttpHeaders): void {
 const TOKEN_HEADER = 'x-redflow-csrf';
 const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** Issues and checks the page's anti-CSRF tokens: `<issued ms>.<nonce>.<HMAC of both>`. */
+/**
+ * Issues and checks the page's anti-CSRF tokens: `<issued ms>.<nonce>.<HMAC of both>`. Tokens are
+ * signed with the shared secret, or, for a page served while that secret cannot be read (Redis
+ * down), with a random secret of this process, which only this process accepts.
+ */
 export class CsrfTokens {
+  private readonly localSecret = randomBytes(32).toString('base64url');
+
   constructor(private readonly secret: () => Promise<string>) {}
 
-  /** A new token for one page load. */
+  /** A new token for one page load, signed with the shared secret. */
   async issue(now = Date.now()): Promise<string> {
-    const body = `${now.toString(36)}.${randomBytes(12).toString('base64url')}`;
-    return `${body}.${this.sign(await this.secret(), body)}`;
+    return this.token(await this.secret(), now);
   }
 
-  /** True when `token` was issued by this dashboard (any replica sharing the secret) within a day. */
+  /** A new token signed with this process's own secret: for a page served while the shared one cannot be read. */
+  issueLocal(now = Date.now()): string {
+    return this.token(this.localSecret, now);
+  }
+
+  /** True when `token` was issued by this dashboard (this process, or any replica sharing the secret) within a day. */
   async verify(token: string | undefined, now = Date.now()): Promise<boolean> {
     const parts = token?.split('.') ?? [];
     if (parts.length !== 3) return false;
     const issued = parseInt(parts[0], 36);
     if (!Number.isFinite(issued) || issued > now + 60_000 || now - issued > TOKEN_TTL_MS) return false;
-    const expected = Buffer.from(this.sign(await this.secret(), `${parts[0]}.${parts[1]}`));
-    const given = Buffer.from(parts[2]);
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    const body = `${parts[0]}.${parts[1]}`;
+    const signedWith = (secret: string) => {
+      const expected = Buffer.from(this.sign(secret, body));
+      const given = Buffer.from(parts[2]);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    };
+    return signedWith(this.localSecret) || signedWith(await this.secret());
+  }
+
+  private token(secret: string, now: number): string {
+    const body = `${now.toString(36)}.${randomBytes(12).toString('base64url')}`;
+    return `${body}.${this.sign(secret, body)}`;
   }
 
   private sign(secret: string, body: string): string {
@@ -67,7 +139,7 @@ export class CsrfTokens {
 }
 
 /**
- * What a state-changing request (cancel, re-run) must carry, so that no other site can make a
+ * What a state-changing request (cancel, re-run, resume) must carry, so that no other site can make a
  * signed-in browser send it, whatever the app's CORS setup: it comes from the dashboard's own
  * origin (`Sec-Fetch-Site: same-origin`, or without it an `Origin` whose host is the request's `Host`), it is
  * JSON (which a plain HTML form cannot send), and it holds the token of a page this dashboard served.

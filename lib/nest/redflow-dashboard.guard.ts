@@ -3,11 +3,11 @@ import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { ConfigurationError } from '../core';
-import type { DashboardApi } from '../dashboard/dashboard-api';
+import { SECURITY_HEADERS, type DashboardApi } from '../dashboard/dashboard-api';
 import { denied } from '../dashboard/dashboard-handler';
 import type { DashboardHttpError } from '../dashboard/dashboard-http-error';
 import type { DashboardGuardRef } from '../dashboard/dashboard-options';
-import { checkNotCrossSiteRead, checkRawPath } from '../dashboard/request-checks';
+import { checkNotCrossSiteRead, checkRawPath, checkRoutedPath } from '../dashboard/request-checks';
 import { REDFLOW_DASHBOARD } from './redflow.constants';
 
 /**
@@ -28,14 +28,26 @@ export function nodeRequest(request: IncomingMessage & { raw?: IncomingMessage }
   return request.raw ?? request;
 }
 
-/** Turns a dashboard refusal into the HttpException Nest answers with, its headers set on the response. */
+type RoutedRequest = IncomingMessage & { raw?: IncomingMessage; originalUrl?: string; route?: { path?: unknown }; routeOptions?: { url?: unknown } };
+
+/** The path of the route that answers the request, as registered (global prefix included): Express's `route.path`, Fastify's `routeOptions.url`. */
+function routePath(request: RoutedRequest): string | undefined {
+  const path = request.route?.path ?? request.routeOptions?.url;
+  return typeof path === 'string' ? path : undefined;
+}
+
+/**
+ * Turns a dashboard refusal into the HttpException Nest answers with, its headers and the
+ * dashboard's security headers set on the response (a guard's refusal never reaches the interceptor).
+ */
 export function httpException(error: DashboardHttpError, response: unknown, adapterHost: HttpAdapterHost): HttpException {
-  for (const [name, value] of Object.entries(error.headers)) adapterHost.httpAdapter.setHeader(response, name, value);
+  for (const [name, value] of Object.entries({ ...SECURITY_HEADERS, ...error.headers })) adapterHost.httpAdapter.setHeader(response, name, value);
   return new HttpException(error.body, error.status);
 }
 
 /**
- * Runs before every dashboard route: refuses ambiguous raw paths and other sites' scripts, then
+ * Runs before every dashboard route: refuses a raw path other than the route's own (another case,
+ * an escape, a trick) and other sites' scripts, then
  * asks the `authorize` option (a function, `basicAuth(...)` or `guard(MyGuard)`). It runs after
  * the app's global guards, so they apply to the dashboard as to any route.
  */
@@ -68,10 +80,13 @@ export class RedflowDashboardGuard implements CanActivate, OnModuleInit {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
-    const request = http.getRequest<IncomingMessage & { raw?: IncomingMessage; originalUrl?: string }>();
+    const request = http.getRequest<RoutedRequest>();
     const raw = nodeRequest(request);
     try {
-      checkRawPath(request.originalUrl ?? raw.url ?? '/');
+      const rawUrl = request.originalUrl ?? raw.url ?? '/';
+      const route = routePath(request);
+      if (route === undefined) checkRawPath(rawUrl);
+      else checkRoutedPath(rawUrl, route);
       checkNotCrossSiteRead(raw.headers);
     } catch (error) {
       throw httpException(this.api.toHttpError(error), http.getResponse(), this.adapterHost);

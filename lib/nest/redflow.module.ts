@@ -1,9 +1,11 @@
-import { Module, type DynamicModule, type Provider, type Type } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { Inject, Module, Optional, type DynamicModule, type NestModule, type Provider, type Type } from '@nestjs/common';
+import { DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { ConfigurationError, WorkflowRegistry } from '../core';
 import { RedflowAdmin } from './redflow.admin';
 import { createRedflowClient, RedflowClient } from './redflow.client';
-import { REDFLOW_REGISTRY } from './redflow.constants';
+import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY } from './redflow.constants';
+import type { DashboardApi } from '../dashboard/dashboard-api';
+import { dashboardPathMiddleware } from './redflow-dashboard.middleware';
 import { withDashboard } from './redflow-dashboard.providers';
 import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
@@ -38,7 +40,20 @@ const NEST_HOW_TO_DEFINE =
   ],
   exports: [RedflowClient, RedflowAdmin],
 })
-export class RedflowModule extends RedflowConfigurableModule {
+export class RedflowModule extends RedflowConfigurableModule implements NestModule {
+  constructor(
+    @Optional() @Inject(REDFLOW_DASHBOARD) private readonly dashboard?: DashboardApi | null,
+    @Optional() private readonly adapterHost?: HttpAdapterHost,
+  ) {
+    super();
+  }
+
+  /** With the dashboard on in an HTTP app, its path check runs before routing, for every path of the app. */
+  configure(): void {
+    const adapter = this.adapterHost?.httpAdapter;
+    if (this.dashboard && adapter) adapter.use(dashboardPathMiddleware(this.dashboard.options.path));
+  }
+
   static forRoot(options: typeof REDFLOW_OPTIONS_TYPE): DynamicModule {
     return withDashboard(super.forRoot(options), options?.dashboard?.path ?? (options?.dashboard ? '/redflow' : undefined), 'forRoot');
   }

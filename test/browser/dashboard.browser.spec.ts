@@ -434,6 +434,12 @@ describeBrowser('dashboard in chromium', () => {
     await page.locator(`[data-testid="run-row"][data-run-id="${later}"]`).waitFor();
     expect(await waitForRows([ids.greet, ids.greetByEvent, later])).toEqual([ids.greet, ids.greetByEvent, later].sort());
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__sameDocument)).toBe('list');
+
+    // Each poll reads the list; the workflow filter's choices are read at most once a minute.
+    const count = (route: string) => main.hits.filter((h) => h.route === route).length;
+    const [lists, workflows] = [count('/api/runs'), count('/api/workflows')];
+    await eventually(() => count('/api/runs') >= lists + 4, UI_TIMEOUT_MS);
+    expect(count('/api/workflows') - workflows).toBeLessThanOrEqual(1);
   });
 
   it('shows the first 64 KiB of a large input and downloads the whole of it', async () => {

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import type { RedflowLogger, RunState, StepState, WorkflowContext, WorkflowMeta } from '../../lib';
-import { clusterMode, TestEngine } from '../support/engine';
+import { clusterMode, eventually, TestEngine } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
 
 /**
@@ -230,6 +232,57 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     await engine.client.cancelRun(other.id);
     expect(json(await redflow('runs', 'resume', other.id, '--json'))).toEqual({ id: other.id, resumed: true });
     expect((await engine.client.getRun(other.id))!.status).toBe('queued');
+  });
+
+  it('runs rerun: starts a new run of a failed or canceled run with its input; a live or missing run is one sentence and exit 1', async () => {
+    const rerun = await redflow('runs', 'rerun', ids.explode);
+    const [, newId] = /^Re-ran run \S+ as a new run (\S+), with the same input\.\n$/.exec(rerun.stdout) ?? [];
+    expect(rerun).toEqual({ code: 0, stdout: `Re-ran run ${ids.explode} as a new run ${newId}, with the same input.\n`, stderr: '' });
+    expect(newId).not.toBe(ids.explode);
+    expect(await engine.client.getRun(newId)).toMatchObject({ workflow: 'explode', input: { order: 7 } });
+    await engine.client.handle(newId).result({ timeoutMs: 5000 }).catch(() => undefined);
+
+    const { id } = await engine.client.runByName('parked-job', { rerun: 'me' });
+    expect(await redflow('runs', 'rerun', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed or canceled run can be re-run.\n` });
+    await engine.client.cancelRun(id);
+    const asJson = json<{ id: string; runId: string }>(await redflow('runs', 'rerun', id, '--json'));
+    expect(asJson).toEqual({ id, runId: expect.any(String) });
+    expect(await engine.client.getRun(asJson.runId)).toMatchObject({ workflow: 'parked-job', status: 'queued', input: { rerun: 'me' } });
+    await engine.client.cancelRun(asJson.runId);
+
+    expect(await redflow('runs', 'rerun', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'rerun')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs rerun <id>.\n' });
+  });
+
+  it('runs list reads summaries for its table (a run with an unreadable input lists fine); a corrupt run is a row marked corrupt, and one sentence with exit 1 where it must be read whole', async () => {
+    const damaged = new TestEngine();
+    try {
+      damaged.registry.define('idle', { queue: 'parked' }, () => 'never runs');
+      await damaged.client.syncRegistry(damaged.registry, { owner: 'test-app' });
+      const badInput = (await damaged.client.runByName('idle', { n: 1 })).id;
+      const badStatus = (await damaged.client.runByName('idle', { n: 2 })).id;
+      await damaged.redis.hset(damaged.client.keys.run(badInput), 'input', '{"huge": not json');
+      await damaged.redis.hset(damaged.client.keys.run(badStatus), 'status', 'bogus');
+      const here = ['--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', damaged.prefix];
+      const [listed, asJson, shown] = await Promise.all([run(['runs', 'list', ...here]), run(['runs', 'list', '--json', ...here]), run(['runs', 'show', badInput, ...here])]);
+
+      expect(listed).toMatchObject({ code: 0, stderr: '' });
+      const rows = lines(listed.stdout).slice(2).map(cells);
+      expect(rows.map((r) => r.slice(0, 4))).toEqual([
+        [badStatus, 'idle', 'corrupt', '0/1'],
+        [badInput, 'idle', 'queued', '0/1'],
+      ]);
+      for (const result of [asJson, shown]) {
+        expect(result.code).toBe(1);
+        expect(result.stdout).toBe('');
+        expect(result.stderr).not.toMatch(STACK_LINE);
+        expect(lines(result.stderr)).toHaveLength(1);
+      }
+      expect(shown.stderr).toBe(`Run "${badInput}" has corrupt data in Redis (field "input" is not valid JSON) and cannot be shown; "redflow runs list" shows it as a row marked corrupt.\n`);
+      expect(asJson.stderr).toMatch(/^Run "\S+" has corrupt data in Redis \(.+\) and cannot be shown; "redflow runs list" shows it as a row marked corrupt\.\n$/);
+    } finally {
+      await damaged.close();
+    }
   });
 
   describe('errors are one sentence on stderr, exit code 1, no stack trace', () => {
@@ -464,8 +517,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       await request(dash.base).get('/api/meta').set('Host', `localhost:${dash.port}`).expect(421);
     });
 
-    it('with Redis down at start: it starts anyway, says so in one line without the password, and answers 503 for data', async () => {
+    it('with Redis down at start: it starts anyway, says so in one line without the password, serves the page, and answers 503 for data', async () => {
       const dash = await startDashboard(['--redis', 'redis://ops:hunter2-pass@127.0.0.1:1', '--prefix', 'cli-down']);
+      // The page loads (its script then shows "Redis unreachable"): its token needs no Redis.
+      const page = await request(dash.base).get('/').expect(200).expect('content-type', 'text/html; charset=utf-8');
+      expect(page.text).toMatch(/<meta name="redflow-csrf" content="[^"]+\.[^"]+\.[^"]+">/);
       expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: 'cli-down' });
       expect((await request(dash.base).get('/api/overview').expect(503)).body).toMatchObject({ statusCode: 503, code: 'REDIS_UNAVAILABLE' });
       await stopWithSigterm(dash);
@@ -584,6 +640,73 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
       for (const result of [text, asJson, listed]) {
         for (const secret of ['hunter2', '"abc"', 'key-in-step-output', 'token-in-output']) expect(result.stdout).not.toContain(secret);
+      }
+    });
+
+    it("runs show masks a waiting step's event match as the dashboard does", async () => {
+      const waiting = terminal.registry.define('await-shipment', {}, async ({ step }) => {
+        await step.waitForEvent('shipment', 'order.shipped', { match: { orderId: 'o-1', accessToken: 'tok-in-match' } });
+      });
+      await terminal.client.syncRegistry(terminal.registry, { owner: 'test-app' });
+      const worker = await terminal.worker({ logger: silent });
+      const { id } = await terminal.client.start(waiting, {});
+      await eventually(async () => (await terminal.client.getRunSteps(id)).some((step) => step.status === 'waiting'));
+      const view = json<{ run: RunState; steps: StepState[] }>(await redflowHere('runs', 'show', id, '--json'));
+      expect(view.steps).toEqual([expect.objectContaining({ name: 'shipment', status: 'waiting', event: 'order.shipped', match: { orderId: 'o-1', accessToken: '***' } })]);
+      await terminal.client.cancelRun(id);
+      await worker.stop();
+    });
+
+    it('--redact <module>: the function applies after the default masking to runs show, runs list and the dashboard; a bad module is one sentence', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'redflow-redact-'));
+      try {
+        const module = join(dir, 'redact.js');
+        // It sees the masked run: it records what it got for the password, and hides the card number.
+        writeFileSync(module, `module.exports = (run) => ({ ...run, workflow: run.workflow.toUpperCase(), input: run.input && { ...run.input, card: '(hidden)', sawPassword: run.input.password } });\n`);
+        const withRedact = (...args: string[]) => redflowHere(...args, '--redact', module);
+        const [shown, listed, table] = await Promise.all([
+          withRedact('runs', 'show', runIds.charge, '--json'),
+          withRedact('runs', 'list', '--workflow', 'charge', '--json'),
+          withRedact('runs', 'list', '--workflow', 'charge'),
+        ]);
+        const hidden = { card: '(hidden)', password: '***', sawPassword: '***' };
+        expect(json<{ run: RunState }>(shown).run).toMatchObject({ workflow: 'CHARGE', input: hidden });
+        expect(json<RunState[]>(listed).map((r) => [r.workflow, r.input])).toEqual([['CHARGE', hidden]]);
+        expect(table).toMatchObject({ code: 0, stderr: '' });
+        expect(cells(lines(table.stdout)[2]).slice(0, 3)).toEqual([runIds.charge, 'CHARGE', 'succeeded']);
+
+        const dash = start(['dashboard', '--port', '0', '--redact', module, ...local]);
+        try {
+          let stdout = '';
+          dash.stdout!.setEncoding('utf8');
+          const base = await new Promise<string>((resolve) =>
+            dash.stdout!.on('data', (chunk: string) => {
+              stdout += chunk;
+              const match = / on (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout);
+              if (match) resolve(match[1]);
+            }),
+          );
+          const detail = (await request(base).get(`/api/run?id=${runIds.charge}`).expect(200)).body;
+          expect(JSON.parse(detail.run.input.text)).toEqual(hidden);
+          expect(detail.run.workflow).toBe('CHARGE');
+        } finally {
+          const closed = new Promise((resolve) => dash.once('close', resolve));
+          dash.kill('SIGTERM');
+          await closed;
+        }
+
+        const none = join(dir, 'none.js');
+        writeFileSync(none, 'module.exports = { answer: 42 };\n');
+        expect(await redflowHere('runs', 'show', runIds.charge, '--redact', none)).toEqual({
+          code: 1,
+          stdout: '',
+          stderr: `The --redact module "${none}" exports no function: export a function (run) => run, as module.exports or as "redact".\n`,
+        });
+        const absent = await redflowHere('runs', 'show', runIds.charge, '--redact', join(dir, 'absent.js'));
+        expect(absent).toMatchObject({ code: 1, stdout: '' });
+        expect(absent.stderr).toMatch(new RegExp(`^Cannot load the --redact module "${join(dir, 'absent.js').replace(/[.]/g, '\\.')}" \\(.+\\): give the path of a JavaScript module that exports a function \\(run\\) => run\\.\\n$`));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
     });
   });

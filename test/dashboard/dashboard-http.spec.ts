@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { createDashboardHandler, RedflowModule, type DashboardOptions, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { ConfigurationError, createDashboardHandler, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -335,6 +335,17 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(await bad('offset=-3')).toEqual(notWhole('offset'));
     });
 
+    it('runs: offset goes up to 10000 (a deep page reads every row before it); beyond, 400 BAD_REQUEST', async () => {
+      expect((await get('/redflow/api/runs?limit=5&offset=10000').expect(200)).body).toEqual({ runs: [], offset: 10_000, limit: 5, hasMore: false });
+      for (const offset of ['10001', '1000000']) {
+        expect((await get(`/redflow/api/runs?offset=${offset}`).expect(400)).body).toEqual({
+          statusCode: 400,
+          code: 'BAD_REQUEST',
+          message: 'The query parameter "offset" must be at most 10000: filter by workflow and status to reach older runs.',
+        });
+      }
+    });
+
     it('run?id=: the run with payload previews, its steps and its children; a child names its parent', async () => {
       const res = await get(`/redflow/api/run?id=${ids.parent}`).expect(200);
       const body = res.body as { run: Record<string, unknown>; steps: Array<Record<string, unknown>>; children: string[]; moreChildren: number };
@@ -445,6 +456,26 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
     for (const id of started) await engine.client.cancelRun(id);
   });
 
+  it('fifty failed runs whose error class has a 10,000-character name: the list stays under 100 KB, each name cut to 100 characters', async () => {
+    const longName = `Declined${'X'.repeat(10_000)}`;
+    engine.registry.define('long-error-name', {}, () => {
+      const error = new Error('declined');
+      error.name = longName;
+      throw error;
+    });
+    await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+    const worker = await engine.worker({ queues: ['default'], concurrency: 10, logger: silent });
+    const handles = [];
+    for (let i = 0; i < 50; i++) handles.push(await engine.client.runByName('long-error-name', { i }));
+    for (const handle of handles) await expect(handle.result({ timeoutMs: 10_000 })).rejects.toThrow('declined');
+    await worker.stop();
+    const list = await request(server).get('/redflow/api/runs?workflow=long-error-name&limit=50').expect(200);
+    const rows = (list.body as RunsPage).runs;
+    expect(rows).toHaveLength(50);
+    expect(Buffer.byteLength(list.text)).toBeLessThan(100_000);
+    expect(rows[0].error).toEqual({ name: `${longName.slice(0, 99)}…`, message: 'declined' });
+  });
+
   it('a corrupt run is one row marked corrupt with its id; the list stays 200 and its detail is a 422 with a code', async () => {
     const intact = (await engine.client.runByName('idle', { n: 1 })).id;
     const damaged = (await engine.client.runByName('idle', { n: 2 })).id;
@@ -496,6 +527,42 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
     expect(JSON.parse(download.text)).toEqual({ email: '(hidden)' });
     const row = ((await request(redacting).get('/redflow/api/runs?workflow=declines').expect(200)).body as RunsPage).runs[0];
     expect(row).toMatchObject({ id: failed.id, error: { name: 'Error', message: 'card #### declined' } });
+  });
+
+  it('redact receives runs already masked, and list rows show its whole result, failed or not', async () => {
+    const seen: DashboardRun[] = [];
+    const redacting = serve(engine.client, {
+      redact: (run) => {
+        seen.push(run);
+        return { ...run, workflow: 'hidden-workflow', queue: 'hidden-queue', input: { masked: true } };
+      },
+    });
+    const { id } = await engine.client.runByName('idle', { user: 'ada', password: 'hunter2', nested: [{ apiKey: 'k-1' }] });
+    const detail = (await request(redacting).get(`/redflow/api/run?id=${id}`).expect(200)).body;
+    // The default masking ran first: redact never sees the secret values.
+    expect(seen.map((run) => run.input)).toEqual([{ user: 'ada', password: '***', nested: [{ apiKey: '***' }] }]);
+    expect(detail.run).toMatchObject({ id, workflow: 'hidden-workflow', queue: 'hidden-queue' });
+    const rows = ((await request(redacting).get('/redflow/api/runs?workflow=idle&status=queued').expect(200)).body as RunsPage).runs;
+    expect(rows.find((row) => row.id === id)).toMatchObject({ id, workflow: 'hidden-workflow', queue: 'hidden-queue', status: 'queued' });
+    expect(rows.filter((row) => row.corrupt === undefined).every((row) => row.workflow === 'hidden-workflow')).toBe(true);
+    // A row carries summary fields only, whatever redact returns.
+    expect(rows.find((row) => row.id === id)).not.toHaveProperty('input');
+    await engine.client.cancelRun(id);
+  });
+});
+
+describe('createDashboardHandler options', () => {
+  it('refuses to build a handler without authorize, naming the option and showing examples', () => {
+    let error: unknown;
+    try {
+      // The options are checked before the client is used.
+      createDashboardHandler({} as WorkflowClient, { path: '/redflow' } as DashboardOptions);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toContain('createDashboardHandler needs an "authorize" option');
+    expect((error as Error).message).toContain('authorize: () => true');
   });
 });
 

@@ -101,6 +101,16 @@
     ];
   }
 
+  // The workflow filter's choices change rarely: read once a minute, not on every poll.
+  const WORKFLOW_CHOICES_MS = 60000;
+  let workflowChoices;
+  async function workflowList() {
+    if (!workflowChoices || Date.now() - workflowChoices.at > WORKFLOW_CHOICES_MS) {
+      workflowChoices = { at: Date.now(), workflows: (await api('/workflows')).workflows };
+    }
+    return workflowChoices.workflows;
+  }
+
   async function runs(query) {
     const workflow = query.get('workflow') || '';
     const status = query.get('status') || '';
@@ -109,7 +119,7 @@
     const params = new URLSearchParams({ limit: String(limit), offset: String(offset) });
     if (workflow) params.set('workflow', workflow);
     if (status) params.set('status', status);
-    const [{ workflows }, page] = await Promise.all([api('/workflows'), api(`/runs?${params}`)]);
+    const [workflows, page] = await Promise.all([workflowList(), api(`/runs?${params}`)]);
     const go = (changes) => {
       const next = new URLSearchParams({ workflow, status, offset: String(offset), ...changes });
       for (const [k, v] of [...next]) if (!v || (k === 'offset' && v === '0')) next.delete(k);
