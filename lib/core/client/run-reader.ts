@@ -64,7 +64,7 @@ export class RunReader extends ClientCore {
    */
   events(options?: RunEventsOptions): RunEventStream {
     const settings = checkRunEventsOptions(options);
-    const stream: RunEventStream = new RunEventStream(this.redis, this.keys.events(), settings, this.logger, () => this.openStreams.delete(stream));
+    const stream: RunEventStream = new RunEventStream(this.redis, this.keys.events(), settings, this.logger, this.health, () => this.openStreams.delete(stream));
     this.openStreams.add(stream);
     return stream;
   }

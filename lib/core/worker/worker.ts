@@ -248,14 +248,12 @@ export class Worker implements ExecutorHost {
     await this.client.ready();
     await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.defaultMaxConcurrency });
     this.indexing = this.backfillRunIndex();
-    const subscriber = duplicateConnection(this.client.redis);
-    this.health.watch(subscriber);
+    const subscriber = duplicateConnection(this.client.redis, this.health);
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, runId: string) => this.active.get(runId)?.abort('canceled'));
     await subscriber.subscribe(this.client.keys.cancelChannel());
     for (const queue of this.queues) {
-      const connection = duplicateConnection(this.client.redis);
-      this.health.watch(connection);
+      const connection = duplicateConnection(this.client.redis, this.health);
       this.blocking.push(connection);
       this.loops.push(this.queueLoop(queue, connection));
     }
