@@ -80,6 +80,22 @@ describe('keys', () => {
     ]);
   });
 
+  it('finds the runs index of every workflow, and only those, and reads the workflow back from its key', () => {
+    const glob = (pattern: string) => new RegExp(`^${keys.base.replace(/[{}]/g, '\\$&')}${pattern.replace(/\*/g, '.*')}$`);
+    const pattern = glob(keys.workflowRunsPattern());
+    const names = ['checkout', 'a:b', 'x:runs', 'y:active', 'p|q'];
+    for (const name of names) {
+      expect(pattern.test(keys.workflowRuns(name))).toBe(true);
+      expect(keys.workflowOfRuns(keys.workflowRuns(name))).toBe(name);
+      for (const other of [keys.active(name), keys.parked(name), keys.workflowStatusRuns('failed', name), keys.workflow(name)]) {
+        expect([other, pattern.test(other)]).toEqual([other, false]);
+      }
+    }
+    expect(keys.workflowOfRuns('{shop}:wf::runs')).toBeUndefined();
+    expect(keys.workflowOfRuns('{other}:wf:a:runs')).toBeUndefined();
+    expect(keys.workflowOfRuns(keys.workflowStatusRuns('failed', 'a:runs'))).toBeUndefined();
+  });
+
   it('builds the same keys as the Lua scripts, for every key shape a script builds, and no script builds one inline', () => {
     const lua = readFileSync(join(__dirname, '..', '..', 'lib', 'core', 'store', 'scripts', 'includes', 'keys.lua'), 'utf8');
     const twins: Record<string, (...args: string[]) => string> = {
