@@ -61,6 +61,17 @@ export function getDefaultRegistry(): WorkflowRegistry {
 const NAME = /^[A-Za-z0-9][\w.:\-/]{0,199}$/;
 
 /**
+ * A workflow name, wherever one is given (a definition, or a filter such as `prune({ workflow })`):
+ * 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.
+ */
+export function checkWorkflowName(name: unknown, what: string): string {
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new ConfigurationError(`${what} ${JSON.stringify(name)} is invalid. Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.`);
+  }
+  return name;
+}
+
+/**
  * An event name, checked where events are emitted: the same rule as the event names workflows
  * subscribe to, so an emit can never use a name no workflow could subscribe to.
  */
@@ -78,11 +89,7 @@ function createDefinition<TInput, TOutput>(
   options: WorkflowOptions<InputSchema | undefined, any>,
   handler: WorkflowHandler<TInput, TOutput>,
 ): WorkflowDefinition<TInput, TOutput> {
-  if (!NAME.test(name)) {
-    throw new ConfigurationError(
-      `Workflow name ${JSON.stringify(name)} is invalid. Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.`,
-    );
-  }
+  checkWorkflowName(name, 'Workflow name');
   assertWorkflowOptionKeys(`the options of workflow "${name}"`, options);
   if (typeof handler !== 'function') throw new ConfigurationError(`Workflow "${name}" needs a handler function, got ${typeof handler}.`);
   const queue = checkResourceName(options.queue ?? 'default', `queue of workflow "${name}"`);
