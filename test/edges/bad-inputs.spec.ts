@@ -428,13 +428,14 @@ add('syncRegistry owner with a newline', ConfigurationError, ['owner', '"a\\nb"'
 add('syncRegistry unknown option "prun"', ConfigurationError, ['Unknown option "prun" in syncRegistry options', 'Did you mean "prune"?'], () =>
   engine.client.syncRegistry(new WorkflowRegistry(), bad({ owner: 'bad-inputs-sync', prun: false })),
 );
-const WORKFLOW_RULE = 'is invalid. Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.';
-add('prune workflow ""', ConfigurationError, ['prune workflow "" is invalid.'], () => engine.client.prune({ olderThan: '1d', workflow: '' }));
-add('prune workflow "a b"', ConfigurationError, [`prune workflow "a b" ${WORKFLOW_RULE}`], () => engine.client.prune({ olderThan: '1d', workflow: 'a b' }));
-add('prune workflow "a|b"', ConfigurationError, ['prune workflow "a|b" is invalid'], () => engine.client.prune({ olderThan: '1d', workflow: 'a|b' }));
-add('prune workflow "*"', ConfigurationError, ['prune workflow "*" is invalid'], () => engine.client.prune({ olderThan: '1d', workflow: '*' }));
-add('prune workflow 42', ConfigurationError, ['prune workflow 42 is invalid'], () => engine.client.prune({ olderThan: '1d', workflow: bad(42) }));
-add('prune workflow of 201 characters', ConfigurationError, ['prune workflow', 'is invalid'], () => engine.client.prune({ olderThan: '1d', workflow: 'w'.repeat(201) }));
+const PRUNE_WORKFLOW = 'prune workflow must be a workflow name, got';
+const WORKFLOW_RULE = 'Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.';
+add('prune workflow ""', ConfigurationError, [`${PRUNE_WORKFLOW} "".`], () => engine.client.prune({ olderThan: '1d', workflow: '' }));
+add('prune workflow "a b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a b". ${WORKFLOW_RULE}`], () => engine.client.prune({ olderThan: '1d', workflow: 'a b' }));
+add('prune workflow "a|b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a|b".`], () => engine.client.prune({ olderThan: '1d', workflow: 'a|b' }));
+add('prune workflow "*"', ConfigurationError, [`${PRUNE_WORKFLOW} "*".`], () => engine.client.prune({ olderThan: '1d', workflow: '*' }));
+add('prune workflow 42', ConfigurationError, [`${PRUNE_WORKFLOW} 42.`], () => engine.client.prune({ olderThan: '1d', workflow: bad(42) }));
+add('prune workflow of 201 characters', ConfigurationError, [PRUNE_WORKFLOW, '(a string of 201 characters)'], () => engine.client.prune({ olderThan: '1d', workflow: 'w'.repeat(201) }));
 // Redis down: each of these was checked only after the first-call check, so it surfaced as RedisUnavailableError.
 add('Redis down: start idempotencyKey ""', ConfigurationError, ['idempotencyKey is an empty string'], () => down.start(plain, {}, { idempotencyKey: '' }));
 add('Redis down: runByName idempotencyKey of 513 characters', ConfigurationError, [IDEM_LENGTH], () => down.runByName('elsewhere', {}, { idempotencyKey: 'k'.repeat(513) }));
@@ -444,7 +445,7 @@ add('Redis down: emitEvent payload with NaN', OutputSerializationError, ['The pa
   down.emitEvent('order.paid', { total: NaN }),
 );
 add('Redis down: scheduleEvent idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () => down.scheduleEvent('order.paid', {}, { emitAt: Date.now() + 1_000, idempotencyKey: 'k', idempotencyTtl: 0 }));
-add('Redis down: prune workflow "a b"', ConfigurationError, ['prune workflow "a b" is invalid'], () => down.prune({ olderThan: '1d', workflow: 'a b' }));
+add('Redis down: prune workflow "a b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a b".`], () => down.prune({ olderThan: '1d', workflow: 'a b' }));
 add('Redis down: schedule every 10 ms', ConfigurationError, ['every'], () => down.schedule('s', { workflow: 'plain', every: 10 }));
 
 /** A registry with one workflow that sets no maxConcurrency, so `defaultMaxConcurrency` applies. */

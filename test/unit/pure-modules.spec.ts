@@ -207,7 +207,7 @@ describe('step records', () => {
 
   it('refuses a record that is not one, naming the run and the field', () => {
     expect(() => parseStepRecord('r9', 's:x', '[9,1,1,0]')).toThrow(CorruptRunDataError);
-    expect(() => parseStepRecord('r9', 's:x', '{"a":1}')).toThrow('field "s:x" is not a step record');
+    expect(() => parseStepRecord('r9', 's:x', '{"a":1}')).toThrow('field "s:x" (step "x") is not a step record');
     expect(() => parseStepRecord('r9', 's:x', 'not json')).toThrow(CorruptRunDataError);
   });
 
@@ -232,9 +232,9 @@ describe('step records', () => {
     ['a signal wait whose deadline is not a number', '[4,1,1,"approve","x"]'],
     ['an event wait whose match is not an object', '[5,1,1,"paid",0,[1]]'],
     ['text that is not JSON', '[5,1,'],
-  ])('refuses %s for replay with CorruptRunDataError naming the run and the field', (_, text) => {
+  ])('refuses %s for replay with CorruptRunDataError naming the run, the field and the step', (_, text) => {
     expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(CorruptRunDataError);
-    expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(/^Run "r9" has corrupt data in Redis \(field "s:pay" is not (a step record|valid JSON)\)/);
+    expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(/^Run "r9" has corrupt data in Redis \(field "s:pay" \(step "pay"\) is not (a step record|valid JSON)\)/);
   });
 });
 

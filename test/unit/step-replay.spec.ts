@@ -30,7 +30,7 @@ describe('step replay', () => {
       const runtime = new StepRuntime(replayOnly('run-7'), new Map([['s:pay', damaged]]));
       const replay = Promise.resolve().then(() => call(runtime, fn));
       await expect(replay).rejects.toThrow(CorruptRunDataError);
-      await expect(replay).rejects.toThrow(/^Run "run-7" has corrupt data in Redis \(field "s:pay" is not (a step record|valid JSON)\)/);
+      await expect(replay).rejects.toThrow(/^Run "run-7" has corrupt data in Redis \(field "s:pay" \(step "pay"\) is not (a step record|valid JSON)\)/);
     }
     expect(fn).not.toHaveBeenCalled();
   });

@@ -1,7 +1,7 @@
 import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotFoundError, RunNotResumableError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
-import { checkWorkflowName } from '../definition/workflow';
+import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
 import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
 
 import { RunProducer } from './producer';
@@ -118,7 +118,10 @@ export class RunControl extends RunProducer {
     }
     const olderThanMs = checkDuration(options.olderThan, 'prune olderThan', { allowZero: true });
     const statuses = checkPruneStatuses(options.statuses);
-    const workflow = options.workflow === undefined ? undefined : checkWorkflowName(options.workflow, 'prune workflow');
+    const { workflow } = options;
+    if (workflow !== undefined && !isWorkflowName(workflow)) {
+      throw new ConfigurationError(`prune workflow must be a workflow name, got ${describeValue(workflow)}. ${WORKFLOW_NAME_RULE}`);
+    }
     const cutoff = this.clock.now() - olderThanMs;
     let deleted = 0;
     for (;;) {

@@ -99,11 +99,18 @@ const isDeadline = (v: unknown): boolean => v === undefined || isNumber(v);
 
 /**
  * Decodes a step record (`field` is its run-hash field, `s:<step name>`): the one reader of step
- * records in TypeScript. `CorruptRunDataError` naming the run and the field when it is not one.
+ * records in TypeScript. `CorruptRunDataError` naming the run, the field and the step when it is
+ * not one.
  */
 export function decodeStepRecord(runId: string, field: string, text: string): StoredStep {
-  const r = decodeJson(text, runId, field) as unknown[];
-  const corrupt = () => new CorruptRunDataError(runId, `field "${field}" is not a step record`);
+  const where = `field "${field}" (step "${field.slice(STEP_FIELD_PREFIX.length)}")`;
+  let r: unknown[];
+  try {
+    r = JSON.parse(text) as unknown[];
+  } catch {
+    throw new CorruptRunDataError(runId, `${where} is not valid JSON`);
+  }
+  const corrupt = () => new CorruptRunDataError(runId, `${where} is not a step record`);
   if (!Array.isArray(r) || r.length < 4 || !isNumber(r[1]) || !isNumber(r[2])) throw corrupt();
   const base = { seq: r[1], attempt: r[2] };
   switch (r[0]) {
