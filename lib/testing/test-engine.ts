@@ -66,6 +66,8 @@ export class RedflowTestEngine {
     this.owned = connection.owned;
     this.prefix = options.prefix ?? `test:${randomBytes(5).toString('hex')}`;
     this.client = createClient({ redis: this.redis, prefix: this.prefix, registry: this.registry, clock: this.clock });
+    // The client leaves a connection it was given alone: the one opened here logs its errors through it.
+    if (this.owned) this.client.health.watch(this.redis);
     this.runner = new TestRunner(this.client, this.clock);
   }
 

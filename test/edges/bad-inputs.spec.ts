@@ -99,6 +99,25 @@ async function workerWith(options: Record<string, unknown>) {
   return worker;
 }
 
+/**
+ * Stops a worker with bad options: the call must reject without stopping it. The worker is then
+ * stopped properly (a stop that wrongly accepted them is the same stop).
+ */
+async function stopWith(options: unknown) {
+  const worker = await startWorker({ app: 'bad-inputs', client: engine.client, registry: new WorkflowRegistry(), queues: ['bad-inputs-unused'] });
+  try {
+    await worker.stop(options as never);
+  } finally {
+    await worker.stop({ timeoutMs: 0 });
+  }
+}
+
+/**
+ * A client whose Redis is down (nothing listens on port 1), so every call is its first: input must
+ * be reported as bad before the first-call check, which would reject with RedisUnavailableError.
+ */
+let down: ReturnType<typeof createClient>;
+
 let defined = 0;
 /** Defines a workflow with the given options under a fresh valid name (unless `name` is given). */
 const define = (options: unknown, name = `bad-def-${++defined}`) => engine.registry.define(name, options as WorkflowOptions, () => null);
@@ -179,6 +198,13 @@ add('startWorker defaultMaxConcurrency 0', ConfigurationError, ['defaultMaxConcu
 );
 add('startWorker maxPayloadBytes 0 (with a client)', ConfigurationError, ['maxPayloadBytes', 'got 0'], () => workerWith({ maxPayloadBytes: 0 }));
 add('startWorker prefix "a b" (with a client)', ConfigurationError, ['prefix'], () => workerWith({ prefix: 'a b' }));
+add('worker.stop unknown option "timout"', ConfigurationError, ['Unknown option "timout" in worker.stop options', 'Known options: timeoutMs.'], () => stopWith({ timout: 5 }));
+add('worker.stop unknown option "timeout"', ConfigurationError, ['Unknown option "timeout" in worker.stop options', 'Did you mean "timeoutMs"?'], () => stopWith({ timeout: 5 }));
+add('worker.stop timeoutMs NaN', ConfigurationError, ['worker.stop timeoutMs must be a duration >= 0 and at most 24 days', 'got NaN'], () => stopWith({ timeoutMs: NaN }));
+add('worker.stop timeoutMs -1', ConfigurationError, ['worker.stop timeoutMs must be a duration >= 0', 'got -1'], () => stopWith({ timeoutMs: -1 }));
+add('worker.stop timeoutMs 1e20', ConfigurationError, ['worker.stop timeoutMs', 'got 100000000000000000000'], () => stopWith({ timeoutMs: 1e20 }));
+add('worker.stop timeoutMs "abc"', ConfigurationError, ['worker.stop timeoutMs', 'got "abc"'], () => stopWith({ timeoutMs: 'abc' }));
+add('worker.stop options 5000 (not an object)', ConfigurationError, ['worker.stop options must be an object', 'got 5000'], () => stopWith(5_000));
 add('startWorker prefix "a b" (without a client)', ConfigurationError, [`${PREFIX} must not contain whitespace`, 'got "a b"'], () =>
   startWorker({ app: 'bad-inputs', redis: engine.redis, prefix: 'a b', registry: new WorkflowRegistry(), queues: ['bad-inputs-unused'] }).then((w) => w.stop({ timeoutMs: 0 })),
 );
@@ -404,6 +430,26 @@ add('syncRegistry owner with a newline', ConfigurationError, ['owner', '"a\\nb"'
 add('syncRegistry unknown option "prun"', ConfigurationError, ['Unknown option "prun" in syncRegistry options', 'Did you mean "prune"?'], () =>
   engine.client.syncRegistry(new WorkflowRegistry(), bad({ owner: 'bad-inputs-sync', prun: false })),
 );
+const PRUNE_WORKFLOW = 'prune workflow must be a workflow name, got';
+const WORKFLOW_RULE = 'Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.';
+add('prune workflow ""', ConfigurationError, [`${PRUNE_WORKFLOW} "".`], () => engine.client.prune({ olderThan: '1d', workflow: '' }));
+add('prune workflow "a b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a b". ${WORKFLOW_RULE}`], () => engine.client.prune({ olderThan: '1d', workflow: 'a b' }));
+add('prune workflow "a|b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a|b".`], () => engine.client.prune({ olderThan: '1d', workflow: 'a|b' }));
+add('prune workflow "*"', ConfigurationError, [`${PRUNE_WORKFLOW} "*".`], () => engine.client.prune({ olderThan: '1d', workflow: '*' }));
+add('prune workflow 42', ConfigurationError, [`${PRUNE_WORKFLOW} 42.`], () => engine.client.prune({ olderThan: '1d', workflow: bad(42) }));
+add('prune workflow of 201 characters', ConfigurationError, [PRUNE_WORKFLOW, '(a string of 201 characters)'], () => engine.client.prune({ olderThan: '1d', workflow: 'w'.repeat(201) }));
+// Redis down: each of these was checked only after the first-call check, so it surfaced as RedisUnavailableError.
+add('Redis down: start idempotencyKey ""', ConfigurationError, ['idempotencyKey is an empty string'], () => down.start(plain, {}, { idempotencyKey: '' }));
+add('Redis down: runByName idempotencyKey of 513 characters', ConfigurationError, [IDEM_LENGTH], () => down.runByName('elsewhere', {}, { idempotencyKey: 'k'.repeat(513) }));
+add('Redis down: emitEvent idempotencyKey ""', ConfigurationError, ['emitEvent idempotencyKey is an empty string'], () => down.emitEvent('order.paid', {}, { idempotencyKey: '' }));
+add('Redis down: emitEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], () => down.emitEvent('order.paid', {}, { emitAt: 1e20 }));
+add('Redis down: emitEvent payload with NaN', OutputSerializationError, ['The payload of event "order.paid" cannot be stored as JSON: $.total is NaN'], () =>
+  down.emitEvent('order.paid', { total: NaN }),
+);
+add('Redis down: scheduleEvent idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () => down.scheduleEvent('order.paid', {}, { emitAt: Date.now() + 1_000, idempotencyKey: 'k', idempotencyTtl: 0 }));
+add('Redis down: prune workflow "a b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a b".`], () => down.prune({ olderThan: '1d', workflow: 'a b' }));
+add('Redis down: schedule every 10 ms', ConfigurationError, ['every'], () => down.schedule('s', { workflow: 'plain', every: 10 }));
+
 /** A registry with one workflow that sets no maxConcurrency, so `defaultMaxConcurrency` applies. */
 const syncWithDefault = (defaultMaxConcurrency: number) => {
   const registry = new WorkflowRegistry();
@@ -527,11 +573,17 @@ describe('bad inputs are rejected with a named error that names the option', () 
       engine.registry.define(name, { maxConcurrency: Infinity, ...options }, ({ step }) => handler({ step }));
     }
     small = createClient({ redis: engine.redis, prefix: engine.prefix, registry: engine.registry, maxPayloadBytes: 100 });
+    const quiet = { log: () => undefined, warn: () => undefined, error: () => undefined };
+    down = createClient({ url: 'redis://127.0.0.1:1', prefix: engine.prefix, registry: engine.registry, commandTimeoutMs: 500, logger: quiet });
     await engine.worker({ concurrency: 8 });
   });
 
   afterAll(async () => {
     await small?.close();
+    // Its Redis never answers: drop the connection first, so that close() does not wait on a
+    // command a wrongly accepted case left queued.
+    down?.redis.disconnect();
+    await down?.close();
     await engine?.close();
   });
 

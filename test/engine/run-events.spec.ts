@@ -1,4 +1,5 @@
 import { ConfigurationError, createClient, RUN_EVENT_TYPES, type RunEvent, type RunEventType, type RedisConnection, type RunEventsOptions, type WorkflowContext } from '../../lib';
+import { Redis } from 'ioredis';
 import { RunEventStream } from '../../lib/core/client/run-events-reader';
 import { TestEngine, clusterMode, eventually } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
@@ -220,8 +221,19 @@ describe('run event stream: backpressure and outages', () => {
     }
   }, 30_000);
 
-  it('after a Redis restart, reads on from the last id it read: no duplicates, no gaps', async () => {
+  it('after a Redis restart, reads on from the last id it read: no duplicates, no gaps, and no "[ioredis]" line on stderr', async () => {
     if (clusterMode) return; // one server of its own, killed and restarted
+    // Every connection, the stream's own included, has an error listener: ioredis prints
+    // "[ioredis] Unhandled error event" (console.error) only for one without. Under jest it skips
+    // that print (its `error instanceof Error` fails across jest's realms), so the test also counts
+    // what it would print: an error emitted on a connection with no error listener.
+    const silentEmit = jest.spyOn(Redis.prototype as unknown as { silentEmit: (event: string, arg: unknown) => boolean }, 'silentEmit');
+    const printed: string[] = [];
+    const consoleError = jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void printed.push(args.map(String).join(' ')));
+    const stderrWrite = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
     const server = await OwnRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
     const client = createClient({ url: server.url, prefix: 'restart', logger: { warn: () => undefined, error: () => undefined } as never });
     const key = client.keys.events();
@@ -236,14 +248,28 @@ describe('run event stream: backpressure and outages', () => {
         }
       })();
       await eventually(() => ids.length === 100);
+      // The stream's connection schedules a second reconnect only after a first one failed
+      // (ECONNREFUSED: an error event) while Redis was down.
+      let reconnects = 0;
+      (stream as unknown as { connection: RedisConnection }).connection.on('reconnecting', () => reconnects++);
       await server.kill();
+      await eventually(() => reconnects >= 2, 10_000);
       await server.restart();
       await eventually(async () => (await client.redis.ping().catch(() => '')) === 'PONG', 10_000);
       await writeEvents(client.redis, key, 100, 100);
       await reading;
       expect(ids).toEqual(await streamIds(client.redis, key));
       expect(new Set(ids).size).toBe(200);
+      await stream.close();
+      await client.close();
+      expect(printed.filter((line) => line.includes('[ioredis]'))).toEqual([]);
+      const errors = silentEmit.mock.calls.flatMap(([event, arg], i) => (event === 'error' ? [{ error: String(arg), listened: (silentEmit.mock.contexts[i] as Redis).listenerCount('error') > 0 }] : []));
+      expect(errors.length).toBeGreaterThan(0); // the connections did see Redis go away
+      expect(errors.filter((e) => !e.listened)).toEqual([]);
     } finally {
+      silentEmit.mockRestore();
+      consoleError.mockRestore();
+      stderrWrite.mockRestore();
       await stream.close();
       await client.close();
       await server.stop();

@@ -9,7 +9,7 @@ import { WorkflowRegistry } from '../../lib/core/definition/workflow';
 import type { RunInfo } from '../../lib/core/definition/workflow-types';
 import { RedflowKeys } from '../../lib/core/store/keys';
 import { parseRun, summarizeRun } from '../../lib/core/store/run-record';
-import { encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, encodeTriesRecord, parseStepRecord, parseTriesRecord } from '../../lib/core/store/step-record';
+import { decodeStepRecord, encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, encodeTriesRecord, parseStepRecord, parseTriesRecord } from '../../lib/core/store/step-record';
 
 /** The pure modules of the engine: no Redis, no timers. `npm run test:unit` runs these alone. */
 
@@ -78,6 +78,22 @@ describe('keys', () => {
       '{shop}:wfstatus:failed:a:b',
       '{shop}:idem:w|k|1',
     ]);
+  });
+
+  it('finds the runs index of every workflow, and only those, and reads the workflow back from its key', () => {
+    const glob = (pattern: string) => new RegExp(`^${keys.base.replace(/[{}]/g, '\\$&')}${pattern.replace(/\*/g, '.*')}$`);
+    const pattern = glob(keys.workflowRunsPattern());
+    const names = ['checkout', 'a:b', 'x:runs', 'y:active', 'p|q'];
+    for (const name of names) {
+      expect(pattern.test(keys.workflowRuns(name))).toBe(true);
+      expect(keys.workflowOfRuns(keys.workflowRuns(name))).toBe(name);
+      for (const other of [keys.active(name), keys.parked(name), keys.workflowStatusRuns('failed', name), keys.workflow(name)]) {
+        expect([other, pattern.test(other)]).toEqual([other, false]);
+      }
+    }
+    expect(keys.workflowOfRuns('{shop}:wf::runs')).toBeUndefined();
+    expect(keys.workflowOfRuns('{other}:wf:a:runs')).toBeUndefined();
+    expect(keys.workflowOfRuns(keys.workflowStatusRuns('failed', 'a:runs'))).toBeUndefined();
   });
 
   it('builds the same keys as the Lua scripts, for every key shape a script builds, and no script builds one inline', () => {
@@ -191,8 +207,34 @@ describe('step records', () => {
 
   it('refuses a record that is not one, naming the run and the field', () => {
     expect(() => parseStepRecord('r9', 's:x', '[9,1,1,0]')).toThrow(CorruptRunDataError);
-    expect(() => parseStepRecord('r9', 's:x', '{"a":1}')).toThrow('field "s:x" is not a step record');
+    expect(() => parseStepRecord('r9', 's:x', '{"a":1}')).toThrow('field "s:x" (step "x") is not a step record');
     expect(() => parseStepRecord('r9', 's:x', 'not json')).toThrow(CorruptRunDataError);
+  });
+
+  it('decodes each kind of record for replay, with the deadline of a wait 0 when it has none', () => {
+    expect(decodeStepRecord('r', 's:a', encodeSuccessRecord(1, 2, 5_000, 40, '{"id":"ch_1"}'))).toEqual({ kind: 'succeeded', seq: 1, attempt: 2, finishedAt: 5_000, durationMs: 40, output: { id: 'ch_1' } });
+    expect(decodeStepRecord('r', 's:a', encodeSuccessRecord(1, 2, 5_000, 40, ''))).toEqual({ kind: 'succeeded', seq: 1, attempt: 2, finishedAt: 5_000, durationMs: 40, output: undefined });
+    expect(decodeStepRecord('r', 's:a', encodeFailureRecord(1, 1, 9, 2, '{"name":"Error","message":"x"}'))).toEqual({ kind: 'failed', seq: 1, attempt: 1, finishedAt: 9, durationMs: 2, error: { name: 'Error', message: 'x' } });
+    expect(decodeStepRecord('r', 's:a', encodeSleepRecord(2, 1, 77))).toEqual({ kind: 'sleeping', seq: 2, attempt: 1, wakeAt: 77 });
+    expect(decodeStepRecord('r', 's:a', '[3,5,1,"r.kid",0]')).toEqual({ kind: 'child', seq: 5, attempt: 1, childRunId: 'r.kid', deadline: 0 });
+    expect(decodeStepRecord('r', 's:a', '[4,5,1,"approve",900]')).toEqual({ kind: 'signal', seq: 5, attempt: 1, signal: 'approve', deadline: 900 });
+    expect(decodeStepRecord('r', 's:a', '[5,5,1,"paid",0,{"order":1}]')).toEqual({ kind: 'event', seq: 5, attempt: 1, event: 'paid', deadline: 0, match: { order: 1 } });
+  });
+
+  it.each([
+    ['an unknown kind', '[9,1,1,0]'],
+    ['an object', '{"a":1}'],
+    ['a seq that is not a number', '[1,"1",1,0,0]'],
+    ['a success without its duration', '[1,1,1,0]'],
+    ['a failure without its error', '[0,1,1,0,0]'],
+    ['a sleep without its wake time', '[2,1,1,"soon"]'],
+    ['a child wait whose child id is not a string', '[3,1,1,7,0]'],
+    ['a signal wait whose deadline is not a number', '[4,1,1,"approve","x"]'],
+    ['an event wait whose match is not an object', '[5,1,1,"paid",0,[1]]'],
+    ['text that is not JSON', '[5,1,'],
+  ])('refuses %s for replay with CorruptRunDataError naming the run, the field and the step', (_, text) => {
+    expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(CorruptRunDataError);
+    expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(/^Run "r9" has corrupt data in Redis \(field "s:pay" \(step "pay"\) is not (a step record|valid JSON)\)/);
   });
 });
 

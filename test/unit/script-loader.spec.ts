@@ -74,9 +74,39 @@ describe('Lua scripts', () => {
     for (const name of ['cleanup', 'prune'] as const) expect([name, code(read(join(DIR, scriptFile(name)))).includes('delete_run(')]).toEqual([name, true]);
   });
 
-  it('step records are built and recognized in includes/step-record.lua only', () => {
+  it('step records are built, recognized and read in includes/step-record.lua only', () => {
     const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
-    const building = all.filter((file) => /'\[[0-4],?'|'\[' \.\./.test(code(read(join(DIR, file)))));
-    expect(building).toEqual(['includes/step-record.lua']);
+    const ways = {
+      // '[1,' .. seq, '[3': a record's head, built or compared (kinds 0 to 5)
+      head: /'\[\d/,
+      // '[' .. kind: a record built from its parts
+      built: /'\[' \.\./,
+      // '^%[5,%d+,', ',(%d+)%]$': a Lua pattern over a JSON array, that is a step or tries record
+      pattern: /'[^'\n]*%[[[\]][^'\n]*'/,
+      // cjson.decode: only of the registry JSON sent by sync-registry and of an error's JSON
+      decoded: /cjson\.decode/,
+    };
+    const decodesOther: Record<string, string> = { 'sync-registry-3.lua': 'cjson.decode(ARGV[i])', 'includes/run-events.lua': 'pcall(cjson.decode, errorJson)' };
+    const found = all.flatMap((file) => {
+      const lua = code(read(join(DIR, file)));
+      return Object.entries(ways)
+        .filter(([way, pattern]) => pattern.test(way === 'decoded' && decodesOther[file] ? lua.replace(decodesOther[file], '') : lua))
+        .map(([way]) => `${file}: ${way}`);
+    });
+    expect(found.filter((f) => !f.startsWith('includes/step-record.lua:'))).toEqual([]);
+    expect(found).toEqual(expect.arrayContaining(['includes/step-record.lua: head', 'includes/step-record.lua: pattern']));
+  });
+
+  it('the step-record check above sees each way a record used to be read outside step-record.lua', () => {
+    const readers = [
+      `local deadline = tonumber(string.match(waiting, '^%[5,%d+,%d+,"[^"]*",(%d+),') or '0')`,
+      `local deadline = tonumber(string.match(waiting, ',(%d+)%]$') or '0')`,
+      `local ok, attempt, at = string.match(value, '^%[([01]),%d+,(%d+),(%d+),')`,
+      `local attempt, due, rest = string.match(value, '^%[%d+,(%d+),%d+,(%d+),(.*)%]$')`,
+      `local decoded = select(2, pcall(cjson.decode, value))`,
+      `if string.sub(record, 1, 2) == '[5' then`,
+    ];
+    const ways = [/'\[\d/, /'\[' \.\./, /'[^'\n]*%[[[\]][^'\n]*'/, /cjson\.decode/];
+    for (const line of readers) expect([line, ways.some((way) => way.test(line))]).toEqual([line, true]);
   });
 });

@@ -141,7 +141,8 @@ export class RunProducer extends RunHandles {
     const now = this.clock.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options.idempotencyTtl);
-    const result = await this.call(() => this.scripts.enqueue({
+    // Every argument is checked before the call: bad input is reported as such even when Redis is down.
+    const run = {
       runId: newRunId(),
       workflow,
       queue,
@@ -154,7 +155,8 @@ export class RunProducer extends RunHandles {
       debounce: flow.debounce,
       localFlow,
       extra: flow.extra,
-    }));
+    };
+    const result = await this.call(() => this.scripts.enqueue(run));
     if (result.kind === 'unknown') throw this.registry.unknownWorkflow(workflow);
     if (result.kind === 'dynamic') throw dynamicFlowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
@@ -184,13 +186,14 @@ export class RunProducer extends RunHandles {
     }
     // As stored: what JSON makes of it (Dates become strings), checked for size and JSON-safety.
     const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.maxPayloadBytes)) as unknown;
-    const result = await this.call(() => this.scripts.schedule({
+    const schedule = {
       cronId: runtimeCronId(id),
       def: encodeCron(workflow, { ...tick, input: stored }),
       next: nextCronTick(workflow, tick, this.clock.now()),
       workflow,
       local: definition !== undefined,
-    }));
+    };
+    const result = await this.call(() => this.scripts.schedule(schedule));
     if (result.outcome === 'unknown') throw this.registry.unknownWorkflow(workflow);
     if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
     const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
@@ -211,7 +214,8 @@ export class RunProducer extends RunHandles {
   async emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
     assertKnownKeys('emitEvent options', options, EMIT_EVENT_OPTION_KEYS);
     checkEventName(event, 'The event name of emitEvent');
-    const { runIds } = await this.call(() => this.scripts.emitEvent({
+    // Every argument is checked before the call: bad input is reported as such even when Redis is down.
+    const emit = {
       eventId: `ev${newRunId()}`,
       event,
       payload: encodeJson(payload, `The payload of event "${event}"`, this.maxPayloadBytes),
@@ -220,7 +224,8 @@ export class RunProducer extends RunHandles {
       emitAt: timeOption(options.emitAt, 'emitAt'),
       idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),
       idempotencyTtlSec: idempotencyTtlSec(options.idempotencyTtl),
-    }));
+    };
+    const { runIds } = await this.call(() => this.scripts.emitEvent(emit));
     return runIds;
   }
 

@@ -1,6 +1,7 @@
 import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotFoundError, RunNotResumableError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
+import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
 import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
 
 import { RunProducer } from './producer';
@@ -118,8 +119,8 @@ export class RunControl extends RunProducer {
     const olderThanMs = checkDuration(options.olderThan, 'prune olderThan', { allowZero: true });
     const statuses = checkPruneStatuses(options.statuses);
     const { workflow } = options;
-    if (workflow !== undefined && (typeof workflow !== 'string' || !workflow)) {
-      throw new ConfigurationError(`prune workflow must be a workflow name, got ${describeValue(workflow)}.`);
+    if (workflow !== undefined && !isWorkflowName(workflow)) {
+      throw new ConfigurationError(`prune workflow must be a workflow name, got ${describeValue(workflow)}. ${WORKFLOW_NAME_RULE}`);
     }
     const cutoff = this.clock.now() - olderThanMs;
     let deleted = 0;

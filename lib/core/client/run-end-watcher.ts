@@ -1,5 +1,4 @@
-import { Cluster, type Redis } from 'ioredis';
-import { closeConnection, type RedisConnection } from '../store/connection';
+import { closeConnection, subscriberConnection, type RedisConnection } from '../store/connection';
 import type { RedisHealth } from '../store/redis-health';
 import type { EndedStatus } from '../definition/types';
 
@@ -25,19 +24,6 @@ const SWEEP_MS = 15_000;
 /** The subscription outlives its last listener this long, so back-to-back waits do not resubscribe. */
 const LINGER_MS = 2_000;
 const ENDED = new Set<string>(['succeeded', 'failed', 'canceled']);
-
-/**
- * The connection to subscribe on. On a Cluster, a plain connection to one node: PUBLISH reaches
- * every node, and a plain connection reports its reconnects (a Cluster's subscriber does not).
- * It gives up after a few failed reconnects ('end'), and the watcher picks a node again.
- */
-function subscriberFor(redis: RedisConnection): Redis | Cluster {
-  if (!(redis instanceof Cluster)) return redis.duplicate();
-  const nodes = redis.nodes('master');
-  if (nodes.length === 0) return redis.duplicate();
-  const node = nodes[Math.floor(Math.random() * nodes.length)];
-  return node.duplicate({ retryStrategy: (times: number) => (times > 10 ? null : Math.min(times * 100, 1_000)) });
-}
 
 /**
  * Wakes `result()` and `waitForRun` when a run ends, without polling. `end_run` (end-run.lua)
@@ -100,9 +86,9 @@ export class RunEndWatcher {
   subscribe(): Promise<void> {
     if (this.closed) return Promise.resolve();
     if (this.subscribed) return this.subscribed;
-    const connection = subscriberFor(this.redis);
+    // On a Cluster, one node's connection, which gives up ('end') after a few failed reconnects.
+    const connection = subscriberConnection(this.redis, this.health);
     this.connection = connection;
-    this.health.watch(connection);
     connection.on('message', (_channel: string, message: string) => this.onMessage(message));
     let dropped = false;
     connection.on('close', () => (dropped = true));

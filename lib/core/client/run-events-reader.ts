@@ -1,4 +1,4 @@
-import { duplicateConnection, type RedisConnection } from '../store/connection';
+import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
 import { outageKind } from '../store/redis-health';
 import { toRunEvent, type RunEvent, type RunEventType } from '../definition/run-events';
 import type { RedflowLogger } from '../definition/types';
@@ -43,6 +43,8 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
     private readonly key: string,
     private readonly settings: RunEventReaderSettings,
     private readonly logger: RedflowLogger,
+    /** Takes the errors of the stream's own connection (the client's RedisHealth). */
+    watcher: ConnectionWatcher,
     /** Called once when the stream closes (the client stops tracking it). */
     private readonly onClose: () => void = () => undefined,
   ) {
@@ -57,7 +59,7 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
         this.fail(error);
       },
     );
-    this.connection = duplicateConnection(redis);
+    this.connection = duplicateConnection(redis, watcher);
     this.pump = this.ready.then(() => this.read());
   }
 

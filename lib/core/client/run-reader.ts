@@ -64,7 +64,7 @@ export class RunReader extends ClientCore {
    */
   events(options?: RunEventsOptions): RunEventStream {
     const settings = checkRunEventsOptions(options);
-    const stream: RunEventStream = new RunEventStream(this.redis, this.keys.events(), settings, this.logger, () => this.openStreams.delete(stream));
+    const stream: RunEventStream = new RunEventStream(this.redis, this.keys.events(), settings, this.logger, this.health, () => this.openStreams.delete(stream));
     this.openStreams.add(stream);
     return stream;
   }
@@ -263,11 +263,12 @@ export class RunReader extends ClientCore {
 
   /** Names of the workflows that have a runs index, registered or not (a deleted workflow's runs stay). */
   protected async workflowsWithRuns(): Promise<string[]> {
-    const head = `${this.keys.base}wf:`;
     const names: string[] = [];
-    // `wf:<name>:active` and `wf:<name>:parked` never end in ":runs"; `wfstatus:` keys do not start with "wf:".
-    await scanPrefix(this.redis, this.keys, 'wf:*:runs', async (keys) => {
-      for (const key of keys) names.push(key.slice(head.length, -':runs'.length));
+    await scanPrefix(this.redis, this.keys, this.keys.workflowRunsPattern(), async (keys) => {
+      for (const key of keys) {
+        const name = this.keys.workflowOfRuns(key);
+        if (name !== undefined) names.push(name);
+      }
     });
     return names.sort();
   }

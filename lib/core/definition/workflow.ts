@@ -71,6 +71,17 @@ export function getDefaultRegistry(): WorkflowRegistry {
 
 const NAME = /^[A-Za-z0-9][\w.:\-/]{0,199}$/;
 
+/** What a workflow name may be, as a sentence for error messages. */
+export const WORKFLOW_NAME_RULE = 'Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.';
+
+/**
+ * True for a valid workflow name, wherever one is given (a definition, or a filter such as
+ * `prune({ workflow })`): see WORKFLOW_NAME_RULE.
+ */
+export function isWorkflowName(name: unknown): name is string {
+  return typeof name === 'string' && NAME.test(name);
+}
+
 /**
  * An event name, checked where events are emitted: the same rule as the event names workflows
  * subscribe to, so an emit can never use a name no workflow could subscribe to.
@@ -89,11 +100,7 @@ function createDefinition<TInput, TOutput>(
   options: WorkflowOptions<InputSchema | undefined, any>,
   handler: WorkflowHandler<TInput, TOutput>,
 ): WorkflowDefinition<TInput, TOutput> {
-  if (!NAME.test(name)) {
-    throw new ConfigurationError(
-      `Workflow name ${JSON.stringify(name)} is invalid. Use 1-200 letters, digits, ".", ":", "-", "_" or "/", starting with a letter or digit.`,
-    );
-  }
+  if (!isWorkflowName(name)) throw new ConfigurationError(`Workflow name ${JSON.stringify(name)} is invalid. ${WORKFLOW_NAME_RULE}`);
   assertWorkflowOptionKeys(`the options of workflow "${name}"`, options);
   if (typeof handler !== 'function') throw new ConfigurationError(`Workflow "${name}" needs a handler function, got ${typeof handler}.`);
   const queue = checkResourceName(options.queue ?? 'default', `queue of workflow "${name}"`);

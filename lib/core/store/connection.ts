@@ -49,7 +49,42 @@ export async function closeConnection(redis: RedisConnection): Promise<void> {
 /** How long closing waits for Redis to answer QUIT before dropping the connection. */
 const QUIT_TIMEOUT_MS = 1_000;
 
-/** A second connection to the same server(s), for blocking commands or subscriptions. */
-export function duplicateConnection(redis: RedisConnection): RedisConnection {
-  return redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+/**
+ * Where the errors of a connection the library opens go (a `RedisHealth`): every such connection
+ * has an `error` listener, so ioredis never prints "Unhandled error event".
+ */
+export interface ConnectionWatcher {
+  watch(connection: RedisConnection): void;
+}
+
+/**
+ * A copy of `redis` with its options. The two branches do the same at run time: ioredis types
+ * `Redis#duplicate` and `Cluster#duplicate` differently, so a union cannot call either.
+ */
+function copyOf(redis: RedisConnection): RedisConnection {
+  if (redis instanceof Cluster) return redis.duplicate();
+  return redis.duplicate();
+}
+
+/** A second connection to the same server(s), for blocking commands or reading a stream; watched by `watcher`. */
+export function duplicateConnection(redis: RedisConnection, watcher: ConnectionWatcher): RedisConnection {
+  const connection = copyOf(redis);
+  watcher.watch(connection);
+  return connection;
+}
+
+/**
+ * A connection to subscribe on, watched by `watcher`. On a Cluster, a plain connection to one
+ * master node, picked at random: PUBLISH reaches every node, and a plain connection reports its
+ * reconnects (a Cluster's subscriber does not). It gives up after about ten failed reconnects
+ * ('end'), so that the caller can pick a node again.
+ */
+export function subscriberConnection(redis: RedisConnection, watcher: ConnectionWatcher): RedisConnection {
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [];
+  const connection =
+    nodes.length === 0
+      ? copyOf(redis)
+      : nodes[Math.floor(Math.random() * nodes.length)].duplicate({ retryStrategy: (times: number) => (times > 10 ? null : Math.min(times * 100, 1_000)) });
+  watcher.watch(connection);
+  return connection;
 }

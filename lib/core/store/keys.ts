@@ -89,6 +89,21 @@ export class RedflowKeys {
     return `${this.base}wf:${workflow}:runs`;
   }
   /**
+   * The glob (after `{prefix}:`, as `scanPrefix` takes it) of every workflow's `workflowRuns` key.
+   * It matches no other key: `wf:<name>:active` and `wf:<name>:parked` never end in ":runs", and
+   * `wfstatus:` keys do not start with "wf:".
+   */
+  workflowRunsPattern(): string {
+    return 'wf:*:runs';
+  }
+  /** The workflow whose `workflowRuns` key `key` is (a key found with `workflowRunsPattern`), or undefined when it is none. */
+  workflowOfRuns(key: string): string | undefined {
+    const head = `${this.base}wf:`;
+    const tail = ':runs';
+    if (!key.startsWith(head) || !key.endsWith(tail) || key.length <= head.length + tail.length) return undefined;
+    return key.slice(head.length, -tail.length);
+  }
+  /**
    * Runs of one workflow in one status, scored like the status indexes (running included, by
    * creation time). The status is one of six words without `:` and the workflow name ends the key,
    * so `wfstatus:<status>:<workflow>` splits one way only; its first segment is its own.

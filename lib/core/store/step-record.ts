@@ -4,7 +4,8 @@ import { decodeJson } from './serialization';
 
 /**
  * The step record codec on the TypeScript side: every step record the engine writes or reads goes
- * through this file (its Lua twin is `scripts/includes/step-record.lua`). A step's record is the
+ * through this file: the `encode...` functions write them and `decodeStepRecord` alone reads them
+ * (its Lua twin is `scripts/includes/step-record.lua`). A step's record is the
  * run-hash field `s:<step name>`, a JSON array short enough that small runs keep Redis's compact
  * hash encoding. By its first element:
  * - `[1, seq, attempt, finishedAt, durationMs, output?]`: succeeded (for child runs, the child's output)
@@ -14,7 +15,6 @@ import { decodeJson } from './serialization';
  * - `[4, seq, attempt, signalName, deadline]`: waiting for a signal (deadline 0 = none)
  * - `[5, seq, attempt, eventName, deadline, match]`: waiting for an event (deadline 0 = none)
  */
-export type StepRecord = [kind: 0 | 1 | 2 | 3 | 4 | 5, seq: number, attempt: number, a: unknown, b?: unknown, value?: unknown];
 
 /** Prefix of step record fields in the run hash. */
 export const STEP_FIELD_PREFIX = 's:';
@@ -73,12 +73,78 @@ export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number):
   return `[2,${seq},${attempt},${wakeAt}]`;
 }
 
+/** What every step record holds first: its order among the run's records and its run attempt. */
+interface StoredStepBase {
+  seq: number;
+  attempt: number;
+}
+
+/**
+ * A step record read back and checked: what replay and the public step state are built from.
+ * `deadline` is 0 when the wait has none.
+ */
+export type StoredStep = StoredStepBase &
+  (
+    | { kind: 'succeeded'; finishedAt: number; durationMs: number; output: unknown }
+    | { kind: 'failed'; finishedAt: number; durationMs: number; error: unknown }
+    | { kind: 'sleeping'; wakeAt: number }
+    | { kind: 'child'; childRunId: string; deadline: number }
+    | { kind: 'signal'; signal: string; deadline: number }
+    | { kind: 'event'; event: string; deadline: number; match: Record<string, unknown> }
+  );
+
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+/** A wait's deadline: a number, 0 for none. */
+const isDeadline = (v: unknown): boolean => v === undefined || isNumber(v);
+
+/**
+ * Decodes a step record (`field` is its run-hash field, `s:<step name>`): the one reader of step
+ * records in TypeScript. `CorruptRunDataError` naming the run, the field and the step when it is
+ * not one.
+ */
+export function decodeStepRecord(runId: string, field: string, text: string): StoredStep {
+  const where = `field "${field}" (step "${field.slice(STEP_FIELD_PREFIX.length)}")`;
+  let r: unknown[];
+  try {
+    r = JSON.parse(text) as unknown[];
+  } catch {
+    throw new CorruptRunDataError(runId, `${where} is not valid JSON`);
+  }
+  const corrupt = () => new CorruptRunDataError(runId, `${where} is not a step record`);
+  if (!Array.isArray(r) || r.length < 4 || !isNumber(r[1]) || !isNumber(r[2])) throw corrupt();
+  const base = { seq: r[1], attempt: r[2] };
+  switch (r[0]) {
+    case 0:
+    case 1:
+      if (r.length < 5 || r.length > 6 || !isNumber(r[3]) || !isNumber(r[4]) || (r[0] === 0 && r.length !== 6)) throw corrupt();
+      return r[0] === 1
+        ? { ...base, kind: 'succeeded', finishedAt: r[3], durationMs: r[4], output: r[5] }
+        : { ...base, kind: 'failed', finishedAt: r[3], durationMs: r[4], error: r[5] };
+    case 2:
+      if (!isNumber(r[3])) throw corrupt();
+      return { ...base, kind: 'sleeping', wakeAt: r[3] };
+    case 3:
+    case 4:
+    case 5: {
+      if (typeof r[3] !== 'string' || !isDeadline(r[4])) throw corrupt();
+      const deadline = (r[4] as number | undefined) ?? 0;
+      if (r[0] === 3) return { ...base, kind: 'child', childRunId: r[3], deadline };
+      if (r[0] === 4) return { ...base, kind: 'signal', signal: r[3], deadline };
+      const match = r[5] ?? {};
+      if (typeof match !== 'object' || match === null || Array.isArray(match)) throw corrupt();
+      return { ...base, kind: 'event', event: r[3], deadline, match: match as Record<string, unknown> };
+    }
+    default:
+      throw corrupt();
+  }
+}
+
 /**
  * Reads a stored step record into its public form; with its tries record, when the step ever
  * failed, it also tells how many times the step ran and its last error.
  */
 export function parseStepRecord(runId: string, field: string, text: string, triesText?: string, now: number = Date.now()): StepState {
-  const state = parseStepRecordOnly(runId, field, text, now);
+  const state = stepState(field.slice(STEP_FIELD_PREFIX.length), decodeStepRecord(runId, field, text), now);
   if (state.status === 'waiting' || state.wakeAt !== undefined) return state;
   if (triesText === undefined) return { ...state, attempts: 1 };
   const tries = parseTriesRecord(runId, TRIES_FIELD_PREFIX + state.name, triesText);
@@ -86,28 +152,20 @@ export function parseStepRecord(runId: string, field: string, text: string, trie
   return { ...state, attempts: tries.failures + (state.status === 'succeeded' ? 1 : 0), lastError: tries.lastError as StepState['lastError'], ...retry };
 }
 
-function parseStepRecordOnly(runId: string, field: string, text: string, now: number): StepState {
-  const r = decodeJson(text, runId, field) as StepRecord;
-  if (!Array.isArray(r) || r.length < 4 || ![0, 1, 2, 3, 4, 5].includes(r[0])) {
-    throw new CorruptRunDataError(runId, `field "${field}" is not a step record`);
-  }
-  const base = { name: field.slice(STEP_FIELD_PREFIX.length), seq: r[1], attempt: r[2] };
-  switch (r[0]) {
-    case 2: {
-      const wakeAt = r[3] as number;
-      return { ...base, status: wakeAt > now ? ('waiting' as const) : ('succeeded' as const), wakeAt };
-    }
-    case 3:
-      return { ...base, status: 'waiting' as const, childRunId: r[3] as string };
-    case 4:
-      return { ...base, status: 'waiting' as const, signal: r[3] as string, ...(r[4] ? { wakeAt: r[4] as number } : {}) };
-    case 5:
-      return { ...base, status: 'waiting' as const, event: r[3] as string, match: (r[5] ?? {}) as Record<string, unknown>, ...(r[4] ? { wakeAt: r[4] as number } : {}) };
-    default: {
-      const finishedAt = r[3] as number;
-      const timing = { finishedAt, startedAt: finishedAt - (r[4] as number) };
-      if (r[0] === 1) return { ...base, status: 'succeeded' as const, ...timing, ...(r.length > 5 ? { output: r[5] } : {}) };
-      return { ...base, status: 'failed' as const, ...timing, error: r[5] as { name: string; message: string; stack?: string } };
-    }
+function stepState(name: string, r: StoredStep, now: number): StepState {
+  const base = { name, seq: r.seq, attempt: r.attempt };
+  switch (r.kind) {
+    case 'sleeping':
+      return { ...base, status: r.wakeAt > now ? 'waiting' : 'succeeded', wakeAt: r.wakeAt };
+    case 'child':
+      return { ...base, status: 'waiting', childRunId: r.childRunId };
+    case 'signal':
+      return { ...base, status: 'waiting', signal: r.signal, ...(r.deadline ? { wakeAt: r.deadline } : {}) };
+    case 'event':
+      return { ...base, status: 'waiting', event: r.event, match: r.match, ...(r.deadline ? { wakeAt: r.deadline } : {}) };
+    case 'succeeded':
+      return { ...base, status: 'succeeded', finishedAt: r.finishedAt, startedAt: r.finishedAt - r.durationMs, ...(r.output !== undefined ? { output: r.output } : {}) };
+    case 'failed':
+      return { ...base, status: 'failed', finishedAt: r.finishedAt, startedAt: r.finishedAt - r.durationMs, error: r.error as { name: string; message: string; stack?: string } };
   }
 }

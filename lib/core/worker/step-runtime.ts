@@ -1,5 +1,5 @@
 import { dueAt, idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
-import { CanceledError, ConfigurationError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError } from '../errors';
+import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
@@ -17,6 +17,7 @@ import {
 import { eventFields, matchKey } from '../definition/event-match';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
 import {
+  decodeStepRecord,
   encodeFailureRecord,
   encodeSleepRecord,
   encodeSuccessRecord,
@@ -26,14 +27,14 @@ import {
   STEP_FIELD_PREFIX,
   TRIES_FIELD_PREFIX,
   VALUE_FIELD_PREFIX,
-  type StepRecord,
+  type StoredStep,
 } from '../store/step-record';
 import { stepRetryDelayMs } from '../definition/retry';
 import type { HookRunner } from './hooks';
 import type { Clock } from '../definition/clock';
 
 export { STEP_FIELD_PREFIX };
-import { decodeJson, deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
+import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
 import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
@@ -184,7 +185,7 @@ export class StepRuntime {
     api: string,
     options: O | string,
     known: readonly string[] = STEP_OPTION_KEYS,
-  ): { opts: O; name: string; field: string; record?: StepRecord } {
+  ): { opts: O; name: string; field: string; record?: StoredStep } {
     const opts = (typeof options === 'string' ? { name: options } : options) as O;
     assertKnownKeys(`step.${api} options`, opts, known);
     if (opts?.timeoutMs !== undefined) checkDuration(opts.timeoutMs, `timeoutMs of step.${api}`, { timer: true });
@@ -197,13 +198,13 @@ export class StepRuntime {
     const name = count === 1 ? opts.name : `${opts.name}#${count}`;
     const field = STEP_FIELD_PREFIX + name;
     const stored = this.stored.get(field);
-    const record = stored === undefined ? undefined : (decodeJson(stored, this.ctx.runId, `step "${name}"`) as StepRecord);
+    const record = stored === undefined ? undefined : decodeStepRecord(this.ctx.runId, field, stored);
     return { opts, name, field, record };
   }
 
   private async run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
     const { opts, name, field, record } = this.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
-    if (record?.[0] === 1) return record[5] as T;
+    if (record?.kind === 'succeeded') return record.output as T;
     const policy = opts.retries === undefined ? undefined : checkStepRetry(opts.retries, `retries of step "${name}"`);
     const triesField = TRIES_FIELD_PREFIX + name;
     const stored = this.stored.get(triesField);
@@ -211,7 +212,7 @@ export class StepRuntime {
     let failures = tries?.failures ?? 0;
     let inAttempt = tries?.runAttempt === this.ctx.attempt ? tries.failuresInRunAttempt : 0;
     // Woken before its retry was due (a sibling's wait ended first): wait again until it is.
-    if (record?.[0] === 0 && tries && tries.runAttempt === this.ctx.attempt && tries.retryAt > this.ctx.clock.now()) this.suspend(tries.retryAt);
+    if (record?.kind === 'failed' && tries && tries.runAttempt === this.ctx.attempt && tries.retryAt > this.ctx.clock.now()) this.suspend(tries.retryAt);
     for (;;) {
       await this.ready();
       const startedAt = Date.now();
@@ -287,9 +288,9 @@ export class StepRuntime {
     const { field, name, record } = this.begin('waitFor', options);
     const what = `waitFor target of step "${name}"`;
     let wakeAt: number;
-    if (record?.[0] === 2) {
-      wakeAt = record[3] as number;
-    } else if (record?.[0] === 1) {
+    if (record?.kind === 'sleeping') {
+      wakeAt = record.wakeAt;
+    } else if (record?.kind === 'succeeded') {
       return;
     } else {
       this.throwIfStopped();
@@ -304,29 +305,30 @@ export class StepRuntime {
     const { name, field, record } = this.begin('waitForSignal', options);
     checkUserName(signal, `The signal name of step "${name}"`);
     assertKnownKeys(`step.waitForSignal options of step "${name}"`, waitOptions, WAIT_FOR_SIGNAL_OPTION_KEYS);
-    return this.awaitExternal(4, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitSignal(target, signal, deadline, this.ctx.clock.now()));
+    return this.awaitExternal('signal', record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitSignal(target, signal, deadline, this.ctx.clock.now()));
   }
 
   /**
-   * A wait for something from outside the run (a signal: record kind 4, an event: kind 5): the
+   * A wait for something from outside the run (a signal or an event): the
    * stored payload on replay; else the script consumes it, records the timeout, or records the
    * wait, and the run suspends until it comes or the deadline passes.
    */
   private async awaitExternal(
-    kind: 4 | 5,
-    record: StepRecord | undefined,
+    kind: 'signal' | 'event',
+    record: StoredStep | undefined,
     timeout: Duration | undefined,
     name: string,
     field: string,
     script: (target: StepTarget, deadline: number) => Promise<{ code: 'lost' | 'got' | 'timeout' | 'wait'; record: string }>,
   ): Promise<unknown> {
-    if (record?.[0] === 1) return record[5] ?? null;
+    if (record?.kind === 'succeeded') return record.output ?? null;
     await this.ready();
-    const deadline = record?.[0] === kind ? (record[4] as number) : timeout === undefined ? 0 : this.ctx.clock.now() + toMs(timeout, `timeout of step "${name}"`);
+    const deadline = record?.kind === kind ? record.deadline : timeout === undefined ? 0 : this.ctx.clock.now() + toMs(timeout, `timeout of step "${name}"`);
     const result = await this.ctx.call(() => script(this.target(field), deadline));
     if (result.code === 'lost') this.lost();
     if (result.code === 'wait') this.suspend(deadline, field);
-    return (JSON.parse(result.record) as StepRecord)[5] ?? null;
+    const stored = decodeStepRecord(this.ctx.runId, field, result.record);
+    return stored.kind === 'succeeded' ? (stored.output ?? null) : null;
   }
 
   private async waitForEvent(options: StepOptions | string, event: string, waitOptions: WaitForEventOptions = {}): Promise<unknown> {
@@ -334,16 +336,16 @@ export class StepRuntime {
     checkEventName(event, `The event name of step "${name}"`);
     assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
     const match = matchKey(waitOptions.match, `the match of step "${name}"`);
-    return this.awaitExternal(5, record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
+    return this.awaitExternal('event', record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
   }
 
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowTarget, input: unknown): Promise<unknown> {
     const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
     const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
-    if (record?.[0] === 1) return record[5];
-    if (record?.[0] === 3) {
-      const deadline = record[4] as number;
-      if (deadline && this.ctx.clock.now() >= deadline) this.failAt(field, this.ctx.clock.now(), new TimeoutError(`Waiting for child run "${String(record[3])}" of step "${name}"`, opts.timeoutMs ?? 0));
+    if (record?.kind === 'succeeded') return record.output;
+    if (record?.kind === 'child') {
+      const deadline = record.deadline;
+      if (deadline && this.ctx.clock.now() >= deadline) this.failAt(field, this.ctx.clock.now(), new TimeoutError(`Waiting for child run "${record.childRunId}" of step "${name}"`, opts.timeoutMs ?? 0));
       this.suspend(deadline, field);
     }
     await this.ready();
@@ -374,16 +376,17 @@ export class StepRuntime {
     if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
     if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
     if (mode === 'emit') return result.childId;
-    const stepRecord = JSON.parse(result.record) as StepRecord;
-    if (stepRecord[0] === 3) this.suspend(deadline, field);
-    if (stepRecord[0] === 1) return stepRecord[5];
-    throw deserializeError(JSON.stringify(stepRecord[5]));
+    const stored = decodeStepRecord(this.ctx.runId, field, result.record);
+    if (stored.kind === 'child') this.suspend(deadline, field);
+    if (stored.kind === 'succeeded') return stored.output;
+    if (stored.kind === 'failed') throw deserializeError(JSON.stringify(stored.error));
+    throw new CorruptRunDataError(this.ctx.runId, `field "${field}" holds a ${stored.kind} record after its child run started`);
   }
 
   private async emitEvent(options: EmitEventStepOptions | string, event: string, payload: unknown): Promise<string[]> {
     const { opts, name, field, record } = this.begin<EmitEventStepOptions>('emitEvent', options, EMIT_EVENT_STEP_OPTION_KEYS);
     checkEventName(event, `The event name of step "${name}"`);
-    if (record?.[0] === 1) return record[5] as string[];
+    if (record?.kind === 'succeeded') return record.output as string[];
     await this.ready();
     const result = await this.ctx.call(() => this.ctx.scripts.emitEvent({
       eventId: `${this.ctx.runId}.${name}`,

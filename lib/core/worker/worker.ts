@@ -80,6 +80,19 @@ export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
   'maxRecoveries',
 ]);
 
+/** Options of `worker.stop()`. */
+export interface WorkerStopOptions {
+  /**
+   * How long (ms) running runs may take to finish; what is still running then is left to be
+   * resumed by another worker once its lease expires. 0 leaves them at once.
+   * @default 10000
+   */
+  timeoutMs?: number;
+}
+
+/** Keys of `WorkerStopOptions`. */
+const WORKER_STOP_OPTION_KEYS = optionKeys<WorkerStopOptions>()(['timeoutMs']);
+
 /** Keys of `WorkerOptions` (`startWorker`). */
 export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'redis',
@@ -251,14 +264,12 @@ export class Worker implements ExecutorHost {
     await this.client.ready();
     await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.defaultMaxConcurrency });
     this.indexing = this.backfillRunIndex();
-    const subscriber = duplicateConnection(this.client.redis);
-    this.health.watch(subscriber);
+    const subscriber = duplicateConnection(this.client.redis, this.health);
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, runId: string) => this.active.get(runId)?.abort('canceled'));
     await subscriber.subscribe(this.client.keys.cancelChannel());
     for (const queue of this.queues) {
-      const connection = duplicateConnection(this.client.redis);
-      this.health.watch(connection);
+      const connection = duplicateConnection(this.client.redis, this.health);
       this.blocking.push(connection);
       this.loops.push(this.queueLoop(queue, connection));
     }
@@ -318,10 +329,18 @@ export class Worker implements ExecutorHost {
 
   /**
    * Stops claiming, waits up to `timeoutMs` for running runs to finish, and leaves the rest to be
-   * resumed by another worker once their leases expire. Safe to call more than once.
+   * resumed by another worker once their leases expire. Safe to call more than once. Rejects with
+   * ConfigurationError for an unknown option or a bad `timeoutMs`, without stopping.
    */
-  stop(options: { timeoutMs?: number } = {}): Promise<void> {
-    this.stopped ??= this.shutdown(options.timeoutMs ?? 10_000);
+  stop(options: WorkerStopOptions = {}): Promise<void> {
+    let timeoutMs: number;
+    try {
+      assertKnownKeys('worker.stop options', options, WORKER_STOP_OPTION_KEYS);
+      timeoutMs = options.timeoutMs === undefined ? 10_000 : checkDuration(options.timeoutMs, 'worker.stop timeoutMs', { allowZero: true, timer: true });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.stopped ??= this.shutdown(timeoutMs);
     return this.stopped;
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { createAdmin, createClient, WorkflowRegistry, type RedisConnection } from '../../core';
+import { openConnection } from '../../core/store/connection';
 import type { RedflowModuleOptions } from '../../nest/redflow-options.interface';
 import { TestRedisServer } from '../redis-server';
 import { TEST_RUNTIME } from '../test-engine';
@@ -33,16 +33,19 @@ export class RedflowTestingContext {
 
   constructor(private readonly options: RedflowTestingOptions = {}) {
     const connection = options.connection ?? process.env.REDIS_URL;
-    if (connection && typeof connection !== 'string') {
-      this.redis = connection;
-      this.owned = false;
-    } else {
-      if (!connection) this.server = TestRedisServer.start();
-      this.redis = connection ? new Redis(connection, { maxRetriesPerRequest: null }) : new Redis({ path: this.server!.socket, maxRetriesPerRequest: null });
-      this.owned = true;
-    }
+    if (!connection) this.server = TestRedisServer.start();
+    const opened = this.server
+      ? openConnection({ redisOptions: { path: this.server.socket } })
+      : typeof connection === 'string'
+        ? openConnection({ url: connection })
+        : openConnection({ redis: connection });
+    this.redis = opened.redis;
+    this.owned = opened.owned;
     // Only for reading runs: RedflowClient is created later, by the module.
-    this.runner = new TestRunner(createClient({ redis: this.redis, prefix: this.prefix, clock: this.clock, registry: new WorkflowRegistry() }), this.clock);
+    const client = createClient({ redis: this.redis, prefix: this.prefix, clock: this.clock, registry: new WorkflowRegistry() });
+    // The client leaves a connection it was given alone: the one opened here logs its errors through it.
+    if (this.owned) client.health.watch(this.redis);
+    this.runner = new TestRunner(client, this.clock);
   }
 
   /** The options of the RedflowModule under test: fast timings, an in-process worker. */

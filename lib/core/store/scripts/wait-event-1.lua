@@ -23,7 +23,7 @@ if existing and not is_waiting(existing) then return { 'got', existing } end
 local waiting = existing
 if not is_event_wait(existing) then waiting = step_waiting_event(ARGV[5], ARGV[6], event, ARGV[8], ARGV[12]) end
 
-local deadline = tonumber(string.match(waiting, '^%[5,%d+,%d+,"[^"]*",(%d+),') or '0')
+local deadline = record_deadline(waiting)
 if deadline > 0 and tonumber(now) >= deadline then
   local record = resolved_record(waiting, true, 'null', now)
   redis.call('HSET', KEYS[1], field, record)

@@ -34,7 +34,7 @@ for _, entry in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
     return { 'got', record }
   end
 end
-local deadline = tonumber(string.match(waiting, ',(%d+)%]$') or '0')
+local deadline = record_deadline(waiting)
 if deadline > 0 and tonumber(now) >= deadline then
   local record = resolved_record(waiting, true, 'null', now)
   redis.call('HSET', KEYS[1], field, record)

@@ -3,6 +3,7 @@
 -- from the last ARGV by events-max-len.lua); nothing at all when the stream is off. Entries stay
 -- small: ids, names, times and error messages, never inputs or outputs.
 --!include keys.lua
+--!include step-record.lua
 
 -- Appends one event. `extra` holds more field/value pairs (step, attempt, error, retryAt,
 -- waitingFor, signal); nil values are left out.
@@ -43,17 +44,15 @@ local function emit_step_events(base, runId, workflow, now, fields, first)
     local field, value = fields[i], fields[i + 1]
     local kind, step = string.sub(field, 1, 2), string.sub(field, 3)
     if kind == 's:' then
-      local ok, attempt, at = string.match(value, '^%[([01]),%d+,(%d+),(%d+),')
+      local ok, attempt, at = finished_step(value)
       if ok == '1' then
         emit_event(base, 'step.completed', runId, workflow, at, { 'step', step, 'attempt', attempt })
       elseif ok == '0' then
-        local decoded = select(2, pcall(cjson.decode, value))
-        local message = type(decoded) == 'table' and type(decoded[6]) == 'table' and decoded[6].message or nil
         emit_event(base, 'step.failed', runId, workflow, at, { 'step', step, 'attempt', attempt,
-          'error', type(message) == 'string' and message or nil })
+          'error', failed_step_message(value) })
       end
     elseif kind == 't:' then
-      local attempt, due, rest = string.match(value, '^%[%d+,(%d+),%d+,(%d+),(.*)%]$')
+      local attempt, due, rest = tries_retry(value)
       if due and tonumber(due) > 0 then
         retryAt = tonumber(due)
         emit_event(base, 'retry.scheduled', runId, workflow, now, { 'step', step, 'attempt', attempt,

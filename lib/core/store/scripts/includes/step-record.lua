@@ -58,3 +58,38 @@ local function resolved_record(waiting, ok, payload, now)
   if not seq then return nil end
   return step_done(ok, seq, attempt, now, payload)
 end
+
+-- The deadline (ms) of a waiting record ([3, [4 or [5), 0 when it has none or is not one. Read with
+-- a pattern, not cjson, so a damaged record cannot raise an error after the script has written.
+local function record_deadline(record)
+  local head, deadline = string.sub(record, 1, 2), nil
+  if head == '[5' then
+    deadline = string.match(record, '^%[5,%d+,%d+,"[^"]*",(%d+),')
+  elseif head == '[3' or head == '[4' then
+    deadline = string.match(record, ',(%d+)%]$')
+  end
+  return tonumber(deadline or '0')
+end
+
+-- A finished step record ([1 or [0): '1' when it succeeded, '0' when it threw, then its attempt
+-- and its finish time, as text; nil for a record of any other kind.
+local function finished_step(record)
+  return string.match(record, '^%[([01]),%d+,(%d+),(%d+),')
+end
+
+-- The error message of a failed step record ([0 ...]), or nil. Decoded in a protected call: a
+-- damaged record cannot raise an error after the script has written.
+local function failed_step_message(record)
+  local ok, decoded = pcall(cjson.decode, record)
+  if ok and type(decoded) == 'table' and type(decoded[6]) == 'table' and type(decoded[6].message) == 'string' then
+    return decoded[6].message
+  end
+  return nil
+end
+
+-- A tries record "t:<step name>" = [failures, runAttempt, failuresInRunAttempt, retryAt,
+-- lastError] (store/step-record.ts): its run attempt and retryAt as text, and its last error's
+-- JSON; nil when it is not one.
+local function tries_retry(record)
+  return string.match(record, '^%[%d+,(%d+),%d+,(%d+),(.*)%]$')
+end
