@@ -598,7 +598,10 @@ async function main(argv: string[]): Promise<void> {
     } else {
       if (!id) throw new CliError('Give the run id: redflow runs cancel <id>.');
       const canceled = await client.cancelRun(id, { reason: values.reason ?? 'canceled from the CLI' });
-      print({ id, canceled }, () => (canceled ? `Canceled run ${printable(id)}.` : `Run ${printable(id)} was not canceled: it already ended or does not exist.`));
+      // Canceling a run that already ended is done (exit 0); a run that does not exist is an error.
+      const status = canceled ? 'canceled' : await client.getRun(id).then((run) => run?.status, () => 'unreadable');
+      if (!status) throw missing(id);
+      print({ id, canceled }, () => (canceled ? `Canceled run ${printable(id)}.` : `Run ${printable(id)} was not canceled: it already ended (${status}).`));
     }
   } finally {
     await client.close();

@@ -5,6 +5,7 @@ import { workflowName } from './decorators/workflow.decorator';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
 import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
 import { runWithSteps } from './step-context';
+import { assertNoScheduleDecorator } from './schedule-interop';
 
 type Handler = (this: unknown, ...args: unknown[]) => unknown;
 
@@ -81,6 +82,7 @@ export class RedflowExplorer {
           }
           continue;
         }
+        assertNoScheduleDecorator(handler, where);
         if (!isStatic || !instance) {
           throw new ConfigurationError(
             `${where} is a @Workflow in a request-scoped provider. Workflows run outside any request: make ${className} a default-scoped provider and pass request data in the input.`,

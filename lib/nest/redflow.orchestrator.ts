@@ -7,7 +7,7 @@ import {
   type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { ModulesContainer } from '@nestjs/core';
+import { DiscoveryService, ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 import { RUN_HOOK_EVENTS, startWorker, type Worker, type WorkerHooks, type WorkflowRegistry } from '../core';
 import { RedflowClient } from './redflow.client';
@@ -16,6 +16,7 @@ import { RedflowExplorer, type RunEventListener } from './redflow.explorer';
 import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
 import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
 import { RedflowServer } from './redflow.server';
+import { listCronsInSchedulerRegistry } from './schedule-interop';
 
 /**
  * Owns what runs: collects the workflows in onModuleInit, syncs them and starts the worker in
@@ -32,6 +33,9 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   private subscription: Subscription | undefined;
   private bootstrapped: Promise<void> | undefined;
   private listeners: RunEventListener[] = [];
+  private explored = false;
+  /** The RedflowServer listened before the app bootstrapped: the worker starts at bootstrap. */
+  private listenedEarly = false;
 
   constructor(
     @Inject(REDFLOW_MODULE_OPTIONS) options: RedflowModuleOptions,
@@ -39,8 +43,17 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
     private readonly explorer: RedflowExplorer,
     @Inject(REDFLOW_REGISTRY) private readonly registry: WorkflowRegistry,
     private readonly modules: ModulesContainer,
+    private readonly discovery: DiscoveryService,
   ) {
     this.options = resolveRedflowOptions(options);
+    // A microservice created with RedflowServer registers it as an RPC target of the app: at
+    // createMicroservice, or at connectMicroservice in a hybrid app, which may come before init().
+    this.subscription = this.modules.getRpcTargetRegistry().subscribe((target) => {
+      if (target instanceof RedflowServer) {
+        this.server = target;
+        target.attach(this);
+      }
+    });
   }
 
   /** The running worker, if this app runs one. */
@@ -50,15 +63,9 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
 
   onModuleInit(): void {
     // A microservice's init() and listen() may both run the init hooks: collect once.
-    if (this.subscription) return;
+    if (this.explored) return;
+    this.explored = true;
     this.listeners = this.explorer.explore(this.registry);
-    // A microservice created with RedflowServer registers it as an RPC target of the app.
-    this.subscription = this.modules.getRpcTargetRegistry().subscribe((target) => {
-      if (target instanceof RedflowServer) {
-        this.server = target;
-        target.attach(this);
-      }
-    });
   }
 
   onApplicationBootstrap(): Promise<void> {
@@ -67,7 +74,8 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   }
 
   private async bootstrap(): Promise<void> {
-    if (process.listenerCount('SIGTERM') === 0) {
+    // Only a worker has runs to drain: a producer-only app needs no shutdown hooks of ours.
+    if (this.options.worker.enabled && process.listenerCount('SIGTERM') === 0) {
       this.logger.warn('Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().');
     }
     // A producer-only app may load fewer workflow providers than the workers sharing its `app`
@@ -78,13 +86,22 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       prune: this.options.worker.enabled,
     });
     this.logger.log(`Registered ${this.registry.list().length} workflow(s) for app "${this.options.app}".`);
-    if (!this.server) await this.startWorker();
+    listCronsInSchedulerRegistry(this.discovery, this.registry, this.logger);
+    if (!this.server || this.listenedEarly) await this.startWorker();
   }
 
-  /** Starts the worker unless it is disabled or already running. */
+  /**
+   * Starts the worker unless it is disabled or already running. Called by `RedflowServer.listen`
+   * before the app is initialized (a hybrid app's `startAllMicroservices()` before `listen()`,
+   * as Nest's docs show), it starts the worker once the app has bootstrapped.
+   */
   startWorker(): Promise<void> {
     const worker = this.options.worker;
     if (!worker.enabled) return Promise.resolve();
+    if (!this.bootstrapped) {
+      this.listenedEarly = true;
+      return Promise.resolve();
+    }
     this.starting ??= startWorker({
       app: this.options.app,
       client: this.client,

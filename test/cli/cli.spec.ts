@@ -204,13 +204,14 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(missing).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
   });
 
-  it('runs cancel: cancels a queued run; a second cancel says it was not canceled', async () => {
+  it('runs cancel: cancels a queued run; a second cancel says it already ended; a missing run is one sentence and exit 1', async () => {
     const { id } = await engine.client.runByName('parked-job', { cancel: 'me' });
     const first = await redflow('runs', 'cancel', id);
     expect(first).toEqual({ code: 0, stdout: `Canceled run ${id}.\n`, stderr: '' });
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the CLI' });
 
-    expect(await redflow('runs', 'cancel', id)).toEqual({ code: 0, stdout: `Run ${id} was not canceled: it already ended or does not exist.\n`, stderr: '' });
+    expect(await redflow('runs', 'cancel', id)).toEqual({ code: 0, stdout: `Run ${id} was not canceled: it already ended (canceled).\n`, stderr: '' });
+    expect(await redflow('runs', 'cancel', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
 
     const other = await engine.client.runByName('parked-job', { cancel: 'with reason' });
     expect(json(await redflow('runs', 'cancel', other.id, '--reason', 'duplicate order', '--json'))).toEqual({ id: other.id, canceled: true });
@@ -618,7 +619,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
     it('an id with control characters is echoed escaped', async () => {
       expect(await redflowHere('runs', 'show', '\u001b[2Jgone')).toEqual({ code: 1, stdout: '', stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n` });
-      expect(await redflowHere('runs', 'cancel', '\u001b[2Jgone')).toEqual({ code: 0, stdout: 'Run \\x1b[2Jgone was not canceled: it already ended or does not exist.\n', stderr: '' });
+      expect(await redflowHere('runs', 'cancel', '\u001b[2Jgone')).toEqual({ code: 1, stdout: '', stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n` });
     });
 
     it('runs show and runs list --json mask the values of secret keys in inputs, outputs and step outputs', async () => {

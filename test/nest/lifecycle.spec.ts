@@ -233,6 +233,21 @@ describe('RedflowServer microservice', () => {
     expect(worker?.claiming).toBe(false);
   });
 
+  it('a hybrid app in the order of Nest\'s docs: startAllMicroservices() before init() starts the worker once the app is initialized', async () => {
+    const url = process.env.REDFLOW_TEST_REDIS_URL;
+    if (!url) throw new Error('The jest global setup did not start Redis.');
+    const app = track(await NestFactory.create(appModule({ connection: url }), { logger: false }));
+    app.connectMicroservice({ strategy: new RedflowServer() });
+    await app.startAllMicroservices();
+    const orchestrator = app.get(RedflowOrchestrator);
+    expect(orchestrator.runningWorker).toBeUndefined();
+    await app.init();
+    const handle = await app.get(RedflowClient).run(LifecycleWorkflows, 'greet', { name: 'Barbara' });
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('Hello, Barbara!');
+    expect(orchestrator.runningWorker?.claiming).toBe(true);
+    await close(app);
+  });
+
   it('runs the worker in a hybrid app once startAllMicroservices() listens', async () => {
     const url = process.env.REDFLOW_TEST_REDIS_URL;
     if (!url) throw new Error('The jest global setup did not start Redis.');
@@ -340,14 +355,24 @@ describe('shutdown hooks warning', () => {
   const warning = (logger: CapturingLogger) =>
     logger.entries.filter((e) => e.level === 'warn' && e.message.includes('Shutdown hooks are not enabled'));
 
-  it('warns, with context Redflow, when no SIGTERM listener is installed', async () => {
+  it('warns, with context Redflow, when an app that runs a worker has no SIGTERM listener', async () => {
     expect(process.listenerCount('SIGTERM')).toBe(0);
     const logger = new CapturingLogger();
-    const app = await testingApp(appModule({ worker: false }), logger);
+    const app = await testingApp(appModule(), logger);
     await app.init();
 
     expect(warning(logger)).toEqual([expect.objectContaining({ context: 'Redflow' })]);
     expect(warning(logger)[0].message).toContain('app.enableShutdownHooks()');
+    await close(app);
+  });
+
+  it('does not warn in a producer-only app: it has no running workflows to drain', async () => {
+    const logger = new CapturingLogger();
+    const app = await testingApp(appModule({ worker: false }), logger);
+    await app.init();
+
+    expect(logger.entries.some((e) => e.context === 'Redflow' && e.message.startsWith('Registered 2 workflow(s)'))).toBe(true);
+    expect(warning(logger)).toEqual([]);
     await close(app);
   });
 
