@@ -320,4 +320,34 @@ describe('user-chosen names that look like internal keys', () => {
     }
     expect(first.startedAt! - first.createdAt).toBeLessThan(400);
   });
+
+  it('rate-limit keys and event names that look like internal keys ("a:b", "x|y", "run:r1") are independent of each other', async () => {
+    const limited = engine.registry.define(
+      'rl',
+      { maxConcurrency: Infinity, rateLimit: { key: (input: { key: string }) => input.key, limit: 1, period: '1m' } },
+      ({ input }) => input.key,
+    );
+    const heard: string[] = [];
+    for (const event of ['run:r1', 'a:b', 'a', 'evwait:x']) {
+      engine.registry.define(`hear-${event.replace(/:/g, '-')}`, { maxConcurrency: Infinity, event: [{ name: event }] }, () => {
+        heard.push(event);
+        return event;
+      });
+    }
+    await engine.worker({ concurrency: 8 });
+
+    // One run per key in the window: "a:b", "a", "a:b:c" and "x|y" each have their own.
+    const firsts = await Promise.all(['a:b', 'a', 'a:b:c', 'x|y'].map((key) => engine.client.start(limited, { key })));
+    await expect(Promise.all(firsts.map((h) => h.result({ timeoutMs: 5_000 })))).resolves.toEqual(['a:b', 'a', 'a:b:c', 'x|y']);
+    const again = await engine.client.start(limited, { key: 'a:b' });
+    await expect(again.result({ timeoutMs: 5_000 })).rejects.toMatchObject({ name: 'RateLimitExceededError' });
+
+    // Each event reaches its own subscriber only, and none is mistaken for a run or a wait.
+    for (const event of ['run:r1', 'a:b', 'a', 'evwait:x']) {
+      const [runId] = await engine.client.emitEvent(event, {});
+      await expect(engine.client.handle(runId).result({ timeoutMs: 5_000 })).resolves.toBe(event);
+    }
+    expect(heard).toEqual(['run:r1', 'a:b', 'a', 'evwait:x']);
+    expect(await engine.client.getRun('r1')).toBeNull();
+  });
 });
