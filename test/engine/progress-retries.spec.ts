@@ -200,21 +200,19 @@ describe('retries per step', () => {
     let tries = 0;
     let bodies = 0;
     const tryTimes: number[] = [];
-    const nudged = engine.registry.define('nudged', {}, async ({ step, run }) => {
+    const nudged = engine.registry.define('nudged', {}, async ({ step }) => {
       bodies++;
-      const runKey = engine.client.keys.run(run.id);
-      return Promise.all([
+      // The signal wait comes first, so its script is sent before the step's first try fails and
+      // suspends the attempt: both the wait and the failed try are recorded by that suspension.
+      const [nudge, answer] = await Promise.all([
+        step.waitForSignal<{ n: number }>('nudge', 'nudge'),
         step.run({ name: 'call', retries: { maxAttempts: 2, backoff: 'fixed', delay: '2s' } }, async () => {
           tryTimes.push(Date.now());
-          if (++tries === 1) {
-            // Fail only once the sibling's signal wait is recorded, so that the signal can wake the run.
-            await eventually(async () => (await engine.redis.hget(runKey, 's:nudge'))?.startsWith('[4,'));
-            throw new Error('busy');
-          }
+          if (++tries === 1) throw new Error('busy');
           return 'answered';
         }),
-        step.waitForSignal<{ n: number }>('nudge', 'nudge'),
       ]);
+      return [answer, nudge];
     });
     await engine.worker({ concurrency: 1 });
     const handle = await engine.client.start(nudged, {});
