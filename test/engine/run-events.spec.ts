@@ -37,7 +37,7 @@ describe('run event stream', () => {
 
   const typesOf = (events: RunEvent[], runId: string) => events.filter((e) => e.runId === runId).map((e) => e.type);
 
-  it('tells every transition of real runs: steps, failure, retry, sleep, signal, cancel', async () => {
+  it('tells every transition of real runs: steps, failure, retry, sleep, signal, event, resume, cancel', async () => {
     let tries = 0;
     const order = engine.registry.define('order', { retries: { maxAttempts: 2, delay: 20 } }, async ({ step }: WorkflowContext<unknown>) => {
       await step.run('reserve', () => 'r');
@@ -54,6 +54,7 @@ describe('run event stream', () => {
       throw new Error('boom');
     });
     const idle = engine.registry.define('idle', {}, async ({ step }) => step.waitForSignal('never', 'never'));
+    const listener = engine.registry.define('listener', {}, async ({ step }) => step.waitForEvent('paid', 'order.paid', { match: { orderId: 7 } }));
     const stream = open();
     await stream.ready;
     await engine.worker();
@@ -63,6 +64,12 @@ describe('run event stream', () => {
     await expect(run.result({ timeoutMs: 5_000 })).resolves.toBe('done');
     const failed = await engine.client.start(broken, {});
     await expect(failed.result({ timeoutMs: 5_000 })).rejects.toThrow('boom');
+    expect(await engine.client.resume(failed.id)).toBe(true);
+    await eventually(async () => (await engine.client.getRun(failed.id))?.status === 'failed');
+    const listening = await engine.client.start(listener, {});
+    await eventually(async () => (await engine.client.getRun(listening.id))?.status === 'scheduled');
+    await engine.client.emitEvent('order.paid', { orderId: 7 });
+    await expect(listening.result({ timeoutMs: 5_000 })).resolves.toEqual({ orderId: 7 });
     const waiting = await engine.client.start(idle, {});
     await eventually(async () => (await engine.client.getRun(waiting.id))?.status === 'scheduled');
     await engine.client.cancelRun(waiting.id);
@@ -92,6 +99,11 @@ describe('run event stream', () => {
     expect(of('retry.scheduled')[0]).toMatchObject({ attempt: 1, error: 'card declined', retryAt: expect.any(Number) });
     expect(of('run.started').map((e) => e.attempt)).toEqual([1, 1, 1, 2]);
     expect(of('run.failed', failed.id)[0]).toMatchObject({ workflow: 'broken', error: 'boom' });
+    expect(typesOf(events, failed.id)).toEqual(['run.created', 'run.started', 'run.failed', 'run.resumed', 'run.started', 'run.failed']);
+    expect(typesOf(events, listening.id)).toEqual(['run.created', 'run.started', 'run.waiting', 'run.signaled', 'run.started', 'run.completed']);
+    expect(of('run.waiting', listening.id)[0]).toMatchObject({ waitingFor: 'event' });
+    expect(of('run.signaled', listening.id)[0]).toMatchObject({ event: 'order.paid', workflow: 'listener' });
+    expect(of('run.signaled', listening.id)[0].signal).toBeUndefined();
     expect(of('run.canceled', waiting.id)).toHaveLength(1);
     for (const e of events) {
       expect(e.at).toBeGreaterThan(Date.now() - 60_000);
@@ -160,6 +172,26 @@ describe('run event stream', () => {
     expect(['end', 'close']).toContain(connectionStatus(stream));
   });
 
+  it('a script writes its events as one stream entry: a finish carries its step records and the run end together', async () => {
+    const pair = engine.registry.define('pair', {}, async ({ step }) => {
+      const a = await step.run('a', () => 1);
+      return step.run('b', () => a + 1); // its record goes with the finish
+    });
+    const stream = open({ from: '0' });
+    await engine.worker();
+    const handle = await engine.client.start(pair, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(2);
+    const events = await collect(stream, (all) => all.some((e) => e.type === 'run.completed'));
+    expect(events.map((e) => e.type)).toEqual(['run.created', 'run.started', 'step.completed', 'step.completed', 'run.completed']);
+    const entries = (await engine.redis.xrange(engine.client.keys.events(), '-', '+')) as [string, string[]][];
+    // At most one entry per script call: the enqueue, the claim, the checkpoint of "a" (or none,
+    // when it rode with the finish) and the finish.
+    expect(entries.length).toBeLessThanOrEqual(4);
+    const last = events[events.length - 1];
+    expect(events.filter((e) => e.id === last.id).map((e) => e.type)).toEqual(expect.arrayContaining(['step.completed', 'run.completed']));
+    expect(entries[entries.length - 1][1].filter((field, i) => i % 2 === 0 && field === 'type').length).toBeGreaterThanOrEqual(2);
+  });
+
   it('events: false writes nothing; a small maxLen keeps the stream about that long', async () => {
     const noop = engine.registry.define('noop', {}, () => 1);
     const silent = createClient({ redis: engine.redis, prefix: engine.prefix, registry: engine.registry, events: false });
@@ -220,6 +252,36 @@ describe('run event stream: backpressure and outages', () => {
       await engine.close();
     }
   }, 30_000);
+
+  it('never holds more than bufferSize events when entries carry several events, and yields each once, in order', async () => {
+    const engine = new TestEngine();
+    const key = engine.client.keys.events();
+    const stream = engine.client.events({ bufferSize: 10, from: '0' });
+    try {
+      // 300 entries of 3 events each, shaped like a finish's: step, step, run end.
+      const pipeline = engine.redis.pipeline();
+      for (let i = 0; i < 300; i++) {
+        const at = String(Date.now());
+        pipeline.xadd(key, '*', 'type', 'step.completed', 'runId', `r${i}`, 'workflow', 'w', 'at', at, 'step', 'a', 'attempt', '1',
+          'type', 'step.completed', 'runId', `r${i}`, 'workflow', 'w', 'at', at, 'step', 'b', 'attempt', '1',
+          'type', 'run.completed', 'runId', `r${i}`, 'workflow', 'w', 'at', at);
+      }
+      await pipeline.exec();
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the consumer is not reading yet
+      expect(stream.buffered).toBeGreaterThan(0);
+      expect(stream.buffered).toBeLessThanOrEqual(10);
+      const seen: string[] = [];
+      for await (const event of stream) {
+        expect(stream.buffered).toBeLessThanOrEqual(10);
+        seen.push(`${event.runId}:${event.step ?? event.type}`);
+        if (seen.length === 900) break;
+      }
+      expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => [`r${i}:a`, `r${i}:b`, `r${i}:run.completed`]).flat());
+    } finally {
+      await stream.close();
+      await engine.close();
+    }
+  });
 
   it('after a Redis restart, reads on from the last id it read: no duplicates, no gaps, and no "[ioredis]" line on stderr', async () => {
     if (clusterMode) return; // one server of its own, killed and restarted

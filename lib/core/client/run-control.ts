@@ -84,7 +84,7 @@ export class RunControl extends RunProducer {
 
   protected async resumeNow(id: string): Promise<boolean> {
     if (!isPossibleRunId(id)) return false;
-    const outcome = await this.scripts.resume(id);
+    const outcome = await this.scripts.resume(id, this.clock.now());
     if (outcome === 'ok') return true;
     if (outcome === 'missing') return false;
     if (outcome === 'corrupt') throw new CorruptRunDataError(id, 'the run hash lacks a workflow or queue field');

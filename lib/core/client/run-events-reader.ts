@@ -1,6 +1,6 @@
 import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
 import { outageKind } from '../store/redis-health';
-import { toRunEvent, type RunEvent, type RunEventType } from '../definition/run-events';
+import { toRunEvents, type RunEvent, type RunEventType } from '../definition/run-events';
 import type { RedflowLogger } from '../definition/types';
 
 /** What `RunEventStream` needs: checked `client.events()` options. */
@@ -21,7 +21,8 @@ const RETRY_MAX_MS = 2_000;
 /**
  * The events of `client.events()`: an async iterable over the stream `{prefix}:events`, read with
  * `XREAD BLOCK` on a connection of its own. It holds at most `bufferSize` events: it reads Redis
- * only when it has room (COUNT = the room left), so a slow consumer leaves the rest in Redis. It
+ * only when it has room (COUNT = the room left), so a slow consumer leaves the rest in Redis. An
+ * entry (the events of one script) that does not fit is read again when there is room. It
  * remembers the last id read, so after a connection error or a Redis restart it reads again from
  * there. `break`, `await using`, `close()` close it and its connection.
  */
@@ -165,15 +166,24 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
       if (this.closed) return;
       const entries = reply?.[0]?.[1] ?? [];
       let added = false;
+      let full = false;
       for (const [id, flat] of entries) {
-        this.lastId = id;
-        const event = toRunEvent(id, flat);
-        if (this.matches(event)) {
-          this.queue.push(event);
-          added = true;
+        const events = toRunEvents(id, flat).filter((event) => this.matches(event));
+        // An entry whose events do not fit is read again when there is room (one that is larger
+        // than the whole buffer is taken when the buffer is empty).
+        if (events.length > this.settings.bufferSize - this.buffered && this.buffered > 0) {
+          full = true;
+          break;
         }
+        this.lastId = id;
+        for (const event of events) this.queue.push(event);
+        if (events.length) added = true;
       }
       if (added) this.wakeConsumer?.();
+      if (full && !this.closed) {
+        await new Promise<void>((resolve) => (this.wakeReader = resolve));
+        this.wakeReader = undefined;
+      }
     }
   }
 }

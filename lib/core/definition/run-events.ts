@@ -10,6 +10,7 @@ export type RunEventType =
   | 'retry.scheduled'
   | 'run.waiting'
   | 'run.signaled'
+  | 'run.resumed'
   | 'run.completed'
   | 'run.failed'
   | 'run.canceled';
@@ -23,6 +24,7 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'retry.scheduled',
   'run.waiting',
   'run.signaled',
+  'run.resumed',
   'run.completed',
   'run.failed',
   'run.canceled',
@@ -36,7 +38,10 @@ export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'retry';
  * output; for failures only the error message.
  */
 export interface RunEvent {
-  /** The stream entry id (`<ms>-<seq>`): resume reading after it with `from`. */
+  /**
+   * The stream entry id (`<ms>-<seq>`): resume reading after it with `from`. The events written
+   * by one script (a finish with the steps it stores, say) share one entry and its id.
+   */
   id: string;
   type: RunEventType;
   runId: string;
@@ -53,8 +58,10 @@ export interface RunEvent {
   retryAt?: number;
   /** What the run waits for (`run.waiting`). */
   waitingFor?: RunWaitingFor;
-  /** The signal's name (`run.signaled`). */
+  /** The signal's name (`run.signaled` by `client.signal`). */
   signal?: string;
+  /** The event's name (`run.signaled` by an event that a `step.waitForEvent` waited for). */
+  event?: string;
 }
 
 /** The event stream written by the scripts of a client (and its workers). */
@@ -145,10 +152,25 @@ export function checkRunEventsOptions(options: RunEventsOptions | undefined): Re
   };
 }
 
-/** A stream entry (`[id, [field, value, ...]]`) as a RunEvent. */
-export function toRunEvent(id: string, flat: readonly string[]): RunEvent {
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]] = flat[i + 1];
+/**
+ * The events of one stream entry. A script writes all its events as one entry whose field/value
+ * pairs repeat: each `type` field starts the next event. They share the entry's id.
+ */
+export function toRunEvents(id: string, flat: readonly string[]): RunEvent[] {
+  const events: RunEvent[] = [];
+  let f: Record<string, string> | undefined;
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (flat[i] === 'type' || f === undefined) {
+      if (f) events.push(toRunEvent(id, f));
+      f = {};
+    }
+    f[flat[i]] = flat[i + 1];
+  }
+  if (f) events.push(toRunEvent(id, f));
+  return events;
+}
+
+function toRunEvent(id: string, f: Record<string, string>): RunEvent {
   const event: RunEvent = { id, type: f.type as RunEventType, runId: f.runId, workflow: f.workflow, at: Number(f.at) };
   if (f.step !== undefined) event.step = f.step;
   if (f.attempt !== undefined) event.attempt = Number(f.attempt);
@@ -156,5 +178,6 @@ export function toRunEvent(id: string, flat: readonly string[]): RunEvent {
   if (f.retryAt !== undefined) event.retryAt = Number(f.retryAt);
   if (f.waitingFor !== undefined) event.waitingFor = f.waitingFor as RunWaitingFor;
   if (f.signal !== undefined) event.signal = f.signal;
+  if (f.event !== undefined) event.event = f.event;
   return event;
 }

@@ -202,8 +202,8 @@ export class RedisScripts {
   }
 
   /** `resume-1.lua`: queues a failed or canceled run again under its id; else 'missing', 'corrupt' or its status. */
-  async resume(runId: string): Promise<string> {
-    return (await this.commands.resume(this.keys.run(runId), this.keys.base, runId)) as string;
+  async resume(runId: string, now: number): Promise<string> {
+    return (await this.commands.resume(this.keys.run(runId), this.keys.base, runId, now)) as string;
   }
 
   async heartbeat(leaseUntil: number, leases: string[]): Promise<string[]> {

@@ -6,12 +6,13 @@
 -- (mutex, concurrency, throttle, rate limit) applies at claim. An id a cancel left in a ready or
 -- parked list stays there: claim starts a queued run once and drops it when popped again.
 -- KEYS[1] run hash
--- ARGV[1] base "{prefix}:"    ARGV[2] run id
+-- ARGV[1] base "{prefix}:"    ARGV[2] run id    ARGV[3] now (ms)
 -- Returns 'ok' when queued, 'missing', 'corrupt' (no workflow or queue), or the status of a run that
 -- is not failed or canceled
 --!include writable.lua
 --!include keys.lua
 --!include index.lua
+--!include run-events.lua
 
 local base, runId = ARGV[1], ARGV[2]
 assert_writable(base)
@@ -29,4 +30,5 @@ redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 're
 redis.call('HSET', KEYS[1], 'status', 'queued', 'maxAttempts', attempt + budget)
 move_index(base, runId, workflow, status, 'queued', run[5])
 redis.call('RPUSH', k_ready(base, queue), runId)
+emit_event(base, 'run.resumed', runId, workflow, tonumber(ARGV[3]))
 return 'ok'

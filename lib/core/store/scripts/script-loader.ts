@@ -4,15 +4,19 @@ import { join } from 'node:path';
 /**
  * Bumped whenever a script's KEYS/ARGV contract or the key layout it keeps changes, so that two
  * copies of the library sharing one connection never run each other's scripts. 3: the
- * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN.
+ * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN. 5: a script's events share
+ * one stream entry.
  */
-export const SCRIPT_VERSION = 4;
+export const SCRIPT_VERSION = 5;
 
 /**
  * Put first in every script: it takes the event stream's MAXLEN (0 = off) off the end of ARGV,
  * where `RedisScripts` appends it to every call, so no script's own ARGV contract changes.
  */
 export const PROLOGUE_INCLUDE = 'events-max-len.lua';
+
+/** The include that buffers a script's events; the loader appends its `flush_events()` call. */
+const EVENTS_INCLUDE = 'run-events.lua';
 
 /** Every state-transition script and its number of KEYS. */
 export const SCRIPTS = {
@@ -55,7 +59,8 @@ export function scriptFile(name: ScriptName): string {
  * Reads a script and puts the shared functions it needs before it: each `--!include x.lua` line
  * (in the script or, recursively, in an include) names a file of `includes/`, inlined once, after
  * the includes it names itself. So a script carries only the functions it uses, each defined once.
- * `PROLOGUE_INCLUDE` comes first in every script.
+ * `PROLOGUE_INCLUDE` comes first in every script, and a script that includes `EVENTS_INCLUDE`
+ * ends by writing its buffered events.
  */
 export function loadScript(name: ScriptName): string {
   const parts: string[] = [];
@@ -75,7 +80,10 @@ export function loadScript(name: ScriptName): string {
   include(PROLOGUE_INCLUDE, file);
   const source = readFileSync(join(__dirname, file), 'utf8');
   for (const [, dep] of source.matchAll(INCLUDE)) include(dep, file);
-  parts.push(source.replace(INCLUDE, ''));
+  const body = source.replace(INCLUDE, '');
+  // A script that writes events buffers them (run-events.lua) and writes them with one XADD at
+  // its end: its body runs as a function, then the buffer is flushed, then its reply is returned.
+  parts.push(done.has(EVENTS_INCLUDE) ? `local redflow_reply = (function()\n${body}\nend)()\nflush_events()\nreturn redflow_reply` : body);
   return parts.join('\n');
 }
 

@@ -7,6 +7,7 @@
 --!include wake.lua
 --!include event-waits.lua
 --!include cancel.lua
+--!include run-events.lua
 
 -- Hands the event to the runs whose waits match it. `fields`: the payload's top-level scalar
 -- fields (see matching_event_waits). Waits registered by runs that ended are dropped as found.
@@ -26,6 +27,7 @@ local function deliver_event(base, event, payload, fields, now)
       unregister_event_wait(base, runId, event, shape, hash, field)
       if record then
         redis.call('HSET', runKey, field, record)
+        emit_event(base, 'run.signaled', runId, run[4], now, { 'event', event })
         if run[1] == 'scheduled' then wake(base, runId, run) end
       end
     end

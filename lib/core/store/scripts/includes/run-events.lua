@@ -1,25 +1,53 @@
 -- run-events.lua: the one place a script writes to the event stream `{P}:events` (client.events()
--- reads it). One XADD per event, trimmed approximately to the last EVENTS_MAX_LEN entries (set
--- from the last ARGV by events-max-len.lua); nothing at all when the stream is off. Entries stay
--- small: ids, names, times and error messages, never inputs or outputs.
+-- reads it). The events of one script call are buffered and written by ONE XADD when the script
+-- ends (the loader appends `flush_events()` to every script that includes this file): one entry
+-- whose field/value pairs repeat, each `type` field starting the next event. The stream is trimmed
+-- approximately to the last EVENTS_MAX_LEN entries (set from the last ARGV by events-max-len.lua);
+-- nothing at all is written when the stream is off. Entries stay small: ids, names, times and
+-- error messages, never inputs or outputs.
 --!include keys.lua
 --!include step-record.lua
 
--- Appends one event. `extra` holds more field/value pairs (step, attempt, error, retryAt,
+-- More than this many events in one call (a fan-out to many runs) are split over several entries,
+-- so that no XADD unpacks more arguments than Lua allows.
+local EVENTS_PER_ENTRY = 400
+local event_fields = {}
+local event_count = 0
+local event_base = nil
+
+-- Writes the buffered events as one stream entry. Called once at the end of every script that
+-- emits (by the loader), and by emit_event when an entry is full.
+local function flush_events()
+  if event_count == 0 then return end
+  redis.call('XADD', k_events(event_base), 'MAXLEN', '~', EVENTS_MAX_LEN, '*', unpack(event_fields))
+  event_fields = {}
+  event_count = 0
+end
+
+-- Buffers one event. `extra` holds more field/value pairs (step, attempt, error, retryAt,
 -- waitingFor, signal); nil values are left out.
 local function emit_event(base, type, runId, workflow, now, extra)
   if EVENTS_MAX_LEN <= 0 then return end
-  local args = { k_events(base), 'MAXLEN', '~', EVENTS_MAX_LEN, '*', 'type', type, 'runId', runId,
-    'workflow', workflow or '', 'at', now }
+  event_base = base
+  local n = #event_fields
+  event_fields[n + 1] = 'type'
+  event_fields[n + 2] = type
+  event_fields[n + 3] = 'runId'
+  event_fields[n + 4] = runId
+  event_fields[n + 5] = 'workflow'
+  event_fields[n + 6] = workflow or ''
+  event_fields[n + 7] = 'at'
+  event_fields[n + 8] = now
   if extra then
     for i = 1, #extra, 2 do
       if extra[i + 1] ~= nil and extra[i + 1] ~= false then
-        args[#args + 1] = extra[i]
-        args[#args + 1] = extra[i + 1]
+        event_fields[#event_fields + 1] = extra[i]
+        event_fields[#event_fields + 1] = extra[i + 1]
       end
     end
   end
-  redis.call('XADD', unpack(args))
+  event_count = event_count + 1
+  if event_count >= EVENTS_PER_ENTRY then flush_events() end
 end
 
 -- The message of an error JSON (`{ name, message, ... }`), or nil. Parsed in a protected call: a
