@@ -1,4 +1,6 @@
-import { createTestEngine } from '../../lib/testing/core';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { createTestEngine, RedisServerNotFoundError } from '../../lib/testing/core';
 import { isAlive } from '../../lib/testing/redis-server';
 
 /** `createTestEngine()` without any Redis given starts a redis-server of its own and stops it. */
@@ -20,5 +22,19 @@ describe('createTestEngine without REDIS_URL', () => {
     expect(await engine.redis.ping()).toBe('PONG');
     await engine.close();
     expect(isAlive(server.pid)).toBe(false);
+  });
+
+  it('without a redis-server binary on PATH, fails at once with RedisServerNotFoundError naming how to install one', () => {
+    // A child process: jest's process.env is a copy, so the PATH the library's spawn sees is changed only there.
+    const script = `
+      const { createTestEngine } = require('./lib/testing/core');
+      try { createTestEngine(); console.log('started'); process.exit(0); }
+      catch (error) { console.log(JSON.stringify({ name: error.name, message: error.message })); }`;
+    const env: NodeJS.ProcessEnv = { ...process.env, PATH: '/nonexistent-redflow-bin' };
+    delete env.REDIS_URL;
+    const out = execFileSync(process.execPath, ['-r', '@swc-node/register', '-e', script], { cwd: join(__dirname, '..', '..'), env, encoding: 'utf8', timeout: 20_000 });
+    const error = JSON.parse(out.trim().split('\n').pop()!) as { name: string; message: string };
+    expect(error.name).toBe(RedisServerNotFoundError.name);
+    expect(error.message).toMatch(/no redis-server binary and no REDIS_URL.*apt-get install -y redis-server.*brew install redis.*REDIS_URL/);
   });
 });

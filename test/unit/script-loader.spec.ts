@@ -22,6 +22,19 @@ describe('Lua scripts', () => {
     for (const name of names) expect(scriptFile(name)).toBe(`${name}-${SCRIPTS[name]}.lua`);
   });
 
+  it('no script reads the Redis clock: time comes from the caller (its Clock, virtual in tests), never from TIME', () => {
+    for (const name of names) expect([name, /redis\.call\(\s*['"]TIME['"]/i.test(code(loadScript(name)))]).toEqual([name, false]);
+  });
+
+  it('a script that emits events ends by writing them, with one XADD', () => {
+    for (const name of names) {
+      const lua = code(loadScript(name));
+      if (!/emit_event\(/.test(lua)) continue;
+      expect([name, lua.trimEnd().endsWith('flush_events()\nreturn redflow_reply')]).toEqual([name, true]);
+      expect([name, lua.match(/redis\.call\('XADD'/g)?.length]).toEqual([name, 1]);
+    }
+  });
+
   it('assembles every script with each shared function defined once, before the script body', () => {
     for (const name of names) {
       const lua = loadScript(name);

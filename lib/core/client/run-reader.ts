@@ -291,7 +291,7 @@ export class RunReader extends ClientCore {
     assertKnownKeys('getStats options', options, ['minutes']);
     const minutes = checkInteger(options.minutes ?? 60, 'getStats minutes', 1, 24 * 60);
     const workflows = (await this.redis.smembers(this.keys.workflows())).sort();
-    const now = Date.now();
+    const now = this.clock.now();
     const start = now - (now % 60_000) - (minutes - 1) * 60_000;
     const pipeline = this.redis.pipeline();
     for (const status of RUN_STATUSES) pipeline.zcard(this.statusIndex(status));
