@@ -29,12 +29,19 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
     expect(snippets.length).toBeGreaterThan(30);
     for (const s of skipped) expect(s.reason.trim().length).toBeGreaterThan(5);
     // Listed so a reader of the test output sees what is not compiled.
-    if (skipped.length) process.stdout.write(`README snippets not compiled (${skipped.length}):\n${skipped.map((s) => `  README.md:${s.line}: ${s.reason}`).join('\n')}\n`);
+    process.stdout.write(`README snippets: ${snippets.length} compiled, ${skipped.length} skipped${skipped.map((s) => `\n  README.md:${s.line}: ${s.reason}`).join('')}\n`);
     expect(skipped.length).toBeLessThanOrEqual(3);
   });
 
   it('compiles every block with zero errors (strict, isolatedModules, decorator metadata)', () => {
     expect(errors.filter((e) => !e.startsWith('broken.md:'))).toEqual([]);
+  });
+
+  it('leaves out a block marked `<!-- snippet: skip (reason) -->`, with its line and reason', () => {
+    const markdown = ['<!-- snippet: skip (a fragment of a class body) -->', '', '```ts', '@Step() charge() {}', '```', '', '```ts', 'export const n = 1;', '```'].join('\n');
+    const { snippets: kept, skipped: left } = extractSnippets(markdown, 'skip.md');
+    expect(left).toEqual([{ line: 4, reason: 'a fragment of a class body' }]);
+    expect(kept.map((s) => [s.line, s.code])).toEqual([[8, 'export const n = 1;']]);
   });
 
   it('reports a type error at its line in the markdown', () => {
