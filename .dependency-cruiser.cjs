@@ -7,7 +7,9 @@
  *   lib/core/client/          producing, controlling, waiting for and reading runs
  *   lib/core/worker/          the worker loop, run executor, step runtime, cron ticker, reaper
  *   lib/dashboard/            the dashboard's API and page, framework-free
- *   lib/nest/                 the Nest module, decorators, explorer, orchestrator, server
+ *   lib/nest/                 the Nest module, decorators, explorer, orchestrator
+ *   lib/microservice/         `nestjs-redflow/microservice`: RedflowServer, the only code that needs
+ *                             the optional peer @nestjs/microservices
  *   lib/cli/                  the `redflow` command
  *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis (core.ts, Nest-free:
  *                             `nestjs-redflow/core/testing`; nest/: RedflowTestingModule)
@@ -59,6 +61,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^lib/testing/', pathNot: ['^lib/testing/nest/', '^lib/testing/index\\.ts$'] },
       to: { path: ['^lib/(nest|testing/nest)/', '^lib/testing/index\\.ts$', '(^|/)node_modules/@nestjs/'] },
+    },
+    {
+      name: 'microservices-only-in-its-entry',
+      comment: '`nestjs-redflow` must load without the optional peer @nestjs/microservices: only lib/microservice (its own entry) may import it.',
+      severity: 'error',
+      from: { pathNot: '^lib/microservice/' },
+      to: { path: ['^lib/microservice/', '(^|/)node_modules/@nestjs/microservices/'] },
     },
     {
       name: 'cli-needs-no-nest',

@@ -9,6 +9,5 @@ export { RedflowClient, type SignalPayload, type WorkflowClassWithSignals, type 
 export { guard } from './redflow-dashboard.guard';
 export { RedflowModule, RedflowFeatureModule } from './redflow.module';
 export type { RedflowModuleOptions, RedflowWorkerOptions } from './redflow-options.interface';
-export { RedflowServer } from './redflow.server';
 export { RedflowExceptionFilter, httpErrorFor, REDFLOW_HTTP_ERRORS, type RedflowHttpError } from './redflow-exception.filter';
 export { InjectWorkflow, WorkflowRef, getWorkflowRefToken, type WorkflowRefOf } from './workflow-ref';

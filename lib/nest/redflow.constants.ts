@@ -13,3 +13,10 @@ export const REDFLOW_LOGGER_CONTEXT = 'Redflow';
 
 /** Injection token of the dashboard's API (`DashboardApi`, or null without the `dashboard` option). */
 export const REDFLOW_DASHBOARD = Symbol('REDFLOW_DASHBOARD');
+
+/**
+ * Brand of the microservice transport that runs the worker (`RedflowServer`, in
+ * `nestjs-redflow/microservice`). The orchestrator recognises the transport by this brand rather than
+ * by its class, so the root entry never loads `@nestjs/microservices`.
+ */
+export const REDFLOW_WORKER_TRANSPORT = Symbol('redflow:worker-transport');

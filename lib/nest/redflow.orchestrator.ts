@@ -15,7 +15,7 @@ import { REDFLOW_LOGGER_CONTEXT, REDFLOW_REGISTRY } from './redflow.constants';
 import { RedflowExplorer, type RunEventListener } from './redflow.explorer';
 import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
 import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
-import { RedflowServer } from './redflow.server';
+import { isRedflowWorkerTransport, type RedflowWorkerTransport } from './redflow-worker-transport.interface';
 import { listCronsInSchedulerRegistry } from './schedule-interop';
 
 /**
@@ -29,7 +29,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   private readonly options: ResolvedRedflowOptions;
   private worker: Worker | undefined;
   private starting: Promise<void> | undefined;
-  private server: RedflowServer | undefined;
+  private server: RedflowWorkerTransport | undefined;
   private subscription: Subscription | undefined;
   private bootstrapped: Promise<void> | undefined;
   private listeners: RunEventListener[] = [];
@@ -49,7 +49,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
     // A microservice created with RedflowServer registers it as an RPC target of the app: at
     // createMicroservice, or at connectMicroservice in a hybrid app, which may come before init().
     this.subscription = this.modules.getRpcTargetRegistry().subscribe((target) => {
-      if (target instanceof RedflowServer) {
+      if (isRedflowWorkerTransport(target)) {
         this.server = target;
         target.attach(this);
       }

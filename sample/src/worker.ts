@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { RedflowServer } from '../../lib';
+import { RedflowServer } from '../../lib/microservice';
 import { AppModule } from './app.module';
 
 /** The worker entry: a Nest microservice whose transport is the workflow worker. */

@@ -9,7 +9,6 @@ import {
   createClient,
   RedflowClient,
   RedflowModule,
-  RedflowServer,
   Step,
   Workflow,
   type RedflowModuleOptions,
@@ -18,6 +17,7 @@ import {
   type WorkflowClient,
   type WorkflowContext,
 } from '../../lib';
+import { RedflowServer } from '../../lib/microservice';
 import { RedflowOrchestrator } from '../../lib/nest/redflow.orchestrator';
 import { connect, deferred, eventually, FAST_RUNTIME } from '../support/engine';
 

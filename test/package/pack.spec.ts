@@ -125,6 +125,14 @@ client.start(signup, { email: 'a@example.com' }).then(
     expect(message).toMatch(/Cannot find module '(@nestjs\/common|reflect-metadata)'/);
   });
 
+  it('only nestjs-redflow/microservice names @nestjs/microservices, in its JavaScript and its types', () => {
+    const dist = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist');
+    const files = (readdirSync(dist, { recursive: true }) as string[]).filter((file) => file.endsWith('.js') || file.endsWith('.d.ts'));
+    const naming = files.filter((file) => /(require\(|from )["']@nestjs\/microservices["']/.test(readFileSync(join(dist, file), 'utf8')));
+    expect(naming).toEqual([join('microservice', 'redflow.server.d.ts')]);
+    expect(existsSync(join(dist, 'microservice', 'index.js'))).toBe(true);
+  });
+
   it('ships source maps with their sources inlined, and no TypeScript sources', () => {
     const core = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist', 'core');
     const map = JSON.parse(readFileSync(join(core, 'index.js.map'), 'utf8')) as { sourcesContent?: string[] };

@@ -1,11 +1,7 @@
 import type { CustomTransportStrategy } from '@nestjs/microservices';
 import { ConfigurationError } from '../core';
-
-/** What the transport drives: the module's orchestrator, which owns the worker. */
-export interface RedflowWorkerControl {
-  startWorker(): Promise<void>;
-  stopWorker(): Promise<void>;
-}
+import { REDFLOW_WORKER_TRANSPORT } from '../nest/redflow.constants';
+import type { RedflowWorkerControl, RedflowWorkerTransport } from '../nest/redflow-worker-transport.interface';
 
 /**
  * A Nest microservice transport that runs the app's workflow worker:
@@ -13,7 +9,8 @@ export interface RedflowWorkerControl {
  * `app.connectMicroservice({ strategy: new RedflowServer() })` in a hybrid app. The worker starts
  * when the microservice listens and drains when it closes. The app must import `RedflowModule`.
  */
-export class RedflowServer implements CustomTransportStrategy {
+export class RedflowServer implements CustomTransportStrategy, RedflowWorkerTransport {
+  readonly [REDFLOW_WORKER_TRANSPORT] = true as const;
   private orchestrator: RedflowWorkerControl | undefined;
 
   /** Called by `RedflowModule` when the app is created with this strategy. */

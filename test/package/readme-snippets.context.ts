@@ -1,0 +1,22 @@
+import type { RunHandle, WorkflowClient } from '../../lib/core';
+
+/**
+ * What README's feature sections use without defining it, as the sections around them describe it:
+ * a client created earlier, a run id, the user's own services. Compiled with every snippet by
+ * readme-snippets.spec.ts; a snippet that declares one of these names uses its own.
+ */
+declare global {
+  /** `createClient(...)`, or the injected `RedflowClient`. */
+  var client: WorkflowClient;
+  var runId: string;
+  var handle: RunHandle<unknown>;
+  /** The user's payment provider. */
+  var payments: { charge(order: string): Promise<{ chargeId: string }>; createLink(): Promise<string> };
+  var metrics: { increment(name: string, tags: Record<string, string | number | boolean>): void };
+  var log: { info(message: string): void };
+  function charge(orderId: string): Promise<{ chargeId: string }>;
+  function sendEmail(to: string): Promise<{ id: string }>;
+  function buildReport(input: { kind: string }): Promise<{ rows: number }>;
+}
+
+export {};

@@ -1,0 +1,52 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { compileSnippets, extractSnippets } from '../support/readme-snippets';
+
+/**
+ * Every ```ts block of README.md compiles, strict, against the sources (how: test/support/readme-snippets.ts).
+ * Names that feature sections use without defining them are declared in readme-snippets.context.ts;
+ * the app's own files that snippets import are in readme-snippets/.
+ */
+
+const ROOT = join(__dirname, '..', '..');
+const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
+
+(clusterMode ? describe.skip : describe)('README snippets', () => {
+  const { snippets, skipped } = extractSnippets(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+  // A markdown file with one type error, compiled in the same program, proves errors are found and
+  // located (one compilation for both keeps the test short).
+  const broken = extractSnippets(
+    ['# t', '', '```ts', "import { createTestEngine } from 'nestjs-redflow/core/testing';", "const n: number = 'one';", 'createTestEngine;', '```', ''].join('\n'),
+    'broken.md',
+  ).snippets;
+  let errors: string[] = [];
+
+  beforeAll(() => {
+    errors = compileSnippets([...snippets, ...broken]);
+  }, 60_000);
+
+  it('finds the TypeScript blocks, and skips only a few, each with its reason', () => {
+    expect(snippets.length).toBeGreaterThan(30);
+    for (const s of skipped) expect(s.reason.trim().length).toBeGreaterThan(5);
+    // Listed so a reader of the test output sees what is not compiled.
+    process.stdout.write(`README snippets: ${snippets.length} compiled, ${skipped.length} skipped${skipped.map((s) => `\n  README.md:${s.line}: ${s.reason}`).join('')}\n`);
+    expect(skipped.length).toBeLessThanOrEqual(3);
+  });
+
+  it('compiles every block with zero errors (strict, isolatedModules, decorator metadata)', () => {
+    expect(errors.filter((e) => !e.startsWith('broken.md:'))).toEqual([]);
+  });
+
+  it('leaves out a block marked `<!-- snippet: skip (reason) -->`, with its line and reason', () => {
+    const markdown = ['<!-- snippet: skip (a fragment of a class body) -->', '', '```ts', '@Step() charge() {}', '```', '', '```ts', 'export const n = 1;', '```'].join('\n');
+    const { snippets: kept, skipped: left } = extractSnippets(markdown, 'skip.md');
+    expect(left).toEqual([{ line: 4, reason: 'a fragment of a class body' }]);
+    expect(kept.map((s) => [s.line, s.code])).toEqual([[8, 'export const n = 1;']]);
+  });
+
+  it('reports a type error at its line in the markdown', () => {
+    expect(errors.filter((e) => e.startsWith('broken.md:'))).toEqual([
+      "broken.md:5:7 (snippet broken-md/snippet-line-4.ts): TS2322: Type 'string' is not assignable to type 'number'.",
+    ]);
+  });
+});
