@@ -133,4 +133,16 @@ client.start(signup, { email: 'a@example.com' }).then(
     expect(listed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(listed.some((file) => file.endsWith('.lua'))).toBe(true);
   });
+
+  it('every source map in the package carries the text of each source it names (the .ts files are not shipped)', () => {
+    const dist = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist');
+    const maps = (readdirSync(dist, { recursive: true }) as string[]).filter((file) => file.endsWith('.map'));
+    expect(maps.length).toBeGreaterThan(50);
+    const incomplete = maps.filter((file) => {
+      const map = JSON.parse(readFileSync(join(dist, file), 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
+      return map.sources.length === 0 || map.sourcesContent?.length !== map.sources.length || map.sourcesContent.some((text) => typeof text !== 'string' || text.length === 0);
+    });
+    expect(incomplete).toEqual([]);
+    expect(maps.some((file) => file.endsWith('.d.ts.map'))).toBe(false);
+  });
 });
