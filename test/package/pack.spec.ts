@@ -134,6 +134,22 @@ client.start(signup, { email: 'a@example.com' }).then(
     expect(listed.some((file) => file.endsWith('.lua'))).toBe(true);
   });
 
+  it('package.json: each typed subpath of exports has the same declarations in typesVersions (for moduleResolution node10), and sideEffects names shipped files', () => {
+    const installed = join(dir, 'app', 'node_modules', 'nestjs-redflow');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | { types?: string }>;
+      typesVersions: { '*': Record<string, string[]> };
+      sideEffects: string[];
+    };
+    const fromExports = Object.entries(manifest.exports)
+      .filter(([subpath, target]) => subpath !== '.' && typeof target === 'object' && target.types)
+      .map(([subpath, target]) => [subpath.slice(2), [(target as { types: string }).types]]);
+    expect(Object.fromEntries(fromExports)).toEqual(manifest.typesVersions['*']);
+    expect(manifest.sideEffects.length).toBeGreaterThan(0);
+    for (const file of manifest.sideEffects) expect([file, existsSync(join(installed, file))]).toEqual([file, true]);
+    expect(readFileSync(join(installed, 'dist', 'nest', 'index.js'), 'utf8')).toContain('require("reflect-metadata")');
+  });
+
   it('every source map in the package carries the text of each source it names (the .ts files are not shipped)', () => {
     const dist = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist');
     const maps = (readdirSync(dist, { recursive: true }) as string[]).filter((file) => file.endsWith('.map'));
