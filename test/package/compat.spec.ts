@@ -1,9 +1,10 @@
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { buildAndPack } from '../support/packed';
 
 /**
  * The compatibility matrix: the packed package installed into two fresh Nest apps, each compiled by
@@ -247,9 +248,7 @@ async function deleteKeys(prefix: string): Promise<void> {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'redflow-compat-'));
-    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string }>;
-    const tarball = join(dir, packed[0].filename);
+    const tarball = await buildAndPack(dir);
     for (const app of APPS) {
       const appDir = join(dir, app.key);
       writeApp(appDir, app);

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildAndPack } from '../support/packed';
 
 /**
  * The published package as a user gets it: `npm pack`, then `npm install <tarball>` into an empty
@@ -9,18 +10,15 @@ import { join } from 'node:path';
  * `nestjs-redflow/core` on the test Redis. Builds dist/ first (about 10 s).
  */
 
-const ROOT = join(__dirname, '..', '..');
 const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
 
 (clusterMode ? describe.skip : describe)('the packed package', () => {
   let dir: string;
   let tarball: string;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'redflow-pack-'));
-    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    tarball = join(dir, packed[0].filename);
+    tarball = await buildAndPack(dir);
     const app = join(dir, 'app');
     execFileSync('mkdir', [app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'plain-node-app', version: '1.0.0', private: true }));
