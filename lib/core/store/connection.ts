@@ -1,9 +1,10 @@
-import { Cluster as IoCluster, Redis as IoRedis } from 'ioredis';
-import type { Cluster, Redis, RedisOptions } from './ioredis-types';
+import { Cluster, Redis } from 'ioredis';
+// The public declarations name ioredis' types from ioredis-types.ts, never from 'ioredis' (see there).
+import type { Cluster as ClusterConnection, Redis as RedisServerConnection, RedisOptions } from './ioredis-types';
 import { ConfigurationError } from '../errors';
 
 /** A connection the engine runs on: one Redis, or a Redis Cluster. */
-export type RedisConnection = Redis | Cluster;
+export type RedisConnection = RedisServerConnection | ClusterConnection;
 
 /** How to reach Redis: an existing connection (kept open on close) or a URL (owned and closed). */
 export interface ConnectionOptions {
@@ -23,8 +24,8 @@ export function openConnection(options: ConnectionOptions & { redisOptions?: Red
   if (options.redis) return { redis: options.redis, owned: false };
   const settings: RedisOptions = { maxRetriesPerRequest: null, ...options.redisOptions };
   const url = options.url ?? process.env.REDIS_URL;
-  if (url) return { redis: new IoRedis(url, settings), owned: true };
-  if (options.redisOptions) return { redis: new IoRedis(settings), owned: true };
+  if (url) return { redis: new Redis(url, settings), owned: true };
+  if (options.redisOptions) return { redis: new Redis(settings), owned: true };
   throw new ConfigurationError('No Redis connection given. Pass { redis } (an ioredis instance) or { url }, or set REDIS_URL.');
 }
 
@@ -63,7 +64,7 @@ export interface ConnectionWatcher {
  * `Redis#duplicate` and `Cluster#duplicate` differently, so a union cannot call either.
  */
 function copyOf(redis: RedisConnection): RedisConnection {
-  if (redis instanceof IoCluster) return redis.duplicate();
+  if (redis instanceof Cluster) return redis.duplicate();
   return redis.duplicate();
 }
 
@@ -81,7 +82,7 @@ export function duplicateConnection(redis: RedisConnection, watcher: ConnectionW
  * ('end'), so that the caller can pick a node again.
  */
 export function subscriberConnection(redis: RedisConnection, watcher: ConnectionWatcher): RedisConnection {
-  const nodes = redis instanceof IoCluster ? redis.nodes('master') : [];
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [];
   const connection =
     nodes.length === 0
       ? copyOf(redis)
