@@ -12,3 +12,4 @@ export type { RedflowModuleOptions, RedflowWorkerOptions } from './redflow-optio
 export { RedflowServer } from './redflow.server';
 export { RedflowExceptionFilter, httpErrorFor, REDFLOW_HTTP_ERRORS, type RedflowHttpError } from './redflow-exception.filter';
 export { InjectWorkflow, WorkflowRef, getWorkflowRefToken, type WorkflowRefOf } from './workflow-ref';
+export type { RedflowRedisOptions, RedflowWorkflowDefaults } from './redflow-options.interface';
