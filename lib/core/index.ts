@@ -35,7 +35,7 @@ export {
   type WorkflowHandler,
   type WorkflowOptions,
 } from './definition/workflow';
-export type { DtoClass, InferInput, InputSchema, StandardSchemaV1 } from './definition/validation';
+export type { DtoClass, InferInput, InputSchema, StandardSchemaIssue, StandardSchemaResult, StandardSchemaV1 } from './definition/validation';
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
 export type {
   CorruptRunSummary,
@@ -69,3 +69,4 @@ export type {
   WorkerErrorContext,
   WorkerHooks,
 } from './definition/hooks';
+export type { RunStarter } from './definition/workflow-types';

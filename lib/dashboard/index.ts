@@ -6,4 +6,4 @@
 export { createDashboardHandler, type DashboardHandler } from './dashboard-handler';
 export { basicAuth, type BasicAuthOptions } from './basic-auth';
 export type { DashboardAuthorize, DashboardDenial, DashboardGuardRef, DashboardOptions, DashboardRun } from './dashboard-options';
-export { maskSecrets } from './redact';
+export { maskSecrets, SECRET_KEY } from './redact';

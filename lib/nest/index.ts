@@ -11,3 +11,4 @@ export { RedflowModule, RedflowFeatureModule } from './redflow.module';
 export type { RedflowModuleOptions, RedflowWorkerOptions } from './redflow-options.interface';
 export { RedflowExceptionFilter, httpErrorFor, REDFLOW_HTTP_ERRORS, type RedflowHttpError } from './redflow-exception.filter';
 export { InjectWorkflow, WorkflowRef, getWorkflowRefToken, type WorkflowRefOf } from './workflow-ref';
+export type { RedflowRedisOptions, RedflowWorkflowDefaults } from './redflow-options.interface';

@@ -1,4 +1,4 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from '../core/store/ioredis-types';
 import { ConfigurationError, type Clock, type EventStreamOptions, type WorkerRuntimeOptions } from '../core';
 import type { StepMocks } from '../core/worker/step-runtime';
 import {

@@ -13,4 +13,4 @@ export {
   type TestRunResult,
 } from './test-engine';
 export { VirtualClock } from './virtual-clock';
-export { RedisServerNotFoundError, RedisServerStartError } from './redis-server';
+export { RedisServerNotFoundError, RedisServerStartError, type TestRedisServer } from './redis-server';

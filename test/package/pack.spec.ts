@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildAndPack } from '../support/packed';
 
 /**
  * The published package as a user gets it: `npm pack`, then `npm install <tarball>` into an empty
@@ -9,18 +10,15 @@ import { join } from 'node:path';
  * `nestjs-redflow/core` on the test Redis. Builds dist/ first (about 10 s).
  */
 
-const ROOT = join(__dirname, '..', '..');
 const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
 
 (clusterMode ? describe.skip : describe)('the packed package', () => {
   let dir: string;
   let tarball: string;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'redflow-pack-'));
-    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe' });
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    tarball = join(dir, packed[0].filename);
+    tarball = await buildAndPack(dir);
     const app = join(dir, 'app');
     execFileSync('mkdir', [app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'plain-node-app', version: '1.0.0', private: true }));
@@ -140,5 +138,33 @@ client.start(signup, { email: 'a@example.com' }).then(
     const listed = readdirSync(core, { recursive: true }) as string[];
     expect(listed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(listed.some((file) => file.endsWith('.lua'))).toBe(true);
+  });
+
+  it('package.json: each typed subpath of exports has the same declarations in typesVersions (for moduleResolution node10), and sideEffects names shipped files', () => {
+    const installed = join(dir, 'app', 'node_modules', 'nestjs-redflow');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | { types?: string }>;
+      typesVersions: { '*': Record<string, string[]> };
+      sideEffects: string[];
+    };
+    const fromExports = Object.entries(manifest.exports)
+      .filter(([subpath, target]) => subpath !== '.' && typeof target === 'object' && target.types)
+      .map(([subpath, target]) => [subpath.slice(2), [(target as { types: string }).types]]);
+    expect(Object.fromEntries(fromExports)).toEqual(manifest.typesVersions['*']);
+    expect(manifest.sideEffects.length).toBeGreaterThan(0);
+    for (const file of manifest.sideEffects) expect([file, existsSync(join(installed, file))]).toEqual([file, true]);
+    expect(readFileSync(join(installed, 'dist', 'nest', 'index.js'), 'utf8')).toContain('require("reflect-metadata")');
+  });
+
+  it('every source map in the package carries the text of each source it names (the .ts files are not shipped)', () => {
+    const dist = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist');
+    const maps = (readdirSync(dist, { recursive: true }) as string[]).filter((file) => file.endsWith('.map'));
+    expect(maps.length).toBeGreaterThan(50);
+    const incomplete = maps.filter((file) => {
+      const map = JSON.parse(readFileSync(join(dist, file), 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
+      return map.sources.length === 0 || map.sourcesContent?.length !== map.sources.length || map.sourcesContent.some((text) => typeof text !== 'string' || text.length === 0);
+    });
+    expect(incomplete).toEqual([]);
+    expect(maps.some((file) => file.endsWith('.d.ts.map'))).toBe(false);
   });
 });

@@ -1,8 +1,10 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+// The public declarations name ioredis' types from ioredis-types.ts, never from 'ioredis' (see there).
+import type { Cluster as ClusterConnection, Redis as RedisServerConnection, RedisOptions } from './ioredis-types';
 import { ConfigurationError } from '../errors';
 
 /** A connection the engine runs on: one Redis, or a Redis Cluster. */
-export type RedisConnection = Redis | Cluster;
+export type RedisConnection = RedisServerConnection | ClusterConnection;
 
 /** How to reach Redis: an existing connection (kept open on close) or a URL (owned and closed). */
 export interface ConnectionOptions {
