@@ -9,6 +9,7 @@
  *   lib/dashboard/            the dashboard's API and page, framework-free
  *   lib/nest/                 the Nest module, decorators, explorer, orchestrator, server
  *   lib/cli/                  the `redflow` command
+ *   lib/otel/                 `nestjs-redflow/otel`: OpenTelemetry tracing over the engine's tracing interface
  *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis (core.ts, Nest-free:
  *                             `nestjs-redflow/core/testing`; nest/: RedflowTestingModule)
  *
@@ -59,6 +60,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^lib/testing/', pathNot: ['^lib/testing/nest/', '^lib/testing/index\\.ts$'] },
       to: { path: ['^lib/(nest|testing/nest)/', '^lib/testing/index\\.ts$', '(^|/)node_modules/@nestjs/'] },
+    },
+    {
+      name: 'opentelemetry-only-in-otel',
+      comment: '@opentelemetry/api is an optional peer: only `nestjs-redflow/otel` (lib/otel) loads it; the engine knows only its own tracing interface.',
+      severity: 'error',
+      from: { path: '^lib/', pathNot: '^lib/otel/' },
+      to: { path: '(^|/)node_modules/@opentelemetry/' },
+    },
+    {
+      name: 'otel-builds-on-core-only',
+      comment: 'The OpenTelemetry integration implements the engine interface; it needs no Nest, dashboard, CLI or testing code.',
+      severity: 'error',
+      from: { path: '^lib/otel/' },
+      to: { path: ['^lib/(nest|dashboard|cli|testing)/', '(^|/)node_modules/@nestjs/'] },
     },
     {
       name: 'cli-needs-no-nest',

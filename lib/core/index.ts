@@ -69,3 +69,5 @@ export type {
   WorkerErrorContext,
   WorkerHooks,
 } from './definition/hooks';
+export { checkTraceContext, MAX_TRACESTATE_CHARS } from './definition/tracing';
+export type { AttemptTraceInfo, RedflowTracing, SpanOutcome, StepTraceInfo, TraceContext, TraceSpan } from './definition/tracing';
