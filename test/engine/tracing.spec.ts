@@ -3,7 +3,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { ConfigurationError, createClient, NonRetriableError, type RedflowTracing, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { redflowTracing } from '../../lib/otel';
-import { TestEngine, eventually } from '../support/engine';
+import { countScriptCalls, TestEngine, eventually } from '../support/engine';
 
 /** A logger that keeps its lines. */
 function captureLogger() {
@@ -150,6 +150,31 @@ describe('tracing with OpenTelemetry', () => {
     const hash = await runHash(handle.id);
     expect(hash.traceparent).toBe(`00-${request.spanContext().traceId}-${request.spanContext().spanId}-01`);
     expect(hash.tracestate).toBeUndefined();
+  });
+
+  it('stores and reads the trace context in the calls a run makes anyway: no extra Redis command', async () => {
+    const wf = engine.define('count', {}, async ({ step }: WorkflowContext) => step.run('one', () => 1));
+    await engine.client.start(wf, {}).then((h) => h.result({ timeoutMs: 5_000 })); // warm up: scripts loaded
+    const runIds: string[] = [];
+    const commands = async (start: () => Promise<{ id: string }>) => {
+      const counts = countScriptCalls(engine.redis);
+      const handle = await start();
+      runIds.push(handle.id);
+      await engine.client.waitForRun(handle.id, { timeoutMs: 5_000 });
+      const copy = { ...counts };
+      // countScriptCalls wraps sendCommand with an own property: removing it restores the prototype's.
+      delete (engine.redis as unknown as { sendCommand?: unknown }).sendCommand;
+      return copy;
+    };
+    const untraced = await commands(() => engine.client.start(wf, {}));
+    const request = tracer.startSpan('POST /count');
+    const traced = await commands(() => context.with(trace.setSpan(ROOT_CONTEXT, request), () => client.start(wf, {})));
+    request.end();
+    // The run's own calls (claims and promotions depend on the worker loop's timing, and the new client checks Redis's config once).
+    const pick = (c: Record<string, number>) => ({ enqueue: c.enqueue, checkpoint: c.checkpoint, finish: c.finish, hset: c.hset, hget: c.hget, hgetall: c.hgetall });
+    expect(pick(traced)).toEqual(pick(untraced));
+    expect(pick(traced)).toEqual({ enqueue: 1, checkpoint: undefined, finish: 1, hset: undefined, hget: undefined, hgetall: undefined });
+    expect((await engine.redis.hgetall(client.keys.run(runIds.at(-1)!))).traceparent).toBe(`00-${request.spanContext().traceId}-${request.spanContext().spanId}-01`);
   });
 
   it('keeps the trace across a wait: the suspended attempt ends normally, the resumed one is a child of the same start', async () => {
