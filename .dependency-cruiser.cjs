@@ -11,6 +11,7 @@
  *   lib/microservice/         `nestjs-redflow/microservice`: RedflowServer, the only code that needs
  *                             the optional peer @nestjs/microservices
  *   lib/cli/                  the `redflow` command
+ *   lib/otel/                 `nestjs-redflow/otel`: OpenTelemetry tracing over the engine's tracing interface
  *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis (core.ts, Nest-free:
  *                             `nestjs-redflow/core/testing`; nest/: RedflowTestingModule)
  *
@@ -68,6 +69,20 @@ module.exports = {
       severity: 'error',
       from: { pathNot: '^lib/microservice/' },
       to: { path: ['^lib/microservice/', '(^|/)node_modules/@nestjs/microservices/'] },
+    },
+    {
+      name: 'opentelemetry-only-in-otel',
+      comment: '@opentelemetry/api is an optional peer: only `nestjs-redflow/otel` (lib/otel) loads it; the engine knows only its own tracing interface.',
+      severity: 'error',
+      from: { path: '^lib/', pathNot: '^lib/otel/' },
+      to: { path: '(^|/)node_modules/@opentelemetry/' },
+    },
+    {
+      name: 'otel-builds-on-core-only',
+      comment: 'The OpenTelemetry integration implements the engine interface; it needs no Nest, dashboard, CLI or testing code.',
+      severity: 'error',
+      from: { path: '^lib/otel/' },
+      to: { path: ['^lib/(nest|dashboard|cli|testing)/', '(^|/)node_modules/@nestjs/'] },
     },
     {
       name: 'cli-needs-no-nest',

@@ -11,6 +11,9 @@
  *     after (all done); the difference over N is the memory per finished run / completed job.
  *   - idle pickup: one run at a time on an idle worker (concurrency 1), from just before the enqueue
  *     call to the handler's first line.
+ * nestjs-redflow's processing and end-to-end figures are also taken with the event stream off, and
+ * with tracing on (`redflowTracing()` of `nestjs-redflow/otel`) while no OpenTelemetry SDK is
+ * registered: what an app that installed the API but exports nothing pays.
  * Completion is counted in the handler (no per-run polling), then confirmed from Redis: ZCARD of the
  * status index (ours) or the completed count (BullMQ) must equal N.
  */
@@ -19,7 +22,8 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Queue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createClient, startWorker, WorkflowRegistry, type WorkflowClient, type WorkflowContext } from '../lib';
+import { createClient, startWorker, WorkflowRegistry, type RedflowTracing, type WorkflowClient, type WorkflowContext } from '../lib';
+import { redflowTracing } from '../lib/otel';
 import { envInt, redisServers, runMain } from './bench-support';
 
 const ROUNDS = envInt('BENCH_ROUNDS', 2);
@@ -135,9 +139,12 @@ interface OursSetup {
 /** A producer client and a worker, each on its own connection, on a fresh prefix. */
 /** The event stream setting of the clients below: the default (on), or off for the side-by-side figures. */
 let oursEvents: false | undefined;
+/** The tracing setting of the clients below: none (default), or `redflowTracing()` for the tracing figures. */
+let oursTracing: RedflowTracing | undefined;
 
 function oursClients(url: string, prefix: string): { producer: WorkflowClient; consumer: WorkflowClient } {
-  return { producer: createClient({ url, prefix, registry, events: oursEvents }), consumer: createClient({ url, prefix, registry, events: oursEvents }) };
+  const options = { url, prefix, registry, events: oursEvents, tracing: oursTracing };
+  return { producer: createClient(options), consumer: createClient(options) };
 }
 
 async function oursWorker(url: string, prefix: string, concurrency: number, clients = oursClients(url, prefix)): Promise<OursSetup> {
@@ -431,6 +438,7 @@ async function main(): Promise<number> {
     for (const line of env) console.log(line);
     const results: Record<System, Figures[]> = { ours: [], bullmq: [] };
     const streamOff: { processing: number; endToEnd: number }[] = [];
+    const tracingOn: { processing: number; endToEnd: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const t = performance.now();
       const ours = await runOurs(servers.url, admin, round);
@@ -446,6 +454,15 @@ async function main(): Promise<number> {
         console.log(`round ${round} nestjs-redflow, event stream off: processing ${fmt(off.processing, 0)}/s, e2e ${fmt(off.endToEnd, 0)}/s`);
       } finally {
         oursEvents = undefined;
+      }
+      // The same workload with tracing on and no OpenTelemetry SDK registered (the API's no-op tracer).
+      oursTracing = redflowTracing();
+      try {
+        const on = { processing: await oursProcessing(servers.url, admin, `bench-otel-r${round}-proc`), endToEnd: (await oursEndToEnd(servers.url, admin, `bench-otel-r${round}-e2e`)).rate };
+        tracingOn.push(on);
+        console.log(`round ${round} nestjs-redflow, tracing on (no SDK): processing ${fmt(on.processing, 0)}/s, e2e ${fmt(on.endToEnd, 0)}/s`);
+      } finally {
+        oursTracing = undefined;
       }
       const tb = performance.now();
       const bull = await runBull(servers.url, admin, round);
@@ -464,6 +481,16 @@ async function main(): Promise<number> {
       const on = median(results.ours.map((f) => f[key]));
       const off = median(streamOff.map((f) => f[key]));
       console.log(`| ${ROWS.find((r) => r.key === key)!.label} | ${fmt(on, 0)} runs/s | ${fmt(off, 0)} runs/s | ${(on / off).toFixed(2)}× |`);
+    }
+    console.log('');
+    console.log('nestjs-redflow with tracing off (default) and on with no OpenTelemetry SDK registered (tracing: redflowTracing()):');
+    console.log('');
+    console.log('| figure | tracing off | tracing on, no SDK | on / off |');
+    console.log('| --- | ---: | ---: | ---: |');
+    for (const key of ['processing', 'endToEnd'] as const) {
+      const off = median(results.ours.map((f) => f[key]));
+      const on = median(tracingOn.map((f) => f[key]));
+      console.log(`| ${ROWS.find((r) => r.key === key)!.label} | ${fmt(off, 0)} runs/s | ${fmt(on, 0)} runs/s | ${(on / off).toFixed(2)}× |`);
     }
     console.log('');
     console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);

@@ -70,3 +70,5 @@ export type {
   WorkerHooks,
 } from './definition/hooks';
 export type { RunStarter } from './definition/workflow-types';
+export { checkTraceContext, MAX_TRACESTATE_CHARS } from './definition/tracing';
+export type { AttemptTraceInfo, RedflowTracing, SpanOutcome, StepTraceInfo, TraceContext, TraceSpan } from './definition/tracing';

@@ -11,6 +11,7 @@ import {
   optionKeys,
 } from '../core/definition/option-checks';
 import { checkEventStreamOption } from '../core/definition/run-events';
+import { checkTracingOption, type RedflowTracing } from '../core/definition/tracing';
 import { WORKER_RUNTIME_KEYS } from '../core/worker/worker';
 import { DASHBOARD_OPTION_KEYS, type DashboardOptions } from '../dashboard/dashboard-options';
 
@@ -78,6 +79,13 @@ export interface RedflowModuleOptions {
    * are kept (`{ maxLen: 100_000 }` by default); `false` writes none. @default { maxLen: 100000 }
    */
   events?: EventStreamOptions | false;
+  /**
+   * Tracing of runs and steps: `redflowTracing()` from `nestjs-redflow/otel` for OpenTelemetry.
+   * The trace context active where a run is started (the request's span, in a controller) is
+   * stored with the run; the worker's spans of its attempts and steps are children of it. What
+   * the tracer throws is logged and dropped. @default none
+   */
+  tracing?: RedflowTracing;
   /** @internal Step mocks of `RedflowTestingModule`; not for production use. */
   stepMocks?: StepMocks;
 }
@@ -96,6 +104,7 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
   'commandTimeoutMs',
   'clock',
   'events',
+  'tracing',
   'stepMocks',
 ]);
 
@@ -169,6 +178,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   assertKnownKeys('RedflowModule option "redis"', options.redis, REDFLOW_REDIS_OPTION_KEYS);
   checkBoolean(options.redis?.requireNoEviction, 'RedflowModule option "redis.requireNoEviction"');
   checkEventStreamOption(options.events, 'RedflowModule option "events"');
+  checkTracingOption(options.tracing, 'RedflowModule option');
 
   return {
     ...options,

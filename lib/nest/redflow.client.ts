@@ -129,6 +129,7 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     logger: new Logger(REDFLOW_LOGGER_CONTEXT),
     clock: options.clock,
     events: options.events,
+    tracing: options.tracing,
   };
   const { redis, owned } =
     connection instanceof Redis || connection instanceof Cluster

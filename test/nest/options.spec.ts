@@ -234,7 +234,7 @@ describe('RedflowModule.forRoot', () => {
     const compiling = Test.createTestingModule({ imports: [RedflowModule.forRoot(options)], providers: [Jobs] }).compile();
     await expect(compiling).rejects.toThrow(ConfigurationError);
     await expect(compiling).rejects.toThrow(
-      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeoutMs, maxPayloadBytes, dashboard, redis, commandTimeoutMs, clock, events.',
+      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeoutMs, maxPayloadBytes, dashboard, redis, commandTimeoutMs, clock, events, tracing.',
     );
   });
 

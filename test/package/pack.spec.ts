@@ -30,10 +30,10 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('installs without any @nestjs package, class-validator, class-transformer, reflect-metadata or rxjs', () => {
+  it('installs without any @nestjs package, class-validator, class-transformer, reflect-metadata, rxjs or @opentelemetry package', () => {
     const modules = join(dir, 'app', 'node_modules');
     expect(existsSync(join(modules, 'nestjs-redflow', 'dist', 'core', 'index.js'))).toBe(true);
-    for (const absent of ['@nestjs', 'class-validator', 'class-transformer', 'reflect-metadata', 'rxjs']) {
+    for (const absent of ['@nestjs', 'class-validator', 'class-transformer', 'reflect-metadata', 'rxjs', '@opentelemetry']) {
       expect([absent, existsSync(join(modules, absent))]).toEqual([absent, false]);
     }
   });
@@ -110,6 +110,23 @@ client.start(signup, { email: 'a@example.com' }).then(
       name: 'ConfigurationError',
       message:
         'Workflow "signup" validates its input with the DTO class SignupDto, which needs class-validator and class-transformer: run "npm install class-validator class-transformer", or give a Standard Schema validator (zod, valibot, arktype) as its schema instead.',
+    });
+  });
+
+  it('nestjs-redflow/otel without @opentelemetry/api installed: a ConfigurationError saying what to install', () => {
+    const script = `
+try {
+  require('nestjs-redflow/otel').redflowTracing();
+  console.log('loaded');
+} catch (error) {
+  console.log(JSON.stringify({ name: error.name, message: error.message }));
+}
+`;
+    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8', timeout: 30_000 });
+    expect(existsSync(join(dir, 'app', 'node_modules', '@opentelemetry'))).toBe(false);
+    expect(JSON.parse(out.trim())).toEqual({
+      name: 'ConfigurationError',
+      message: 'redflowTracing() of "nestjs-redflow/otel" needs the package @opentelemetry/api: run "npm install @opentelemetry/api" (and an OpenTelemetry SDK to export the spans).',
     });
   });
 

@@ -8,7 +8,8 @@ import { defaultRetryDelayMs, nextAttemptAt } from '../../lib/core/definition/re
 import { WorkflowRegistry } from '../../lib/core/definition/workflow';
 import type { RunInfo } from '../../lib/core/definition/workflow-types';
 import { RedflowKeys } from '../../lib/core/store/keys';
-import { parseRun, summarizeRun } from '../../lib/core/store/run-record';
+import { parseRun, readTraceContext, summarizeRun, traceFields } from '../../lib/core/store/run-record';
+import { checkTraceContext, MAX_TRACESTATE_CHARS } from '../../lib/core/definition/tracing';
 import { decodeStepRecord, encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, encodeTriesRecord, parseStepRecord, parseTriesRecord } from '../../lib/core/store/step-record';
 
 /** The pure modules of the engine: no Redis, no timers. `npm run test:unit` runs these alone. */
@@ -252,5 +253,42 @@ describe('run records', () => {
     const fields = { workflow: 'w', queue: 'default', status: 'failed', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175', parent: null, error: stored.error };
     expect(summarizeRun('r1', fields)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', status: 'failed', attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175, durationMs: 25, error: { name: 'Error', message: 'boom' } });
     expect(summarizeRun('r1', { ...fields, status: 'done', attempt: 'x' }, 'failed')).toMatchObject({ id: 'r1', status: 'failed', corrupt: 'field "status" has the unknown value "done"; field "attempt" is not a number' });
+  });
+});
+
+describe('trace context check', () => {
+  const parent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+  it('keeps a version-00 traceparent with non-zero ids, and a short printable tracestate', () => {
+    expect(checkTraceContext({ traceparent: parent })).toEqual({ traceparent: parent });
+    expect(checkTraceContext({ traceparent: parent, tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' })).toEqual({ traceparent: parent, tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' });
+    expect(checkTraceContext({ traceparent: parent, tracestate: 'a'.repeat(MAX_TRACESTATE_CHARS) })?.tracestate).toHaveLength(512);
+  });
+
+  it('drops a malformed or oversized traceparent, and a tracestate that is too long or not printable ASCII', () => {
+    for (const traceparent of [
+      '',
+      parent.toUpperCase(),
+      parent.replace(/^00/, '01'),
+      parent.replace('0af7651916cd43dd8448eb211c80319c', '0'.repeat(32)),
+      parent.replace('b7ad6b7169203331', '0'.repeat(16)),
+      `${parent}-extra`,
+      `${parent}\n`,
+      'x'.repeat(100_000),
+    ]) {
+      expect([traceparent.slice(0, 60), checkTraceContext({ traceparent })]).toEqual([traceparent.slice(0, 60), undefined]);
+    }
+    for (const value of [undefined, null, 'a string', 42, { traceparent: 7 }]) expect(checkTraceContext(value)).toBeUndefined();
+    expect(checkTraceContext({ traceparent: parent, tracestate: 'a'.repeat(MAX_TRACESTATE_CHARS + 1) })).toEqual({ traceparent: parent });
+    expect(checkTraceContext({ traceparent: parent, tracestate: 'k=v\r\nx-injected: 1' })).toEqual({ traceparent: parent });
+    expect(checkTraceContext({ traceparent: parent, tracestate: 'k=é' })).toEqual({ traceparent: parent });
+  });
+
+  it('reads the stored fields of a run hash back, checked again', () => {
+    expect(traceFields({ traceparent: parent })).toEqual(['traceparent', parent]);
+    expect(traceFields({ traceparent: parent, tracestate: 'k=v' })).toEqual(['traceparent', parent, 'tracestate', 'k=v']);
+    expect(readTraceContext({ traceparent: parent, tracestate: 'k=v' })).toEqual({ traceparent: parent, tracestate: 'k=v' });
+    expect(readTraceContext({ workflow: 'w' })).toBeUndefined();
+    expect(readTraceContext({ traceparent: 'edited by hand' })).toBeUndefined();
   });
 });

@@ -22,6 +22,7 @@ import {
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { systemClock, type Clock } from '../definition/clock';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
+import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
 
 
 /** Options of `createClient`. */
@@ -57,6 +58,12 @@ export interface ClientOptions extends ConnectionOptions {
    * writes nothing. Give every process of a prefix the same value. @default { maxLen: 100000 }
    */
   events?: EventStreamOptions | false;
+  /**
+   * Tracing, such as `redflowTracing()` from `nestjs-redflow/otel`: the trace context active where
+   * a run is started is stored with it, and a worker on this client opens spans for its attempts
+   * and steps as children of it. What the tracer throws is logged and dropped. @default none
+   */
+  tracing?: RedflowTracing;
 }
 
 /** Keys of `ClientOptions` (`createClient`). */
@@ -71,6 +78,7 @@ export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'logger',
   'clock',
   'events',
+  'tracing',
 ]);
 
 /** Default of `commandTimeoutMs`. */
@@ -129,6 +137,8 @@ export class ClientCore {
   readonly clock: Clock;
   /** The event stream's MAXLEN the scripts trim to; 0 when the stream is off (`events: false`). */
   readonly eventsMaxLen: number;
+  /** @internal The `tracing` option, guarded; undefined when tracing is off. */
+  readonly tracing: GuardedTracing | undefined;
   protected readonly requireNoEviction: boolean;
   protected checked: Promise<void> | undefined;
   protected closed = false;
@@ -148,6 +158,8 @@ export class ClientCore {
     this.requireNoEviction = options.requireNoEviction ?? false;
     this.logger = options.logger ?? stderrLogger;
     this.clock = options.clock ?? systemClock;
+    const tracing = checkTracingOption(options.tracing, 'createClient option');
+    this.tracing = tracing && new GuardedTracing(tracing, this.logger);
     this.health = new RedisHealth(redisAddress(redis), this.logger, () => this.redis.set(this.keys.probe(), String(Date.now()), 'PX', 60_000));
     if (ownsConnection) this.health.watch(redis);
   }

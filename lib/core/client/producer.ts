@@ -18,6 +18,7 @@ import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowContr
 import { encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
 import { validateInput } from '../definition/validation';
 import { checkEventName, type WorkflowDefinition } from '../definition/workflow';
+import { traceFields } from '../store/run-record';
 
 import { RunHandles } from './run-handle';
 import { newRunId } from './client-core';
@@ -141,6 +142,8 @@ export class RunProducer extends RunHandles {
     const now = this.clock.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options.idempotencyTtl);
+    // The caller's trace context goes into the run hash with the run's other fields, in the same script.
+    const trace = this.tracing?.inject();
     // Every argument is checked before the call: bad input is reported as such even when Redis is down.
     const run = {
       runId: newRunId(),
@@ -154,7 +157,7 @@ export class RunProducer extends RunHandles {
       idempotencyTtlSec: ttl,
       debounce: flow.debounce,
       localFlow,
-      extra: flow.extra,
+      extra: trace ? [...flow.extra, ...traceFields(trace)] : flow.extra,
     };
     const result = await this.call(() => this.scripts.enqueue(run));
     if (result.kind === 'unknown') throw this.registry.unknownWorkflow(workflow);

@@ -7,6 +7,7 @@
 import { CorruptRunDataError } from '../errors';
 import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/types';
 import { decodeJson } from './serialization';
+import { checkTraceContext, type TraceContext } from '../definition/tracing';
 
 /** The fields of a run hash that a `RunState` is read from. */
 export const RUN_FIELDS = [
@@ -137,4 +138,20 @@ export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[numbe
   if (!problems.length) return row as IntactRunSummary;
   const corrupt: CorruptRunSummary = { ...row, corrupt: problems.join('; ') };
   return corrupt;
+}
+
+/**
+ * The run-hash fields (pairs) that store the trace context of the code that started a run:
+ * `traceparent` and, when there is one, `tracestate`. The enqueue and start-child scripts write
+ * them with the run's other extra fields.
+ */
+export function traceFields(trace: TraceContext): string[] {
+  return trace.tracestate ? ['traceparent', trace.traceparent, 'tracestate', trace.tracestate] : ['traceparent', trace.traceparent];
+}
+
+/** The stored trace context of a claimed run, checked again (the hash may have been edited); undefined when none. */
+export function readTraceContext(hash: Record<string, string>): TraceContext | undefined {
+  const traceparent = hash.traceparent;
+  if (!traceparent) return undefined;
+  return checkTraceContext({ traceparent, tracestate: hash.tracestate });
 }

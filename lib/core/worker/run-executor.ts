@@ -13,6 +13,8 @@ import { cancelOnKeys } from '../definition/event-match';
 import type { HookRunner } from './hooks';
 import type { Clock } from '../definition/clock';
 import type { StepMocks } from './step-runtime';
+import type { GuardedSpan, GuardedTracing, SpanOutcome } from '../definition/tracing';
+import { readTraceContext } from '../store/run-record';
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -40,6 +42,8 @@ export interface ExecutorHost {
   waitForRedis(): Promise<void>;
   /** An attempt found its lease gone (taken over or canceled). */
   leaseLost(runId: string, attemptStartedAt: number): void;
+  /** Tracing, when on: a span per attempt, child of the trace context stored with the run. */
+  readonly tracing?: GuardedTracing;
 }
 
 /**
@@ -57,6 +61,9 @@ export class RunExecutor {
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
   private readonly startedAt = Date.now();
+  /** The attempt's span (tracing on), and how the attempt ended, for it. */
+  private span: GuardedSpan | undefined;
+  private outcome: SpanOutcome = { outcome: 'abandoned' };
 
   constructor(
     private readonly host: ExecutorHost,
@@ -124,6 +131,17 @@ export class RunExecutor {
       attempt: Number(hash.attempt),
       maxAttempts: Number(hash.maxAttempts),
     };
+    if (!this.host.tracing) return this.attempt(info);
+    this.span = this.host.tracing.startAttempt({ runId: this.runId, workflow: info.workflow, queue: info.queue, attempt: info.attempt, parent: readTraceContext(hash) });
+    try {
+      return await this.attempt(info);
+    } finally {
+      this.span?.end(this.outcome);
+    }
+  }
+
+  private async attempt(info: RunInfo): Promise<ClaimedRun | null> {
+    const { hash } = this.claimed;
     let input: unknown;
     try {
       if (!hash.workflow || !hash.queue || !(info.attempt >= 1) || !(info.maxAttempts >= 1)) {
@@ -155,23 +173,27 @@ export class RunExecutor {
           stopReason: () => this.stopReason,
           onLost: (code) => this.lost(code),
           call: (fn) => this.redisCall(fn),
+          tracing: this.host.tracing,
+          span: this.span,
         },
         stored,
       ));
       // eslint-disable-next-line @typescript-eslint/no-this-alias
       const executor = this;
-      const output = await definition.handler({
+      const context = {
         input: validInput,
         run: info,
         step: steps.api,
-        setEvent: (key, value) => steps.setEvent(key, value),
+        setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
         get signal() {
           return executor.signal;
         },
-      });
+      };
+      const output = await (this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       const result = await this.finish('succeeded', encoded, 0);
+      this.outcome = { outcome: result.code === 'ok' ? 'succeeded' : result.code };
       if (result.code === 'ok') hooks.emit('onRunComplete', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, output, durationMs: Date.now() - this.startedAt });
       return result.next;
     } catch (thrown) {
@@ -203,6 +225,7 @@ export class RunExecutor {
   /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
   private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
     const result = await this.finish('wait', '', suspension.dueAt, suspension.waitFields);
+    this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
     if (result.code === 'ok' && suspension.dueAt > 0) this.host.runScheduled(queue, suspension.dueAt);
     return result.next;
   }
@@ -219,6 +242,8 @@ export class RunExecutor {
     // A run claimed by this finish would wait, unrenewed, while onFailure runs: claim none then.
     const hook = due === null && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
+    // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
+    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
     if (result.code !== 'ok') return result.next;
     this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: due !== null, retryAt: due ?? undefined, durationMs: Date.now() - this.startedAt });
     if (due !== null) {

@@ -32,6 +32,8 @@ import {
 import { stepRetryDelayMs } from '../definition/retry';
 import type { HookRunner } from './hooks';
 import type { Clock } from '../definition/clock';
+import type { GuardedSpan, GuardedTracing } from '../definition/tracing';
+import { traceFields } from '../store/run-record';
 
 export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
@@ -71,6 +73,10 @@ export interface AttemptContext {
   onLost(code: 'canceled' | 'lost'): void;
   /** The worker's lifecycle hooks (onStepStart, onStepComplete, onStepFailed). */
   hooks: HookRunner;
+  /** Tracing, when on: child runs store the active trace context. */
+  tracing?: GuardedTracing;
+  /** The attempt's span, when tracing is on: each try of a step.run function gets a child span. */
+  span?: GuardedSpan;
 }
 
 /** @internal What a mocked step does instead of calling its function (`nestjs-redflow/testing`). */
@@ -218,15 +224,21 @@ export class StepRuntime {
       const startedAt = Date.now();
       const hook = { runId: this.ctx.runId, workflow: this.ctx.workflow, attempt: this.ctx.attempt, step: name };
       this.ctx.hooks.emit('onStepStart', hook);
+      const span = this.ctx.span?.startStep({ step: name, stepAttempt: failures + 1 });
       try {
-        const output = await this.execute(name, field, opts.timeoutMs, fn);
+        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, fn)) : this.execute(name, field, opts.timeoutMs, fn));
+        span?.end({ outcome: 'succeeded' });
         this.ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
         return output;
       } catch (error) {
-        if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || this.ctx.stopReason()) throw error;
+        if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || this.ctx.stopReason()) {
+          span?.end({ outcome: error instanceof SuspendSignal ? 'suspended' : 'canceled', suspended: error instanceof SuspendSignal || undefined });
+          throw error;
+        }
         failures++;
         inAttempt++;
         const retry = policy !== undefined && inAttempt < policy.maxAttempts && isRetryable(error);
+        span?.end({ outcome: retry ? 'retry' : 'failed', error });
         this.ctx.hooks.emit('onStepFailed', { ...hook, error, willRetry: retry, durationMs: Date.now() - startedAt });
         const delay = !retry ? 0 : error instanceof RetryAfterError ? Math.max(0, dueAt(error.delay, this.ctx.clock.now(), 'RetryAfterError delay') - this.ctx.clock.now()) : stepRetryDelayMs(policy, inAttempt);
         const retryAt = retry && delay >= SLOT_FREEING_RETRY_MS ? this.ctx.clock.now() + delay : 0;
@@ -339,6 +351,12 @@ export class StepRuntime {
     return this.awaitExternal('event', record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
   }
 
+  /** A child run's extra fields with the active trace context (the attempt's or a step's span), when tracing is on. */
+  private withTrace(extra: string[]): string[] {
+    const trace = this.ctx.tracing?.inject();
+    return trace ? [...extra, ...traceFields(trace)] : extra;
+  }
+
   private async startChild(mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowTarget, input: unknown): Promise<unknown> {
     const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
     const { opts, name, field, record } = this.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
@@ -369,7 +387,7 @@ export class StepRuntime {
       deadline,
       localFlow: definition !== undefined,
       debounce: flow.debounce,
-      extra: flow.extra,
+      extra: this.withTrace(flow.extra),
     }));
     if (result.code === 'lost') this.lost();
     if (result.code === 'unknown') throw this.ctx.registry.unknownWorkflow(workflowName);

@@ -10,6 +10,7 @@ import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-s
 import { RunExecutor, type ExecutorHost } from './run-executor';
 import { checkHooks, HookRunner } from './hooks';
 import type { WorkerHooks } from '../definition/hooks';
+import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
 import type { StepMocks } from './step-runtime';
 import type { Clock } from '../definition/clock';
 import { stderrLogger, type RedflowLogger } from '../definition/types';
@@ -66,6 +67,13 @@ export interface WorkerOptions extends ConnectionOptions {
   requireNoEviction?: boolean;
   /** Lifecycle hooks, called in this process as its runs and steps start and end (see WorkerHooks). */
   hooks?: WorkerHooks;
+  /**
+   * Tracing, such as `redflowTracing()` from `nestjs-redflow/otel`: a span per run attempt and per
+   * try of a step, children of the trace context stored with the run. Also given to the client the
+   * worker creates (no `client` given), which then stores the trace context of the runs it starts.
+   * @default the client's `tracing` (none)
+   */
+  tracing?: RedflowTracing;
   /** @internal Step mocks of `nestjs-redflow/testing`; not for production use. */
   stepMocks?: StepMocks;
 }
@@ -111,6 +119,7 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'commandTimeoutMs',
   'requireNoEviction',
   'hooks',
+  'tracing',
   'stepMocks',
 ]);
 
@@ -141,6 +150,8 @@ export class Worker implements ExecutorHost {
   readonly logger: RedflowLogger;
   readonly health: RedisHealth;
   readonly hooks: HookRunner;
+  /** Tracing, guarded: the worker's option, else its client's; undefined when off. */
+  readonly tracing: GuardedTracing | undefined;
   /** Workflow time, the client's: due times and background timers. Leases use real time. */
   readonly clock: Clock;
   /** @internal Test step mocks (`nestjs-redflow/testing`); not a public option. */
@@ -228,6 +239,8 @@ export class Worker implements ExecutorHost {
     this.clock = client.clock;
     this.stepMocks = options.stepMocks;
     this.hooks = new HookRunner(checkHooks(options.hooks), this.logger);
+    const tracing = checkTracingOption(options.tracing, 'startWorker option');
+    this.tracing = tracing ? new GuardedTracing(tracing, this.logger) : client.tracing;
   }
 
   /** Logs an error of the worker's own and hands it to the `onError` hook. */
@@ -587,10 +600,10 @@ export class Worker implements ExecutorHost {
 export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const ownsClient = !options.client;
   assertKnownKeys('startWorker options', options, WORKER_OPTION_KEYS);
-  const { redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger } = options;
+  const { redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, tracing } = options;
   const client =
     options.client ??
-    createClient({ redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, registry: options.registry ?? getDefaultRegistry() });
+    createClient({ redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, tracing, registry: options.registry ?? getDefaultRegistry() });
   const worker = new Worker(client, ownsClient, options);
   try {
     await worker.start();

@@ -2,7 +2,8 @@
 -- records, so the worker needs no second read.
 -- KEYS[1] queue ready list    KEYS[2] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease token (unique per claim)   ARGV[3] now (ms)   ARGV[4] lease expiry (ms, real time)
--- Returns { runId, flat run hash } or nil when the queue is empty.
+-- Returns { runId, flat run hash } or nil when the queue is empty. The hash holds the traceparent
+-- (and tracestate) stored at enqueue, so the worker traces the attempt without another read.
 --!include writable.lua
 --!include claim.lua
 

@@ -9,7 +9,8 @@
 -- ARGV[11] debounce key or '' ARGV[12] debounce period (ms)   ARGV[13] debounce timeout (ms, 0 = none)
 -- ARGV[14] '1' when the caller has the definition and computed the flow-control keys (ARGV[11..13]
 --          and ARGV[15..]); '0' to take the static ones of the registry entry
--- ARGV[15..] extra run fields (pairs): mutex, throttle, rateLimit
+-- ARGV[15..] extra run fields (pairs): mutex, throttle, rateLimit, and traceparent, tracestate (the
+--          trace context of the caller, checked by the client, when tracing is on)
 -- Returns { 'created', runId } | { 'existing', runId } | { 'conflict', runId } | { 'unknown', '' }
 --   | { 'dynamic', '' } (the workflow computes a flow-control key with a function this caller lacks)
 --!include writable.lua

@@ -15,7 +15,8 @@
 -- ARGV[18] '1' when the caller has the child's definition and computed its flow control
 --          (ARGV[19..21], ARGV[22..]); '0' to take the registry entry's static keys
 -- ARGV[19] debounce key or ''  ARGV[20] debounce period (ms)  ARGV[21] debounce timeout (ms)
--- ARGV[22..] extra child fields (pairs): mutex, throttle, rateLimit
+-- ARGV[22..] extra child fields (pairs): mutex, throttle, rateLimit, and traceparent, tracestate (the
+--          parent attempt's trace context, when tracing is on)
 -- Returns { 'lost' } | { 'unknown' } | { 'dynamic' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
 --   stepRecord starts with '[3' while the parent must wait.
 --!include writable.lua
