@@ -19,8 +19,9 @@ export interface TestRunOptions {
 
 /**
  * Where a run stands when `run()` or `runUntilWaiting()` resolves. `status` is the stored status,
- * except that a suspended run (waiting for a time, a signal, an event or a child run, or for a
- * retry delay) is `'waiting'`.
+ * except that a suspended run (waiting for a time, a signal, an event, or a retry delay; or for a
+ * child run that itself waits) is `'waiting'`. A child run that is queued or running is work still
+ * going on: `runUntilWaiting` waits for it.
  */
 export interface TestRunResult<TOutput = unknown> {
   runId: string;
@@ -80,7 +81,7 @@ export class TestRunner {
     for (;;) {
       const state = await this.client.getRun<TOutput>(runId);
       if (state) {
-        const result = this.settled(state, await this.client.getRunSteps(runId));
+        const result = await this.settled(state, await this.client.getRunSteps(runId));
         if (result) return result;
       }
       if (Date.now() > deadline) throw new TimeoutError(`Waiting for run "${runId}" to end or wait (last status: ${state?.status ?? 'missing'})`, timeoutMs);
@@ -89,14 +90,33 @@ export class TestRunner {
   }
 
   /** The result when the run ended or waits, else undefined. */
-  private settled<TOutput>(state: RunState<TOutput>, steps: StepState[]): TestRunResult<TOutput> | undefined {
+  private async settled<TOutput>(state: RunState<TOutput>, steps: StepState[], depth = 0): Promise<TestRunResult<TOutput> | undefined> {
     const now = this.clock.now();
     const waits = steps.filter((s) => s.status === 'waiting');
     const base = { runId: state.id, steps, waits, state, ...(state.output !== undefined ? { output: state.output } : {}), ...(state.error ? { error: state.error } : {}) };
     if (TERMINAL_STATUSES.has(state.status)) return { ...base, status: state.status as TestRunResult['status'] };
     if (state.status !== 'scheduled') return undefined;
     // Scheduled but already due: a worker is about to promote it, it is not waiting.
-    const waiting = state.availableAt > now || waits.some((s) => s.wakeAt === undefined || s.wakeAt > now);
-    return waiting ? { ...base, status: 'waiting' } : undefined;
+    if (state.availableAt > now) return { ...base, status: 'waiting' };
+    for (const wait of waits) {
+      if (wait.childRunId === undefined) {
+        if (wait.wakeAt === undefined || wait.wakeAt > now) return { ...base, status: 'waiting' };
+      } else if (await this.childWaits(wait.childRunId, depth)) {
+        // A child run only makes its parent wait when the child itself waits (for a time, a
+        // signal, an event); a child that is running or queued is work still going on.
+        return { ...base, status: 'waiting' };
+      }
+    }
+    return undefined;
+  }
+
+  /** Whether a child run waits on something outside the test (or is gone). */
+  private async childWaits(childRunId: string, depth: number): Promise<boolean> {
+    if (depth >= 16) return true;
+    const child = await this.client.getRun(childRunId);
+    if (!child) return true;
+    if (TERMINAL_STATUSES.has(child.status)) return false; // the parent is about to be woken
+    const settled = await this.settled(child, await this.client.getRunSteps(childRunId), depth + 1);
+    return settled?.status === 'waiting';
   }
 }

@@ -23,6 +23,31 @@ describe('virtual clock', () => {
     expect(ended).toMatchObject({ status: 'succeeded', output: 'done' });
   });
 
+  it('a parent waiting on a child run is waiting only while the child itself waits', async () => {
+    const gate = deferred();
+    const busy = engine.define('busy-child', {}, async () => {
+      await gate.promise; // real work still going on
+      return 'worked';
+    });
+    const sleepy = engine.define('sleepy-child', {}, async ({ step }) => {
+      await step.waitFor('nap', '1h');
+      return 'rested';
+    });
+    const parent = engine.define('parent', {}, async ({ step, input }) => step.runWorkflow('child', (input as { sleepy: boolean }).sleepy ? sleepy : busy, {}));
+
+    // The running child is not a wait: run() goes on until the parent ends.
+    const ran = engine.run(parent, { sleepy: false });
+    setTimeout(() => gate.resolve(), 300);
+    await expect(ran).resolves.toMatchObject({ status: 'succeeded', output: 'worked' });
+
+    // A child that sleeps an hour makes its parent wait, until the clock moves.
+    const waiting = await engine.run(parent, { sleepy: true });
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.waits).toEqual([expect.objectContaining({ name: 'child', childRunId: expect.any(String) })]);
+    await engine.clock.advance('1h');
+    await expect(engine.runUntilWaiting(waiting.runId)).resolves.toMatchObject({ status: 'succeeded', output: 'rested' });
+  });
+
   it('fires a step retry delay and a run-level retry delay', async () => {
     let stepTries = 0;
     let runTries = 0;
