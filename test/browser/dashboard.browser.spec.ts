@@ -561,6 +561,45 @@ describeBrowser('dashboard in chromium', () => {
     expect(await page.getByTestId('status-counts').isVisible()).toBe(true);
   });
 
+  it("shows a run's progress and pending event wait, and resumes a failed run in place", async () => {
+    const { registry, client } = engine;
+    const approval = registry.define('approval', {}, async ({ step, input }) => {
+      await step.setProgress({ done: 1, of: 2 });
+      return step.waitForEvent('paid', 'order.paid', { match: { orderId: (input as { orderId: string }).orderId }, timeout: '1h' });
+    });
+    let failOnce = true;
+    let firstRuns = 0;
+    const resumable = registry.define('resumable', {}, async ({ step }) => {
+      await step.run('first', () => ++firstRuns);
+      return step.run('second', () => {
+        if (failOnce) {
+          failOnce = false;
+          throw new NonRetriableError('not yet');
+        }
+        return 'done';
+      });
+    });
+    const waiting = (await client.start(approval, { orderId: 'o-42' })).id;
+    const failed = (await client.start(resumable, {})).id;
+    await eventually(async () => (await client.getRun(waiting))?.status === 'scheduled' && (await client.getRun(failed))?.status === 'failed', 10_000);
+
+    await page.goto(url);
+    await openRun(waiting);
+    await page.getByTestId('run-progress').waitFor();
+    expect(await page.getByTestId('run-progress').textContent()).toContain('"of": 2');
+    const wait = page.getByTestId('step-wait');
+    expect(await wait.textContent()).toMatch(/^event "order\.paid" matching \{"orderId":"o-42"\} until /);
+
+    await openRun(failed);
+    expect(await runStatus().textContent()).toBe('failed');
+    await page.getByTestId('resume').click();
+    await runStatus().filter({ hasText: /^succeeded$/ }).waitFor();
+    expect(await stepNames()).toEqual(['first', 'second']);
+    expect(firstRuns).toBe(1); // the step that had succeeded was not run again
+    expect(await client.getRun(failed)).toMatchObject({ status: 'succeeded', output: 'done' });
+    expect(main.hits.filter((h) => h.route === '/api/run/resume').map((h) => [h.method, h.query.get('id'), h.status])).toEqual([['POST', failed, 200]]);
+  });
+
   it('asks for Basic credentials, and works with them, cancel included', async () => {
     const client = engine.client;
     const secured = await serve(createDashboardHandler(client, { path: '/redflow', authorize: basicAuth({ username: 'ops', password: 's3cret' }) }));
