@@ -514,6 +514,7 @@ async function report(client: WorkflowClient, runs: Runs, faults: Faults): Promi
   } while (cursor !== '0');
   let twice = 0;
   let threePlus = 0;
+  const manyRuns: string[] = [];
   let rerunAfterStored = 0;
   let startedAfterFinish = 0;
   let maxRuns = 0;
@@ -521,7 +522,11 @@ async function report(client: WorkflowClient, runs: Runs, faults: Faults): Promi
   for (const [pair, list] of execs) {
     const count = list.length;
     if (count === 2) twice++;
-    if (count >= 3) threePlus++;
+    if (count >= 3) {
+      threePlus++;
+      // Each body start, on the fault log's clock, to pair every extra run with the fault before it.
+      if (manyRuns.length < 5) manyRuns.push(`run ${pair.replace('|', ' step ')}: ${[...list].sort((a, b) => a.startedAt - b.startedAt).map((e) => `pid ${e.pid} attempt ${e.attempt} at ${((e.startedAt - started) / 1000).toFixed(1)} s`).join('; ')}`);
+    }
     maxRuns = Math.max(maxRuns, count);
     const late = list.filter((e) => e.stored);
     if (!late.length) continue;
@@ -561,6 +566,7 @@ async function report(client: WorkflowClient, runs: Runs, faults: Faults): Promi
   if (rerunAfterStored) {
     notes.push(`executions that read the stored record of their step: ${rerunAfterStored}, of which ${startedAfterFinish} started after its finishedAt (counted as completed steps re-run); examples:\n    ${examples.join('\n    ')}`);
   }
+  if (manyRuns.length) notes.push(`steps whose body ran 3+ times (each start, on the fault log's clock):\n    ${manyRuns.join('\n    ')}`);
   notes.push(`succeeded runs with a wrong output: ${wrongOutput}`);
   notes.push(`steps of succeeded runs with no recorded execution (should be 0): ${unrecorded}`);
   notes.push(`runs never enqueued (enqueue still failing at the deadline): ${runs.notEnqueued}`);
