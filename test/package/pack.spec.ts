@@ -125,6 +125,23 @@ client.start(signup, { email: 'a@example.com' }).then(
     expect(message).toMatch(/Cannot find module '(@nestjs\/common|reflect-metadata)'/);
   });
 
+  it('nestjs-redflow/core/metrics without prom-client: a ConfigurationError saying what to install; the new entry points are in the package', () => {
+    const script = `
+try {
+  require('nestjs-redflow/core/metrics');
+  console.log('loaded');
+} catch (error) {
+  console.log(JSON.stringify({ name: error.name, message: error.message }));
+}
+`;
+    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8' });
+    expect(JSON.parse(out.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/metrics needs the optional peer prom-client: run "npm install prom-client".' });
+    const exported = JSON.parse(readFileSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
+    for (const entry of ['./health', './metrics', './core/metrics']) {
+      for (const file of Object.values(exported.exports[entry])) expect([entry, existsSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', file))]).toEqual([entry, true]);
+    }
+  });
+
   it('ships source maps with their sources inlined, and no TypeScript sources', () => {
     const core = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist', 'core');
     const map = JSON.parse(readFileSync(join(core, 'index.js.map'), 'utf8')) as { sourcesContent?: string[] };
