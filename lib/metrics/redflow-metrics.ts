@@ -115,13 +115,14 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
     registers: [registry],
   });
 
-  // One read of Redis per scrape, shared by both gauges (a registry collects them concurrently).
+  // One read of Redis per scrape, shared by both gauges: a registry starts their collect() in the
+  // same tick, before the read settles; the next scrape reads again.
   let reading: Promise<QueueStats[] | undefined> | undefined;
   const read = () => {
     reading ??= client
       .getQueueStats(options.queues ? { queues: options.queues } : {})
       .catch(() => undefined)
-      .finally(() => setImmediate(() => (reading = undefined)));
+      .finally(() => (reading = undefined));
     return reading;
   };
   const queueRuns = new Gauge({

@@ -19,6 +19,7 @@ import {
 } from '../../lib';
 import { redflowMetrics, RedflowMetricsModule } from '../../lib/metrics';
 import { connect, eventually } from '../support/engine';
+import { OwnRedis } from '../support/own-redis';
 
 @Injectable()
 class PaymentWorkflows {
@@ -160,6 +161,22 @@ describe('RedflowMetricsModule in a Nest app', () => {
     expect(register.getSingleMetric('redflow_queue_runs')).toBeUndefined();
   });
 
+  it('forRootAsync builds the options from providers and serves the route given next to useFactory', async () => {
+    const registry = new Registry();
+    const module = await Test.createTestingModule({
+      imports: [
+        RedflowModule.forRoot({ app: 'payments', connection: redis, prefix, worker: false }),
+        RedflowMetricsModule.forRootAsync({ path: '/internal/metrics', useFactory: () => ({ registry, prefix: 'shop_redflow_' }) }),
+      ],
+      providers: [PaymentWorkflows],
+    }).compile();
+    app = module.createNestApplication({ logger: false });
+    await app.init();
+    const text = (await request(app.getHttpServer()).get('/internal/metrics').expect(200)).text;
+    expect(sample(text, 'shop_redflow_queue_runs{queue="exports",status="queued"}')).toBe(0);
+    expect(registry.getSingleMetric('shop_redflow_runs_total')).toBeDefined();
+  });
+
   it('refuses a bad path or option with ConfigurationError', async () => {
     expect(() => RedflowMetricsModule.forRoot({ path: 'metrics' })).toThrow('RedflowMetricsModule path must be a route path starting with "/", like "/metrics", got "metrics".');
     await expect(start({ prefix: 'redflow-' })).rejects.toThrow(ConfigurationError);
@@ -172,7 +189,8 @@ describe('redflowMetrics without Nest', () => {
     const redis = connect();
     const prefix = `test:metrics:${randomBytes(4).toString('hex')}`;
     const registry = new WorkflowRegistry();
-    const send = registry.define('send-mail', { queue: 'mail' }, async ({ step }) => step.run('render', () => 'html'));
+    // A repeated step name ("render", "render#2") is one series.
+    const send = registry.define('send-mail', { queue: 'mail' }, async ({ step }) => (await step.run('render', () => 'ht')) + (await step.run('render', () => 'ml')));
     const client = createClient({ redis, prefix, registry });
     const promRegistry = new Registry();
     const metrics = redflowMetrics({ client, registry: promRegistry });
@@ -184,7 +202,8 @@ describe('redflowMetrics without Nest', () => {
       expect(await (await client.start(send, undefined)).result()).toBe('html');
       await eventually(async () => (await promRegistry.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="send-mail",status="completed"} 1'));
       const text = await promRegistry.metrics();
-      expect(sample(text, 'redflow_step_duration_seconds_count{workflow="send-mail",step="render",status="completed"}')).toBe(1);
+      expect(sample(text, 'redflow_step_duration_seconds_count{workflow="send-mail",step="render",status="completed"}')).toBe(2);
+      expect(text).not.toContain('render#2');
       expect(sample(text, 'redflow_queue_runs{queue="mail",status="queued"}')).toBe(0);
       metrics.remove();
       expect(await promRegistry.metrics()).toBe('\n');
@@ -193,6 +212,38 @@ describe('redflowMetrics without Nest', () => {
       await createAdmin(client).resetState();
       await client.close();
       await redis.quit();
+    }
+  });
+});
+
+describe('redflowMetrics while Redis is down', () => {
+  it('a scrape still answers, with the counters and without the queue gauges, within commandTimeoutMs', async () => {
+    const own = await OwnRedis.start();
+    const registry = new WorkflowRegistry();
+    registry.define('send-mail', { queue: 'mail' }, async () => 'sent');
+    const client = createClient({ url: own.url, prefix: 'down', registry, commandTimeoutMs: 300 });
+    const promRegistry = new Registry();
+    const metrics = redflowMetrics({ client, registry: promRegistry, queues: ['mail'] });
+    try {
+      metrics.hooks.onRunComplete({ runId: 'r1', workflow: 'send-mail', attempt: 1, output: 'sent', durationMs: 20 });
+      expect(sample(await promRegistry.metrics(), 'redflow_queue_runs{queue="mail",status="queued"}')).toBe(0);
+
+      own.pause();
+      const started = Date.now();
+      const text = await promRegistry.metrics();
+      expect(Date.now() - started).toBeLessThan(300 + 1_000);
+      expect(sample(text, 'redflow_runs_total{workflow="send-mail",status="completed"}')).toBe(1);
+      expect(sample(text, 'redflow_run_duration_seconds_sum{workflow="send-mail",status="completed"}')).toBe(0.02);
+      expect(text).not.toContain('redflow_queue_runs{');
+      expect(text).not.toContain('redflow_queue_oldest_queued_age_seconds{');
+
+      own.resume();
+      expect(sample(await promRegistry.metrics(), 'redflow_queue_runs{queue="mail",status="scheduled"}')).toBe(0);
+    } finally {
+      own.resume();
+      metrics.remove();
+      await client.close();
+      await own.stop();
     }
   });
 });
