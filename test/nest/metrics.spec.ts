@@ -106,6 +106,8 @@ describe('RedflowMetricsModule in a Nest app', () => {
     expect(await refund.result()).toBe('refunded');
     const hold = await client.run(PaymentWorkflows, 'hold', undefined);
     await eventually(async () => (await client.getRun(hold.id))?.status === 'running');
+    const whileHolding = (await request(app!.getHttpServer()).get('/metrics').expect(200)).text;
+    expect(sample(whileHolding, 'redflow_queue_runs{queue="default",status="running"}')).toBe(1);
     await client.cancelRun(hold.id, { reason: 'released' });
     for (let i = 0; i < 2; i++) await client.run(PaymentWorkflows, 'exportLedger', undefined);
     await client.run(PaymentWorkflows, 'exportLedger', undefined, { runAt: Date.now() + 60_000 });
