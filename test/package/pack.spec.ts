@@ -125,7 +125,7 @@ client.start(signup, { email: 'a@example.com' }).then(
     expect(message).toMatch(/Cannot find module '(@nestjs\/common|reflect-metadata)'/);
   });
 
-  it('nestjs-redflow/core/metrics without prom-client: a ConfigurationError saying what to install; the new entry points are in the package', () => {
+  it('nestjs-redflow/core/metrics without prom-client, nestjs-redflow/health without @nestjs/terminus: a ConfigurationError saying what to install; the new entry points are in the package', () => {
     const script = `
 try {
   require('nestjs-redflow/core/metrics');
@@ -136,6 +136,8 @@ try {
 `;
     const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8' });
     expect(JSON.parse(out.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/metrics needs the optional peer prom-client: run "npm install prom-client".' });
+    const health = execFileSync('node', ['-e', script.replace("'nestjs-redflow/core/metrics'", "'nestjs-redflow/health'")], { cwd: join(dir, 'app'), encoding: 'utf8' });
+    expect(JSON.parse(health.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/health needs the optional peer @nestjs/terminus: run "npm install @nestjs/terminus".' });
     const exported = JSON.parse(readFileSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     for (const entry of ['./health', './metrics', './core/metrics']) {
       for (const file of Object.values(exported.exports[entry])) expect([entry, existsSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', file))]).toEqual([entry, true]);
