@@ -93,7 +93,7 @@ export async function checkRedflowHealth(
     const heartbeatAgeMs = Math.max(0, now - w.lastHeartbeatAt);
     const alive = w.claiming && !w.stopped && heartbeatAgeMs <= w.leaseMs;
     if (!w.claiming || w.stopped) problems.push(`Worker "${w.workerId}" is stopped and claims no runs.`);
-    else if (!alive) problems.push(`Worker "${w.workerId}" has not run its heartbeat for ${heartbeatAgeMs} ms, more than its lease (${w.leaseMs} ms): its event loop is blocked and its runs may be taken over.`);
+    else if (!alive) problems.push(`Worker "${w.workerId}" has not run its heartbeat for ${heartbeatAgeMs} ms, more than its lease (${w.leaseMs} ms): its timers are not running, and its runs may be taken over by another worker.`);
     return {
       workerId: w.workerId,
       queues: w.queues,

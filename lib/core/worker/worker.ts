@@ -283,8 +283,8 @@ export class Worker implements ExecutorHost {
 
   /**
    * What a health check needs to know about this worker, read without touching Redis. Its timers
-   * run while it is alive: `lastHeartbeatAt` older than `leaseMs` means its event loop was blocked
-   * or it stopped, and its runs may be taken over by another worker.
+   * run while it is alive: `lastHeartbeatAt` older than `leaseMs` means they stalled or it stopped,
+   * and its runs may be taken over by another worker.
    */
   get liveness(): WorkerLiveness {
     return {
