@@ -169,7 +169,7 @@ describe('RedflowHealthIndicator in a Nest app with Terminus', () => {
 });
 
 describe('checkRedflowHealth without Nest', () => {
-  it('reports a stopped worker as down and only the queues asked for', async () => {
+  it('reports a stopped or stalled worker as down, and only the queues asked for', async () => {
     const prefix = `test:health:${randomBytes(4).toString('hex')}`;
     const registry = new WorkflowRegistry();
     const redis = connect();
@@ -180,6 +180,14 @@ describe('checkRedflowHealth without Nest', () => {
       expect(up.healthy).toBe(true);
       expect(up.details.workers[0]).toMatchObject({ alive: true, lastClaimAgeMs: null, queues: ['mail'] });
       expect(up.details.queues).toEqual({ mail: { queued: 0, scheduled: 0, running: 0, oldestQueuedAgeMs: null } });
+
+      // A snapshot whose heartbeat is older than the lease: its timers stalled.
+      const stale = { ...worker.liveness, lastHeartbeatAt: Date.now() - 5_000 };
+      const stalled = await checkRedflowHealth(client, [stale], { queues: ['mail'] });
+      expect(stalled.healthy).toBe(false);
+      expect(stalled.details.problems).toEqual([
+        expect.stringMatching(new RegExp(`^Worker "${worker.workerId}" has not run its heartbeat for \\d+ ms, more than its lease \\(1000 ms\\): its timers are not running`)),
+      ]);
 
       await worker.stop();
       const down = await checkRedflowHealth(client, [worker.liveness], { queues: ['mail'] });
