@@ -12,6 +12,9 @@
  *                             the optional peer @nestjs/microservices
  *   lib/cli/                  the `redflow` command
  *   lib/otel/                 `nestjs-redflow/otel`: OpenTelemetry tracing over the engine's tracing interface
+ *   lib/health/               `nestjs-redflow/health`: the Terminus indicator over a framework-free check
+ *   lib/metrics/              `nestjs-redflow/metrics`: prom-client metrics as worker hooks (core.ts, Nest-free:
+ *                             `nestjs-redflow/core/metrics`) and RedflowMetricsModule
  *   lib/testing/              `nestjs-redflow/testing`: test engines on a real Redis (core.ts, Nest-free:
  *                             `nestjs-redflow/core/testing`; nest/: RedflowTestingModule)
  *
@@ -47,7 +50,7 @@ module.exports = {
       comment: 'The engine works in plain Node: no Nest, no class-validator or class-transformer, no dashboard or CLI.',
       severity: 'error',
       from: { path: '^lib/core/' },
-      to: { path: ['^lib/(nest|dashboard|cli|testing)/', '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/)'] },
+      to: { path: ['^lib/(nest|dashboard|cli|testing|health|metrics)/', '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/|prom-client/)'] },
     },
     {
       name: 'dashboard-is-framework-free',
@@ -83,6 +86,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^lib/otel/' },
       to: { path: ['^lib/(nest|dashboard|cli|testing)/', '(^|/)node_modules/@nestjs/'] },
+    },
+    {
+      name: 'plain-metrics-needs-no-nest',
+      comment: '`nestjs-redflow/core/metrics` (lib/metrics/core.ts and what it loads) works in plain Node with prom-client; only the module, service and controller load Nest.',
+      severity: 'error',
+      from: { path: '^lib/metrics/(core|redflow-metrics|prom-client-peer)\\.ts$' },
+      to: { path: ['^lib/(nest|dashboard|cli|testing|health)/', '^lib/metrics/redflow-metrics\\.(module|service|controller|module-definition)\\.ts$', '(^|/)node_modules/@nestjs/'] },
+    },
+    {
+      name: 'health-check-is-framework-free',
+      comment: 'The health check itself (checkRedflowHealth) reads the engine only; the Terminus indicator adapts it.',
+      severity: 'error',
+      from: { path: '^lib/health/redflow-health\\.check\\.ts$' },
+      to: { path: ['^lib/(nest|dashboard|cli|testing|metrics)/', '(^|/)node_modules/@nestjs/'] },
     },
     {
       name: 'cli-needs-no-nest',

@@ -7,7 +7,7 @@ export { RunEventStream } from './client/run-events-reader';
 export { RUN_EVENT_TYPES, DEFAULT_EVENTS_MAX_LEN, type EventStreamOptions, type RunEvent, type RunEventType, type RunEventsOptions, type RunWaitingFor } from './definition/run-events';
 export type { ConnectionOptions } from './store/connection';
 export type { RedisConnection } from './store/redis-scripts';
-export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions } from './worker/worker';
+export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions, type WorkerLiveness } from './worker/worker';
 export {
   defineWorkflow,
   getDefaultRegistry,
@@ -42,6 +42,8 @@ export type {
   CronState,
   EndedStatus,
   IntactRunSummary,
+  QueueStats,
+  QueueStatsOptions,
   RedflowLogger,
   RunErrorSummary,
   RunOutcome,

@@ -148,6 +148,25 @@ try {
     expect(existsSync(join(dist, 'microservice', 'index.js'))).toBe(true);
   });
 
+  it('nestjs-redflow/core/metrics without prom-client, nestjs-redflow/health without @nestjs/terminus: a ConfigurationError saying what to install; the new entry points are in the package', () => {
+    const script = `
+try {
+  require('nestjs-redflow/core/metrics');
+  console.log('loaded');
+} catch (error) {
+  console.log(JSON.stringify({ name: error.name, message: error.message }));
+}
+`;
+    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8' });
+    expect(JSON.parse(out.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/metrics needs the optional peer prom-client: run "npm install prom-client".' });
+    const health = execFileSync('node', ['-e', script.replace("'nestjs-redflow/core/metrics'", "'nestjs-redflow/health'")], { cwd: join(dir, 'app'), encoding: 'utf8' });
+    expect(JSON.parse(health.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/health needs the optional peer @nestjs/terminus: run "npm install @nestjs/terminus".' });
+    const exported = JSON.parse(readFileSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
+    for (const entry of ['./health', './metrics', './core/metrics']) {
+      for (const file of Object.values(exported.exports[entry])) expect([entry, existsSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', file))]).toEqual([entry, true]);
+    }
+  });
+
   it('ships source maps with their sources inlined, and no TypeScript sources', () => {
     const core = join(dir, 'app', 'node_modules', 'nestjs-redflow', 'dist', 'core');
     const map = JSON.parse(readFileSync(join(core, 'index.js.map'), 'utf8')) as { sourcesContent?: string[] };

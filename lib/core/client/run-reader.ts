@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { ConfigurationError, RedisWriteRefusedError } from '../errors';
 import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { scanPrefix } from '../store/prefix-scan';
-import { assertKnownKeys, checkInteger, COUNT_RUNS_OPTION_KEYS, LIST_RUNS_OPTION_KEYS } from '../definition/option-checks';
+import { assertKnownKeys, checkInteger, checkResourceName, COUNT_RUNS_OPTION_KEYS, LIST_RUNS_OPTION_KEYS, QUEUE_STATS_OPTION_KEYS } from '../definition/option-checks';
 import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
 import {
   RUN_STATUSES,
   type CountRunsOptions,
   type CronState,
   type ListRunsOptions,
+  type QueueStats,
+  type QueueStatsOptions,
   type RunState,
   type RunStats,
   type RunStatus,
@@ -29,6 +31,8 @@ const RUN_INDEX_VERSION = '1';
 export const RUN_INDEX_LEASE_MS = 30_000;
 /** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
 const RUN_INDEX_CHUNK = 500;
+/** Ids read from the head of a ready list to find its oldest queued run (ids of runs canceled while queued may come first). */
+const READY_HEAD = 10;
 
 /** The workflow and status filters of a list or count call, checked. */
 function checkRunFilter(options: CountRunsOptions, what: string, known: readonly string[]): { workflow?: string; status?: RunStatus } {
@@ -138,6 +142,63 @@ export class RunReader extends ClientCore {
         if (error) throw error;
         return sum + Number(count);
       }, 0);
+    });
+  }
+
+  /**
+   * The depth of each queue: queued, scheduled and running runs, and when its oldest queued run
+   * became claimable. Cheap enough to call on every metrics scrape or health check: two round
+   * trips for the registry and the counts (LLEN, ZCARD, a short LRANGE per queue, one ZCARD per
+   * registered workflow), one for the head runs; no scan of the runs.
+   */
+  async getQueueStats(options: QueueStatsOptions = {}): Promise<QueueStats[]> {
+    assertKnownKeys('getQueueStats options', options, QUEUE_STATS_OPTION_KEYS);
+    if (options.queues !== undefined && !Array.isArray(options.queues)) {
+      throw new ConfigurationError(`getQueueStats queues must be an array of queue names, like ['default'], got ${typeof options.queues}.`);
+    }
+    const asked = (options.queues ?? []).map((q, i) => checkResourceName(q, `getQueueStats queues[${i}]`));
+    return this.call(async () => {
+      const workflows = await this.redis.smembers(this.keys.workflows());
+      const queueOf = await this.exec(workflows.map((w) => ['hget', this.keys.workflow(w), 'queue']));
+      const byQueue = new Map<string, string[]>(asked.map((q) => [q, []]));
+      workflows.forEach((workflow, i) => {
+        const queue = queueOf[i] as string | null;
+        if (!queue || (options.queues && !byQueue.has(queue))) return;
+        byQueue.set(queue, [...(byQueue.get(queue) ?? []), workflow]);
+      });
+      const queues = [...byQueue.keys()].sort();
+      const counts = await this.exec(
+        queues.flatMap((q) => [
+          ['llen', this.keys.ready(q)],
+          ['zcard', this.keys.scheduled(q)],
+          ['lrange', this.keys.ready(q), '0', String(READY_HEAD - 1)],
+          ...byQueue.get(q)!.map((w) => ['zcard', this.keys.workflowStatusRuns('running', w)]),
+        ]),
+      );
+      let at = 0;
+      const rows = queues.map((queue) => {
+        const [queued, scheduled, head] = counts.slice(at, at + 3) as [number, number, string[]];
+        const running = (counts.slice(at + 3, at + 3 + byQueue.get(queue)!.length) as number[]).reduce((sum, n) => sum + Number(n), 0);
+        at += 3 + byQueue.get(queue)!.length;
+        return { queue, queued: Number(queued), scheduled: Number(scheduled), running, head };
+      });
+      const heads = rows.flatMap((r) => r.head);
+      const fields = await this.exec(heads.map((id) => ['hmget', this.keys.run(id), 'status', 'availableAt', 'createdAt']));
+      const headRun = new Map(heads.map((id, i) => [id, fields[i] as Array<string | null>]));
+      return rows.map(({ head, ...row }): QueueStats => {
+        const first = head.map((id) => headRun.get(id)).find((f) => f?.[0] === 'queued');
+        return { ...row, oldestQueuedAt: first ? Number(first[1] ?? first[2]) : null };
+      });
+    });
+  }
+
+  /** Runs commands in one pipeline and returns their replies; the first error is thrown. */
+  private async exec(commands: string[][]): Promise<unknown[]> {
+    if (!commands.length) return [];
+    const replies = (await this.redis.pipeline(commands).exec()) ?? [];
+    return replies.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
     });
   }
 

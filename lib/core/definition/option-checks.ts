@@ -6,7 +6,7 @@
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import type { InputSchema } from './validation';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, ScheduleOptions } from './types';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, QueueStatsOptions, RunOptions, ScheduleOptions } from './types';
 import type {
   ChildRunOptions,
   CronTrigger,
@@ -139,6 +139,7 @@ export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempoten
 export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'limit', 'offset']);
 
 /** Keys of `CountRunsOptions`. */
+export const QUEUE_STATS_OPTION_KEYS = optionKeys<QueueStatsOptions>()(['queues']);
 export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status']);
 
 /** Keys of `PruneOptions`. */

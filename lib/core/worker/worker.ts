@@ -123,6 +123,26 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'stepMocks',
 ]);
 
+/** A snapshot of a worker's state, from `worker.liveness`. */
+export interface WorkerLiveness {
+  workerId: string;
+  queues: string[];
+  /** False once `stop()` was called. */
+  claiming: boolean;
+  /** True once the worker stopped for good (its timers are cancelled). */
+  stopped: boolean;
+  /** False while its Redis is unreachable or refusing writes. */
+  redisHealthy: boolean;
+  /** Runs executing here now. */
+  activeRuns: number;
+  concurrency: number;
+  leaseMs: number;
+  /** When its heartbeat timer last ran (ms, real time): every `heartbeatMs` while its event loop runs. */
+  lastHeartbeatAt: number;
+  /** When it last started a run it claimed (ms, real time), if it has claimed one. */
+  lastClaimAt?: number;
+}
+
 /** What `untilStopped` resolves with once the worker is stopping. */
 const STOPPED = Symbol('stopped');
 
@@ -182,6 +202,8 @@ export class Worker implements ExecutorHost {
   private readonly timers = new Set<() => void>();
   private readonly loops: Promise<void>[] = [];
   private lastHeartbeatAt = Date.now();
+  /** When this worker last started a run it claimed (0: none yet). */
+  private lastClaimAt = 0;
   /** The last time the event loop was blocked for more than half the lease. */
   private lastBlock: { endedAt: number; ms: number } | undefined;
   private lastLagWarningAt = 0;
@@ -270,6 +292,26 @@ export class Worker implements ExecutorHost {
   /** Ids of the runs executing now. */
   get activeRunIds(): string[] {
     return [...this.active.keys()];
+  }
+
+  /**
+   * What a health check needs to know about this worker, read without touching Redis. Its timers
+   * run while it is alive: `lastHeartbeatAt` older than `leaseMs` means they stalled or it stopped,
+   * and its runs may be taken over by another worker.
+   */
+  get liveness(): WorkerLiveness {
+    return {
+      workerId: this.workerId,
+      queues: [...this.queues],
+      claiming: !this.stopping,
+      stopped: this.timersStopped,
+      redisHealthy: this.health.healthy,
+      activeRuns: this.active.size,
+      concurrency: this.concurrency,
+      leaseMs: this.leaseMs,
+      lastHeartbeatAt: this.lastHeartbeatAt,
+      lastClaimAt: this.lastClaimAt || undefined,
+    };
   }
 
   /** Registers the workflows, subscribes to cancellations and starts the queue loops and timers. */
@@ -454,6 +496,7 @@ export class Worker implements ExecutorHost {
   }
 
   private launch(claimed: ClaimedRun): void {
+    this.lastClaimAt = Date.now();
     const executor = new RunExecutor(this, claimed);
     this.active.set(claimed.runId, executor);
     executor.execute().then(
