@@ -269,10 +269,14 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
       expect(listed).toMatchObject({ code: 0, stderr: '' });
       const rows = lines(listed.stdout).slice(2).map(cells);
-      expect(rows.map((r) => r.slice(0, 4))).toEqual([
-        [badStatus, 'idle', 'corrupt', '0/1'],
-        [badInput, 'idle', 'queued', '0/1'],
-      ]);
+      // Newest first; both runs may carry the same creation ms, so their order is not asserted.
+      const byId = (a: string[], b: string[]) => a[0].localeCompare(b[0]);
+      expect(rows.map((r) => r.slice(0, 4)).sort(byId)).toEqual(
+        [
+          [badStatus, 'idle', 'corrupt', '0/1'],
+          [badInput, 'idle', 'queued', '0/1'],
+        ].sort(byId),
+      );
       for (const result of [asJson, shown]) {
         expect(result.code).toBe(1);
         expect(result.stdout).toBe('');

@@ -150,6 +150,14 @@ describe('a first-class Nest citizen', () => {
     await expect(start([RedflowModule.forRoot({ ...options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(/can't resolve dependencies of the Reports \(\?\)/);
   });
 
+  it('forRootAsync is global by default too, and isGlobal: false keeps it local', async () => {
+    await start([RedflowModule.forRootAsync({ useFactory: () => options({ worker: false }) }), ReportsModule]);
+    expect(app!.get(Reports).client).toBe(app!.get(RedflowClient));
+    await app!.close();
+    app = undefined;
+    await expect(start([RedflowModule.forRootAsync({ useFactory: () => options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(/can't resolve dependencies of the Reports \(\?\)/);
+  });
+
   it('@InjectWorkflow gives a typed handle with run, runMany, get, list and count', async () => {
     await start([RedflowModule.forRoot(options()), OrdersModule]);
     const { place } = app!.get(Orders);
