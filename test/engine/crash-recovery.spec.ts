@@ -79,6 +79,26 @@ describe('crash recovery', () => {
     expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
   });
 
+  it('step.now(), step.uuid() and step.random() return the same values after the worker is killed, and the step that used them sees the same key', async () => {
+    const { deterministic } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+    const proc = spawnCrashWorker();
+    const handle = await engine.client.start(deterministic, {});
+    // The values are stored before "charge" starts; the child hangs in it.
+    await whileChildRuns(async () => (await effects('charge'))[0] === 1);
+    const [at, key, r] = (await engine.redis.hmget(engine.client.keys.run(handle.id), 'd:now', 'd:uuid', 'd:random')).map((v) => JSON.parse(v!));
+    expect(typeof at).toBe('number');
+    expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(r).toBeGreaterThanOrEqual(0);
+    expect(r).toBeLessThan(1);
+
+    await killChild(proc);
+    await engine.worker();
+
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ at, key, r, charge: { by: 'parent', n: 2, key } });
+    // They are values, not steps.
+    expect(await stepNames(handle.id)).toEqual(['charge']);
+  });
+
   it('runs again only the parallel branch that was interrupted', async () => {
     const { parallel } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
     const proc = spawnCrashWorker();

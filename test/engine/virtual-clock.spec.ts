@@ -48,6 +48,48 @@ describe('virtual clock', () => {
     await expect(engine.runUntilWaiting(waiting.runId)).resolves.toMatchObject({ status: 'succeeded', output: 'rested' });
   });
 
+  it('step.now() reads the workflow clock once per place in the run; now, random and uuid come back unchanged on every replay', async () => {
+    const seen: Array<{ t1: number; t2: number; r: number; id: string }> = [];
+    const wf = engine.define('journaled', {}, async ({ step }) => {
+      const t1 = step.now();
+      const r = step.random();
+      const id = step.uuid();
+      await step.waitFor('nap', '1h');
+      const t2 = step.now(); // the second call: its own value, read after the nap
+      seen.push({ t1, t2, r, id });
+      return { t1, t2, r, id };
+    });
+    const startedAt = engine.clock.now();
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    await engine.clock.advance('1h');
+    const done = await engine.runUntilWaiting(waiting.runId);
+    expect(done.status).toBe('succeeded');
+    const out = done.output as { t1: number; t2: number; r: number; id: string };
+    // The first attempt stopped at the nap; the replay after it got the same first values.
+    expect(seen).toHaveLength(1);
+    expect(out.t1).toBeGreaterThanOrEqual(startedAt);
+    expect(out.t1).toBeLessThan(startedAt + 60_000);
+    expect(out.t2 - out.t1).toBeGreaterThanOrEqual(3_600_000);
+    const hash = await engine.redis.hgetall(engine.client.keys.run(waiting.runId));
+    expect([JSON.parse(hash['d:now']), JSON.parse(hash['d:now#2']), JSON.parse(hash['d:random']), JSON.parse(hash['d:uuid'])]).toEqual([out.t1, out.t2, out.r, out.id]);
+    expect(done.steps.map((s) => s.name)).toEqual(['nap']);
+  });
+
+  it('a damaged journaled value fails the run with CorruptRunDataError naming the field', async () => {
+    const wf = engine.define('journaled-damaged', {}, async ({ step }) => {
+      step.uuid();
+      await step.waitFor('nap', '1h');
+      return 'unreachable';
+    });
+    const waiting = await engine.run(wf, {});
+    await engine.redis.hset(engine.client.keys.run(waiting.runId), 'd:uuid', '42');
+    await engine.clock.advance('1h');
+    const ended = await engine.runUntilWaiting(waiting.runId);
+    expect(ended).toMatchObject({ status: 'failed', error: { name: 'CorruptRunDataError' } });
+    expect(ended.error!.message).toContain('field "d:uuid" (the value of step.uuid()) is not a string');
+  });
+
   it('fires a step retry delay and a run-level retry delay', async () => {
     let stepTries = 0;
     let runTries = 0;

@@ -110,6 +110,16 @@ export interface StepApi {
    */
   setProgress(value: unknown): Promise<void>;
   /**
+   * The workflow's clock, journaled: the first call at this place in the run reads the clock
+   * (virtual in tests), and every replay (after a wait, a retry or a crash) returns the same ms.
+   * Values are stored with the next step's checkpoint, before that step's function runs.
+   */
+  now(): number;
+  /** `Math.random()`, journaled like `now()`: a replay returns the same number. */
+  random(): number;
+  /** A random UUID (v4), journaled like `now()`: a replay returns the same id, e.g. for an idempotency key. */
+  uuid(): string;
+  /**
    * Waits for `client.emitEvent(event, payload)` (or `step.emitEvent`) with a payload whose
    * top-level fields equal `match`, and returns the payload, or `null` after `timeout`. The run
    * waits without a worker slot. Only events emitted after the wait started count: an earlier one

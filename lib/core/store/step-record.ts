@@ -26,6 +26,13 @@ export const PROGRESS_FIELD = 'progress';
 export const VALUE_FIELD_PREFIX = 'v:';
 
 /**
+ * Prefix of run-hash fields holding the journaled values of `step.now()`, `step.random()` and
+ * `step.uuid()`: `d:<kind>`, `d:<kind>#2`, ... in call order (JSON). Not steps: `getRunSteps`, the
+ * event stream and hooks leave them out.
+ */
+export const DETERMINISTIC_FIELD_PREFIX = 'd:';
+
+/**
  * Prefix of a step's tries record, `t:<step name>`, written each time the step's function throws:
  * `[failures, runAttempt, failuresInRunAttempt, retryAt, lastError]`. `failures` counts every
  * failed try of the run; `failuresInRunAttempt` those of run attempt `runAttempt` (the step's own

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { dueAt, idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
 import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
@@ -18,6 +19,7 @@ import { eventFields, matchKey } from '../definition/event-match';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
 import {
   decodeStepRecord,
+  DETERMINISTIC_FIELD_PREFIX,
   encodeFailureRecord,
   encodeSleepRecord,
   encodeSuccessRecord,
@@ -142,10 +144,40 @@ export class StepRuntime {
       waitForEvent: <T>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions) =>
         this.track(this.waitForEvent(options, event, waitOptions)) as Promise<T | null>,
       setProgress: (value) => this.setField(PROGRESS_FIELD, value, 'The progress of the run', Math.min(MAX_PROGRESS_BYTES, this.ctx.maxPayloadBytes)),
+      now: () => this.journaled('now', () => this.ctx.clock.now()),
+      random: () => this.journaled('random', () => Math.random()),
+      uuid: () => this.journaled('uuid', () => randomUUID()),
     };
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
     this.seq = steps;
+  }
+
+  /**
+   * `step.now()`, `step.random()`, `step.uuid()`: the value made on the first call at this place in
+   * the run (the n-th call of a kind is `d:<kind>#n`), stored with the next checkpoint, which every
+   * later step waits for before its function runs; a replay returns the stored value. So a step
+   * that uses the value (an idempotency key, say) sees the same one in every try.
+   */
+  private journaled<T extends number | string>(kind: 'now' | 'random' | 'uuid', make: () => T): T {
+    this.throwIfStopped();
+    const count = (this.calls.get(DETERMINISTIC_FIELD_PREFIX + kind) ?? 0) + 1;
+    this.calls.set(DETERMINISTIC_FIELD_PREFIX + kind, count);
+    const field = `${DETERMINISTIC_FIELD_PREFIX}${kind}${count === 1 ? '' : `#${count}`}`;
+    const stored = this.stored.get(field);
+    if (stored !== undefined) {
+      let value: unknown;
+      try {
+        value = JSON.parse(stored);
+      } catch {
+        value = undefined;
+      }
+      if (typeof value !== (kind === 'uuid' ? 'string' : 'number')) throw new CorruptRunDataError(this.ctx.runId, `field "${field}" (the value of step.${kind}()) is not a ${kind === 'uuid' ? 'string' : 'number'}`);
+      return value as T;
+    }
+    const value = make();
+    this.record(field, JSON.stringify(value));
+    return value;
   }
 
   /** `ctx.setEvent`: publishes a value under `key` on the run (run-hash field `v:<key>`). */
