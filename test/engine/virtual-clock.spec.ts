@@ -76,6 +76,52 @@ describe('virtual clock', () => {
     expect(done.steps.map((s) => s.name)).toEqual(['nap']);
   });
 
+  it('step.patched: a run that went past the patch point before the deploy keeps the old path; a run started after takes the new one', async () => {
+    let deployed = false;
+    const ran: string[] = [];
+    const wf = engine.define('patched-checkout', {}, async ({ step, input }) => {
+      const tag = (input as { tag: string }).tag;
+      await step.run('reserve', () => ran.push(`${tag}:reserve`));
+      // Before the deploy the code has no patch point: it always charged in one step.
+      if (deployed && step.patched('split-charge')) {
+        await step.run('authorize', () => ran.push(`${tag}:authorize`));
+        await step.run('capture', () => ran.push(`${tag}:capture`));
+      } else {
+        await step.run('charge', () => ran.push(`${tag}:charge`));
+      }
+      await step.waitFor('cool down', '1h');
+      await step.run('ship', () => ran.push(`${tag}:ship`));
+      return deployed && step.patched('split-charge') ? 'new path' : 'old path';
+    });
+    const before = await engine.run(wf, { tag: 'r1' });
+    expect(before.status).toBe('waiting');
+
+    deployed = true; // the patched code is deployed while r1 waits
+    const after = await engine.run(wf, { tag: 'r2' });
+    expect(after.status).toBe('waiting');
+    await engine.clock.advance('1h');
+    await expect(engine.runUntilWaiting(before.runId)).resolves.toMatchObject({ status: 'succeeded', output: 'old path' });
+    await expect(engine.runUntilWaiting(after.runId)).resolves.toMatchObject({ status: 'succeeded', output: 'new path' });
+    // r1 replayed its charge from the journal (never authorize or capture); r2 ran the new steps.
+    expect(ran.filter((r) => r.startsWith('r1:'))).toEqual(['r1:reserve', 'r1:charge', 'r1:ship']);
+    expect(ran.filter((r) => r.startsWith('r2:'))).toEqual(['r2:reserve', 'r2:authorize', 'r2:capture', 'r2:ship']);
+    const answers = await Promise.all([before.runId, after.runId].map((id) => engine.redis.hget(engine.client.keys.run(id), 'p:split-charge')));
+    expect(answers).toEqual(['0', '1']);
+  });
+
+  it('step.patched: a run that started before the deploy but had not reached the patch point takes the new path', async () => {
+    let deployed = false;
+    const wf = engine.define('patched-late', {}, async ({ step }) => {
+      await step.waitFor('cool down', '1h'); // the run waits here, before the patch point
+      return deployed && step.patched('new-receipt') ? 'new path' : 'old path';
+    });
+    const waiting = await engine.run(wf, {});
+    expect(waiting.status).toBe('waiting');
+    deployed = true;
+    await engine.clock.advance('1h');
+    await expect(engine.runUntilWaiting(waiting.runId)).resolves.toMatchObject({ status: 'succeeded', output: 'new path' });
+  });
+
   it('a damaged journaled value fails the run with CorruptRunDataError naming the field', async () => {
     const wf = engine.define('journaled-damaged', {}, async ({ step }) => {
       step.uuid();

@@ -120,6 +120,13 @@ export interface StepApi {
   /** A random UUID (v4), journaled like `now()`: a replay returns the same id, e.g. for an idempotency key. */
   uuid(): string;
   /**
+   * For changing code that runs may be replaying: `true` when the run reaches this point running
+   * this code (take the new path), `false` when its journal shows it went past this point before
+   * the patch was deployed (its stored steps continue beyond here: take the old path). The answer
+   * is stored and kept for the rest of the run. `id` names the change; use it once per change.
+   */
+  patched(id: string): boolean;
+  /**
    * Waits for `client.emitEvent(event, payload)` (or `step.emitEvent`) with a payload whose
    * top-level fields equal `match`, and returns the payload, or `null` after `timeout`. The run
    * waits without a worker slot. Only events emitted after the wait started count: an earlier one

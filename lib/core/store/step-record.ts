@@ -33,6 +33,13 @@ export const VALUE_FIELD_PREFIX = 'v:';
 export const DETERMINISTIC_FIELD_PREFIX = 'd:';
 
 /**
+ * Prefix of run-hash fields holding the answer of `step.patched(id)` for the run: `p:<id>`, "1"
+ * (the run reached the patch point running the patched code) or "0" (it had passed that point
+ * before the patch existed).
+ */
+export const PATCH_FIELD_PREFIX = 'p:';
+
+/**
  * Prefix of a step's tries record, `t:<step name>`, written each time the step's function throws:
  * `[failures, runAttempt, failuresInRunAttempt, retryAt, lastError]`. `failures` counts every
  * failed try of the run; `failuresInRunAttempt` those of run attempt `runAttempt` (the step's own

@@ -21,6 +21,7 @@ import {
   decodeStepRecord,
   DETERMINISTIC_FIELD_PREFIX,
   encodeFailureRecord,
+  PATCH_FIELD_PREFIX,
   encodeSleepRecord,
   encodeSuccessRecord,
   encodeTriesRecord,
@@ -118,6 +119,10 @@ export class StepRuntime {
   /** Set when the run must wait: the attempt ends with the `wait` outcome instead of its result. */
   suspension: { dueAt: number; waitFields: string[] } | undefined;
   private readonly calls = new Map<string, number>();
+  /** The step fields this attempt has reached so far (replayed or new), for `step.patched`. */
+  private readonly reached = new Set<string>();
+  /** The answers of `step.patched` in this attempt, by field. */
+  private readonly patches = new Map<string, boolean>();
   private readonly inflight = new Set<InflightStep>();
   private readonly effects = new Set<Promise<unknown>>();
   private pending: string[] = [];
@@ -147,6 +152,7 @@ export class StepRuntime {
       now: () => this.journaled('now', () => this.ctx.clock.now()),
       random: () => this.journaled('random', () => Math.random()),
       uuid: () => this.journaled('uuid', () => randomUUID()),
+      patched: (id) => this.patched(id),
     };
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
@@ -178,6 +184,37 @@ export class StepRuntime {
     const value = make();
     this.record(field, JSON.stringify(value));
     return value;
+  }
+
+  /**
+   * `step.patched(id)`: true for a run that reaches this point running the patched code, false for
+   * one whose journal shows it went past this point before the patch existed (stored steps this
+   * attempt has not reached yet). The answer is stored (`p:<id>`), so the run keeps it for good.
+   */
+  private patched(id: string): boolean {
+    checkUserName(id, 'The id of step.patched', STEP_NAME_RULES);
+    this.throwIfStopped();
+    const field = PATCH_FIELD_PREFIX + id;
+    const known = this.patches.get(field);
+    if (known !== undefined) return known;
+    const stored = this.stored.get(field);
+    let answer: boolean;
+    if (stored === '1' || stored === '0') {
+      answer = stored === '1';
+    } else if (stored !== undefined) {
+      throw new CorruptRunDataError(this.ctx.runId, `field "${field}" (the answer of step.patched("${id}")) is not "1" or "0"`);
+    } else {
+      answer = true;
+      for (const key of this.stored.keys()) {
+        if (key.startsWith(STEP_FIELD_PREFIX) && !this.reached.has(key)) {
+          answer = false;
+          break;
+        }
+      }
+      this.record(field, answer ? '1' : '0');
+    }
+    this.patches.set(field, answer);
+    return answer;
   }
 
   /** `ctx.setEvent`: publishes a value under `key` on the run (run-hash field `v:<key>`). */
@@ -235,6 +272,7 @@ export class StepRuntime {
     this.calls.set(opts.name, count);
     const name = count === 1 ? opts.name : `${opts.name}#${count}`;
     const field = STEP_FIELD_PREFIX + name;
+    this.reached.add(field);
     const stored = this.stored.get(field);
     const record = stored === undefined ? undefined : decodeStepRecord(this.ctx.runId, field, stored);
     return { opts, name, field, record };
