@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createClient, RedisWriteRefusedError, startWorker, WorkflowRegistry, type RedflowLogger, type Worker, type WorkflowClient } from '../../lib';
-import { deferred, eventually, FAST_RUNTIME } from '../support/engine';
+import { eventually, FAST_RUNTIME } from '../support/engine';
+import { gatedChargeWorkflow } from '../support/gated-charge';
 import { OwnRedis } from '../support/own-redis';
 
 /** Collects what the engine logs, to count lines. */
@@ -38,28 +39,7 @@ describe('a Redis that refuses writes (maxmemory reached, noeviction)', () => {
   });
 
   it('stops claiming, keeps leases, runs each step body once, logs one line each way, and completes every run after memory is freed', async () => {
-    const registry = new WorkflowRegistry();
-    const executions = new Map<string, number>();
-    const ran = (runId: string, step: string) => executions.set(`${runId}:${step}`, (executions.get(`${runId}:${step}`) ?? 0) + 1);
-    const gate = deferred();
-    let inGate = 0;
-    const wf = registry.define('charge', { maxConcurrency: Infinity }, async ({ run, step }) => {
-      const a = await step.run('a', () => {
-        ran(run.id, 'a');
-        return 1;
-      });
-      const b = await step.run('b', async () => {
-        ran(run.id, 'b');
-        inGate++;
-        await gate.promise;
-        return 2;
-      });
-      const c = await step.run('c', () => {
-        ran(run.id, 'c');
-        return 3;
-      });
-      return a + b + c;
-    });
+    const { registry, wf, executions, gate, gated } = gatedChargeWorkflow();
     client = createClient({ url: server.url, prefix: `full:${randomBytes(4).toString('hex')}`, registry, logger });
     worker = await startWorker({ app: 'full', client, registry, concurrency: 4, runtime: FAST_RUNTIME, logger });
     // A second worker with free slots and its own connection, which has seen no failure yet: its
@@ -68,7 +48,7 @@ describe('a Redis that refuses writes (maxmemory reached, noeviction)', () => {
     idleWorker = await startWorker({ app: 'full', client: idleClient, registry, concurrency: 4, runtime: FAST_RUNTIME, logger });
 
     const running = await Promise.all([1, 2, 3, 4].map((i) => client.start(wf, { i })));
-    await eventually(() => inGate === 4);
+    await eventually(() => gated() === 4);
     // Due while Redis is full: their promotion and claim must wait.
     const later = await Promise.all([5, 6].map((i) => client.start(wf, { i }, { runAt: Date.now() + 300 })));
 

@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, RedisWriteRefusedError, startWorker, WorkflowRegistry, type RedflowLogger, type Worker, type WorkflowClient } from '../../lib';
-import { deferred, eventually, FAST_RUNTIME } from '../support/engine';
+import { eventually, FAST_RUNTIME } from '../support/engine';
+import { gatedChargeWorkflow } from '../support/gated-charge';
 import { OwnRedis } from '../support/own-redis';
 
 /** Collects what the engine logs, to count lines. */
@@ -41,28 +42,7 @@ async function refuseWritesMidRun(
   fix: string,
 ): Promise<void> {
   const logger = captureLogger();
-  const registry = new WorkflowRegistry();
-  const executions = new Map<string, number>();
-  const ran = (runId: string, step: string) => executions.set(`${runId}:${step}`, (executions.get(`${runId}:${step}`) ?? 0) + 1);
-  const gate = deferred();
-  let inGate = 0;
-  const wf = registry.define('charge', { maxConcurrency: Infinity }, async ({ run, step }) => {
-    const a = await step.run('a', () => {
-      ran(run.id, 'a');
-      return 1;
-    });
-    const b = await step.run('b', async () => {
-      ran(run.id, 'b');
-      inGate++;
-      await gate.promise;
-      return 2;
-    });
-    const c = await step.run('c', () => {
-      ran(run.id, 'c');
-      return 3;
-    });
-    return a + b + c;
-  });
+  const { registry, wf, executions, gate, gated } = gatedChargeWorkflow();
   let client: WorkflowClient | undefined;
   let worker: Worker | undefined;
   try {
@@ -70,7 +50,7 @@ async function refuseWritesMidRun(
     worker = await startWorker({ app: 'refused', client, registry, concurrency: 4, runtime: FAST_RUNTIME, logger });
 
     const running = await Promise.all([1, 2, 3].map((i) => client!.start(wf, { i })));
-    await eventually(() => inGate === 3);
+    await eventually(() => gated() === 3);
     // Due while writes are refused: it must not be promoted or claimed.
     const later = await client.start(wf, { i: 4 }, { runAt: Date.now() + 300 });
 
