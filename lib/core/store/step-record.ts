@@ -39,6 +39,11 @@ export const DETERMINISTIC_FIELD_PREFIX = 'd:';
  */
 export const PATCH_FIELD_PREFIX = 'p:';
 
+/** The run-hash fields a replay reads back: step and tries records, journaled values and patch answers. */
+export function isJournalField(field: string): boolean {
+  return field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX) || field.startsWith(DETERMINISTIC_FIELD_PREFIX) || field.startsWith(PATCH_FIELD_PREFIX);
+}
+
 /**
  * Prefix of a step's tries record, `t:<step name>`, written each time the step's function throws:
  * `[failures, runAttempt, failuresInRunAttempt, retryAt, lastError]`. `failures` counts every

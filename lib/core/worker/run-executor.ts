@@ -4,7 +4,7 @@ import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../s
 import { nextAttemptAt } from '../definition/retry';
 import { decodeJson, encodeJson, serializeError } from '../store/serialization';
 import { SiblingStepFailedError, StepRuntime, SuspendSignal } from './step-runtime';
-import { DETERMINISTIC_FIELD_PREFIX, PATCH_FIELD_PREFIX, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
+import { isJournalField } from '../store/step-record';
 import type { RedflowLogger } from '../definition/types';
 import { validateInput } from '../definition/validation';
 import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
@@ -156,7 +156,7 @@ export class RunExecutor {
       hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
 
       const stored = new Map<string, string>();
-      for (const field in hash) if (field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX) || field.startsWith(DETERMINISTIC_FIELD_PREFIX) || field.startsWith(PATCH_FIELD_PREFIX)) stored.set(field, hash[field]);
+      for (const field in hash) if (isJournalField(field)) stored.set(field, hash[field]);
       const steps = (this.steps = new StepRuntime(
         {
           runId: this.runId,
