@@ -93,14 +93,20 @@ export class RunControl extends RunProducer {
 
   /**
    * Cancels a run that has not ended. Queued and scheduled runs end at once; a running run's signal
-   * aborts and no later step starts. Returns false when the run already ended or does not exist.
+   * aborts and no later step starts. Returns false when the run already ended, is compensating or
+   * does not exist. With `compensate: true`, a run with completed steps that have `compensate`
+   * functions becomes `compensating`: a worker runs them in reverse order, then it ends `canceled`
+   * with `compensated: true` (its unfinished children alike).
    */
-  async cancelRun(id: string, options: { reason?: string } = {}): Promise<boolean> {
-    assertKnownKeys('cancelRun options', options, ['reason']);
+  async cancelRun(id: string, options: { reason?: string; compensate?: boolean } = {}): Promise<boolean> {
+    assertKnownKeys('cancelRun options', options, ['reason', 'compensate']);
     if (options.reason !== undefined) checkUserName(options.reason, 'cancelRun reason', { max: 1000 });
+    if (options.compensate !== undefined && typeof options.compensate !== 'boolean') {
+      throw new ConfigurationError(`cancelRun compensate must be true or false, got ${describeValue(options.compensate)}.`);
+    }
     if (!isPossibleRunId(id)) return false;
     const error = serializeError(new CanceledError(id, options.reason));
-    const result = await this.call(() => this.scripts.cancel(id, this.clock.now(), error, options.reason ?? ''));
+    const result = await this.call(() => this.scripts.cancel(id, this.clock.now(), error, options.reason ?? '', options.compensate === true));
     return result === 'ok';
   }
 

@@ -89,7 +89,7 @@ export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
 export const STEP_OPTION_KEYS = optionKeys<StepOptions>()(['name', 'timeoutMs']);
 
 /** Keys of `RunStepOptions` (`step.run`, `@Step`). */
-export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()(['name', 'timeoutMs', 'retries']);
+export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()(['name', 'timeoutMs', 'retries', 'compensate', 'compensateRetries']);
 
 /** Keys of `StepRetryPolicy` (the `retries` of a step). */
 export const STEP_RETRY_KEYS = optionKeys<StepRetryPolicy>()(['maxAttempts', 'backoff', 'delay', 'maxDelay', 'jitter']);

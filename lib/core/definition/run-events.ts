@@ -11,9 +11,11 @@ export type RunEventType =
   | 'run.waiting'
   | 'run.signaled'
   | 'run.resumed'
+  | 'run.compensating'
   | 'run.completed'
   | 'run.failed'
-  | 'run.canceled';
+  | 'run.canceled'
+  | 'run.compensation_failed';
 
 /** Every `RunEventType`, in the order a run usually meets them. */
 export const RUN_EVENT_TYPES: readonly RunEventType[] = [
@@ -25,9 +27,11 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'run.waiting',
   'run.signaled',
   'run.resumed',
+  'run.compensating',
   'run.completed',
   'run.failed',
   'run.canceled',
+  'run.compensation_failed',
 ];
 
 /** What a waiting run waits for (`run.waiting`). */
@@ -52,7 +56,7 @@ export interface RunEvent {
   step?: string;
   /** The run's attempt (`run.started`, `retry.scheduled`) or the step's (`step.*`). */
   attempt?: number;
-  /** The error message (`step.failed`, `retry.scheduled`, `run.failed`, `run.canceled`). */
+  /** The error message (`step.failed`, `retry.scheduled`, `run.compensating`, `run.failed`, `run.canceled`, `run.compensation_failed`). */
   error?: string;
   /** When the next attempt is due (`retry.scheduled`), or the wake-up time of a timed wait (`run.waiting`). */
   retryAt?: number;

@@ -29,10 +29,44 @@ export interface StepOptions {
   timeoutMs?: number;
 }
 
-/** Options of `step.run` (and `@Step`). */
-export interface RunStepOptions extends StepOptions {
+/** Options of `step.run` (and `@Step`). `T` is the step's output. */
+export interface RunStepOptions<T = any> extends StepOptions {
   /** Retries this step by its own policy, before the run-level retry applies. @default no step retries */
   retries?: StepRetryPolicy;
+  /**
+   * Undoes the step (saga): when the run later fails for good, or is canceled with
+   * `cancelRun(id, { compensate: true })`, the compensations of its completed steps run in reverse
+   * order of completion, each called with its step's output. A compensation is a durable step of
+   * its own: stored once it succeeds, never run again, retried by `compensateRetries`. A step that
+   * failed is not compensated, nor one completed before a `step.commit`.
+   */
+  compensate?: (output: T, ctx: CompensationContext) => unknown;
+  /** How a compensation is retried when it throws. @default { maxAttempts: 3 } (1 s, then 2 s) */
+  compensateRetries?: StepRetryPolicy;
+}
+
+/** What a compensation function gets besides its step's output. */
+export interface CompensationContext {
+  runId: string;
+  workflow: string;
+  /** The step being undone. */
+  step: string;
+  /** Why the run is compensating: its error, or the `CanceledError` of a cancel with `{ compensate: true }`. */
+  reason: unknown;
+  /** The try of this compensation, from 1. */
+  attempt: number;
+  /** Aborts when the worker stops or loses the run. */
+  signal: AbortSignal;
+}
+
+/** How the compensations of a run that failed went: what `onFailure` sees. */
+export interface CompensationOutcome {
+  /** `compensated`: every due compensation ran; `failed`: one failed after its retries (status `compensation_failed`). */
+  status: 'compensated' | 'failed';
+  /** The compensations that ran in this phase, by step name, in the order they ran. */
+  steps: string[];
+  /** The compensation's error, when one failed. */
+  error?: unknown;
 }
 
 /**
@@ -81,7 +115,12 @@ export interface StepApi {
    * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
    * attempt or after a crash, without calling `fn` again.
    */
-  run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  run<T>(options: RunStepOptions<NoInfer<T>> | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  /**
+   * A point of no return (saga): steps completed before it are never compensated afterwards,
+   * whatever happens to the run. Durable like a step: `name` is its step name.
+   */
+  commit(name: string): Promise<void>;
   /**
    * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
    * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
@@ -232,8 +271,11 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   retries?: RetryPolicy;
   /** Validates input on enqueue and before the handler runs: a Standard Schema or a class-validator DTO. */
   schema?: TSchema;
-  /** Called once when the run has failed for good (after its last attempt). */
-  onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown }) => unknown;
+  /**
+   * Called once when the run has failed for good (after its last attempt), after the compensations
+   * of its steps ran (`compensation`: set when there were any).
+   */
+  onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown; compensation?: CompensationOutcome }) => unknown;
   /**
    * Most runs of this workflow running at once, across all workers; more wait as `queued`
    * without using an attempt. `Infinity` for no limit.

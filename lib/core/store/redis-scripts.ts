@@ -24,7 +24,12 @@ export interface FinishResult {
   next: ClaimedRun | null;
 }
 
-export type FinishOutcome = 'succeeded' | 'failed' | 'retry' | 'wait';
+/**
+ * How an attempt ends (`finish-4.lua`). `compensate`: the run failed for good and becomes
+ * `compensating`, its lease kept; a compensating run then ends `failed`, `canceled` or
+ * `compensation_failed`.
+ */
+export type FinishOutcome = 'succeeded' | 'failed' | 'retry' | 'wait' | 'compensate' | 'canceled' | 'compensation_failed';
 
 /** Where a step's record goes when a script writes it together with its effect. */
 export interface StepTarget {
@@ -196,9 +201,9 @@ export class RedisScripts {
     return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken) };
   }
 
-  async cancel(runId: string, now: number, errorJson: string, reason: string): Promise<string> {
+  async cancel(runId: string, now: number, errorJson: string, reason: string, compensate = false): Promise<string> {
     const k = this.keys;
-    return (await this.commands.cancel(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason, k.cancelChannel())) as string;
+    return (await this.commands.cancel(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason, k.cancelChannel(), compensate ? '1' : '')) as string;
   }
 
   /** `resume-1.lua`: queues a failed or canceled run again under its id; else 'missing', 'corrupt' or its status. */

@@ -39,9 +39,29 @@ export const DETERMINISTIC_FIELD_PREFIX = 'd:';
  */
 export const PATCH_FIELD_PREFIX = 'p:';
 
-/** The run-hash fields a replay reads back: step and tries records, journaled values and patch answers. */
+/**
+ * Prefix of the compensation record of a step that completed with a `compensate` function:
+ * `c:<step name>`, written with the step's record. `"0"`: its compensation is due if the run
+ * fails or is canceled with `{ compensate: true }`; `"x"`: a later `step.commit` made it final,
+ * never compensated; a success record (`[1, seq, ...]`, as a step's): its compensation ran.
+ */
+export const COMPENSATION_FIELD_PREFIX = 'c:';
+
+/** A compensation that is due (see COMPENSATION_FIELD_PREFIX). */
+export const COMPENSATION_PENDING = '0';
+
+/** A compensation that a `step.commit` made never due. */
+export const COMPENSATION_COMMITTED = 'x';
+
+/** The run-hash fields a replay reads back: step, tries and compensation records, journaled values and patch answers. */
 export function isJournalField(field: string): boolean {
-  return field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX) || field.startsWith(DETERMINISTIC_FIELD_PREFIX) || field.startsWith(PATCH_FIELD_PREFIX);
+  return (
+    field.startsWith(STEP_FIELD_PREFIX) ||
+    field.startsWith(TRIES_FIELD_PREFIX) ||
+    field.startsWith(DETERMINISTIC_FIELD_PREFIX) ||
+    field.startsWith(PATCH_FIELD_PREFIX) ||
+    field.startsWith(COMPENSATION_FIELD_PREFIX)
+  );
 }
 
 /**

@@ -2,8 +2,10 @@ import { CanceledError, CorruptRunDataError } from '../errors';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
-import { decodeJson, encodeJson, serializeError } from '../store/serialization';
-import { SiblingStepFailedError, StepRuntime, SuspendSignal } from './step-runtime';
+import { decodeJson, deserializeError, encodeJson, serializeError } from '../store/serialization';
+import { SiblingStepFailedError, StepRuntime, SuspendSignal, type AttemptContext } from './step-runtime';
+import { dueCompensations, runCompensations } from './compensations';
+import type { CompensationOutcome, WorkflowDefinition } from '../definition/workflow-types';
 import { isJournalField } from '../store/step-record';
 import type { RedflowLogger } from '../definition/types';
 import { validateInput } from '../definition/validation';
@@ -149,47 +151,15 @@ export class RunExecutor {
       }
       const definition = this.host.registry.get(info.workflow);
       if (!definition) throw this.host.registry.unknownWorkflow(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
+      if (hash.status === 'compensating') return await this.resumeCompensation(definition, info);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
       const hooks = this.host.hooks;
       hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
 
-      const stored = new Map<string, string>();
-      for (const field in hash) if (isJournalField(field)) stored.set(field, hash[field]);
-      const steps = (this.steps = new StepRuntime(
-        {
-          runId: this.runId,
-          workflow: info.workflow,
-          token: this.token,
-          attempt: info.attempt,
-          hooks,
-          leaseMs: this.host.leaseMs,
-          clock: this.host.clock,
-          stepMocks: this.host.stepMocks,
-          maxPayloadBytes: this.host.maxPayloadBytes,
-          scripts: this.host.scripts,
-          registry: this.host.registry,
-          stopReason: () => this.stopReason,
-          onLost: (code) => this.lost(code),
-          call: (fn) => this.redisCall(fn),
-          tracing: this.host.tracing,
-          span: this.span,
-        },
-        stored,
-      ));
-      // eslint-disable-next-line @typescript-eslint/no-this-alias
-      const executor = this;
-      const context = {
-        input: validInput,
-        run: info,
-        step: steps.api,
-        setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
-        get signal() {
-          return executor.signal;
-        },
-      };
-      const output = await (this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
+      const steps = (this.steps = new StepRuntime(this.attemptContext(info), this.storedJournal()));
+      const output = await this.runHandler(definition, steps, info, validInput);
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       const result = await this.finish('succeeded', encoded, 0);
@@ -206,6 +176,132 @@ export class RunExecutor {
       const error = (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined ? failure : thrown;
       return this.fail(error, info, input);
     }
+  }
+
+  /** What the step runtime of this attempt needs. */
+  private attemptContext(info: RunInfo): AttemptContext {
+    return {
+      runId: this.runId,
+      workflow: info.workflow,
+      token: this.token,
+      attempt: info.attempt,
+      hooks: this.host.hooks,
+      leaseMs: this.host.leaseMs,
+      clock: this.host.clock,
+      stepMocks: this.host.stepMocks,
+      maxPayloadBytes: this.host.maxPayloadBytes,
+      scripts: this.host.scripts,
+      registry: this.host.registry,
+      stopReason: () => this.stopReason,
+      onLost: (code) => this.lost(code),
+      call: (fn) => this.redisCall(fn),
+      tracing: this.host.tracing,
+      span: this.span,
+    };
+  }
+
+  /** The journal fields of the claimed run hash (step records, journaled values...). */
+  private storedJournal(): Map<string, string> {
+    const stored = new Map<string, string>();
+    const { hash } = this.claimed;
+    for (const field in hash) if (isJournalField(field)) stored.set(field, hash[field]);
+    return stored;
+  }
+
+  /** Calls the workflow's handler with the step API of `steps`. */
+  private runHandler(definition: WorkflowDefinition, steps: StepRuntime, info: RunInfo, input: unknown): Promise<unknown> {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const executor = this;
+    const context = {
+      input,
+      run: info,
+      step: steps.api,
+      setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
+      get signal() {
+        return executor.signal;
+      },
+    };
+    return Promise.resolve(this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
+  }
+
+  /**
+   * A claimed run that is `compensating` (its worker died during the compensations, or it was
+   * canceled with `{ compensate: true }`): the compensations left run here, from the stored journal.
+   */
+  private async resumeCompensation(definition: WorkflowDefinition, info: RunInfo): Promise<ClaimedRun | null> {
+    const { hash } = this.claimed;
+    const reasonJson = hash.error || serializeError(new CorruptRunDataError(this.runId, 'the compensating run has no error field'));
+    const target = hash.compensate === 'canceled' ? 'canceled' : 'failed';
+    let input: unknown;
+    try {
+      input = decodeJson(hash.input, this.runId, 'input');
+    } catch (error) {
+      return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
+    }
+    return this.compensate(definition, info, input, reasonJson, target, this.storedJournal());
+  }
+
+  /**
+   * The compensation phase (saga), with the lease held and the run `compensating`: replays the
+   * handler over `journal` without running anything new, to collect the compensate functions of
+   * the completed steps, then runs the due ones in reverse order of completion and ends the run.
+   */
+  private async compensate(definition: WorkflowDefinition, info: RunInfo, input: unknown, reasonJson: string, target: 'failed' | 'canceled', journal: Map<string, string>): Promise<ClaimedRun | null> {
+    const reason = deserializeError(reasonJson);
+    const replay = new StepRuntime(this.attemptContext(info), journal, true);
+    try {
+      const validInput = await validateInput(info.workflow, definition.options.schema, input);
+      await this.runHandler(definition, replay, info, validInput).catch(() => undefined);
+      await replay.settled();
+      // Parallel branches go on after the first one stops: let them reach their completed steps.
+      for (let turn = 0, seen = -1; turn < 50 && seen !== replay.compensations.size; turn++) {
+        seen = replay.compensations.size;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const due = dueCompensations(this.runId, journal);
+      const result = await runCompensations(
+        {
+          runId: this.runId,
+          workflow: info.workflow,
+          token: this.token,
+          attempt: info.attempt,
+          leaseMs: this.host.leaseMs,
+          clock: this.host.clock,
+          scripts: this.host.scripts,
+          call: (fn) => this.redisCall(fn),
+          stopReason: () => this.stopReason,
+          signal: this.signal,
+          onLost: (code) => this.lost(code),
+        },
+        due,
+        replay.compensations,
+        reason,
+      );
+      return await this.endCompensation(target, reasonJson, result, info, input);
+    } catch (error) {
+      if (this.stopReason || this.abandoned) return null;
+      return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, input);
+    }
+  }
+
+  /** Ends a compensating run: `target` when every compensation ran, else `compensation_failed`. */
+  private async endCompensation(
+    target: 'failed' | 'canceled',
+    reasonJson: string,
+    result: { ok: true; ran: string[] } | { ok: false; ran: string[]; step: string; error: unknown },
+    info: RunInfo,
+    input: unknown,
+  ): Promise<ClaimedRun | null> {
+    const hook = target === 'failed' && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
+    const finished = result.ok
+      ? await this.finish(target, reasonJson, 0, undefined, !hook, ['compensated', '1'])
+      : await this.finish('compensation_failed', reasonJson, 0, undefined, !hook, ['compError', serializeError(result.error)]);
+    this.outcome = finished.code !== 'ok' ? { outcome: finished.code } : { outcome: 'failed', error: result.ok ? deserializeError(reasonJson) : result.error };
+    if (finished.code === 'ok' && hook) {
+      const compensation: CompensationOutcome = result.ok ? { status: 'compensated', steps: result.ran } : { status: 'failed', steps: result.ran, error: result.error };
+      await this.runOnFailure(deserializeError(reasonJson), info, input, compensation);
+    }
+    return finished.next;
   }
 
   /**
@@ -239,8 +335,22 @@ export class RunExecutor {
       due = null;
       error = policyError;
     }
+    const definition = this.host.registry.get(info.workflow);
+    if (due === null && !this.stopReason && this.steps && definition) {
+      const journal = this.steps.journal();
+      if (dueCompensations(this.runId, journal).length) {
+        const errorJson = serializeError(error);
+        const result = await this.finish('compensate', errorJson, 0, undefined, false);
+        if (result.code !== 'ok') {
+          this.outcome = { outcome: result.code };
+          return result.next;
+        }
+        this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: false, durationMs: Date.now() - this.startedAt });
+        return this.compensate(definition, info, input, errorJson, 'failed', journal);
+      }
+    }
     // A run claimed by this finish would wait, unrenewed, while onFailure runs: claim none then.
-    const hook = due === null && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
+    const hook = due === null && Boolean(definition?.options.onFailure);
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
     this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
@@ -254,19 +364,20 @@ export class RunExecutor {
     return result.next;
   }
 
-  private async runOnFailure(error: unknown, info: RunInfo, input: unknown): Promise<void> {
+  private async runOnFailure(error: unknown, info: RunInfo, input: unknown, compensation?: CompensationOutcome): Promise<void> {
     const onFailure = this.host.registry.get(info.workflow)?.options.onFailure;
     if (!onFailure) return;
     try {
-      await onFailure({ error, run: info, input });
+      await onFailure(compensation ? { error, run: info, input, compensation } : { error, run: info, input });
     } catch (hookError) {
       this.host.logger.error(`onFailure of workflow "${info.workflow}" threw for run "${this.runId}": ${(hookError as Error)?.message}`, (hookError as Error)?.stack);
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true, extra: string[] = []): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
     const records = this.steps ? this.steps.takePending() : [];
+    records.push(...extra);
     const result = await this.redisCall(() => this.host.scripts.finish({
       runId: this.runId,
       queue: this.queue,

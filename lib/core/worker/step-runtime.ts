@@ -5,6 +5,7 @@ import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
+  type CheckedStepRetry,
   checkIdempotencyKey,
   checkUserName,
   checkStepRetry,
@@ -18,6 +19,9 @@ import {
 import { eventFields, matchKey } from '../definition/event-match';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
 import {
+  COMPENSATION_COMMITTED,
+  COMPENSATION_FIELD_PREFIX,
+  COMPENSATION_PENDING,
   decodeStepRecord,
   DETERMINISTIC_FIELD_PREFIX,
   encodeFailureRecord,
@@ -41,12 +45,30 @@ import { traceFields } from '../store/run-record';
 export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
+import type { CompensationContext } from '../definition/workflow-types';
 import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
   override name = 'SuspendSignal';
 }
+
+/**
+ * Thrown through the handler of a replay that only collects compensations (a compensating run):
+ * the replay reached a step that did not complete, and goes no further.
+ */
+export class ReplayEndSignal extends SuspendSignal {
+  override name = 'ReplayEndSignal';
+}
+
+/** A compensation a step registered when it was reached: its function and retry policy. */
+export interface RegisteredCompensation {
+  fn: (output: unknown, ctx: CompensationContext) => unknown;
+  retries: CheckedStepRetry;
+}
+
+/** Default retries of a compensation: three tries, 1 s then 2 s apart. */
+const DEFAULT_COMPENSATE_RETRIES = { maxAttempts: 3 };
 
 /** Rejects a sibling step after another branch of the same attempt failed. */
 export class SiblingStepFailedError extends Error {
@@ -124,6 +146,10 @@ export class StepRuntime {
   /** The answers of `step.patched` in this attempt, by field. */
   private readonly patches = new Map<string, boolean>();
   private readonly inflight = new Set<InflightStep>();
+  /** The compensations of the steps reached so far, by step name. */
+  readonly compensations = new Map<string, RegisteredCompensation>();
+  /** Every field this attempt wrote (step, tries, compensation records...), for the journal a compensation phase reads. */
+  private readonly written = new Map<string, string>();
   private readonly effects = new Set<Promise<unknown>>();
   private pending: string[] = [];
   private flushing: Promise<void> = Promise.resolve();
@@ -132,9 +158,15 @@ export class StepRuntime {
   private closed = false;
   private seq: number;
 
+  /**
+   * `replayOnly`: a replay that only collects the compensations of completed steps (a compensating
+   * run): stored results come back as usual, and the first step that did not complete ends the
+   * replay (`ReplayEndSignal`) without running anything or writing anything.
+   */
   constructor(
     private readonly ctx: AttemptContext,
     private readonly stored: Map<string, string>,
+    private readonly replayOnly = false,
   ) {
     this.api = {
       run: (options, fn) => this.run(options, fn),
@@ -153,6 +185,7 @@ export class StepRuntime {
       random: () => this.journaled('random', () => Math.random()),
       uuid: () => this.journaled('uuid', () => randomUUID()),
       patched: (id) => this.patched(id),
+      commit: (name) => this.track(this.commit(name)),
     };
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
@@ -181,6 +214,7 @@ export class StepRuntime {
       if (typeof value !== (kind === 'uuid' ? 'string' : 'number')) throw new CorruptRunDataError(this.ctx.runId, `field "${field}" (the value of step.${kind}()) is not a ${kind === 'uuid' ? 'string' : 'number'}`);
       return value as T;
     }
+    this.endReplay();
     const value = make();
     this.record(field, JSON.stringify(value));
     return value;
@@ -204,6 +238,7 @@ export class StepRuntime {
     } else if (stored !== undefined) {
       throw new CorruptRunDataError(this.ctx.runId, `field "${field}" (the answer of step.patched("${id}")) is not "1" or "0"`);
     } else {
+      this.endReplay();
       answer = true;
       for (const key of this.stored.keys()) {
         if (key.startsWith(STEP_FIELD_PREFIX) && !this.reached.has(key)) {
@@ -280,6 +315,7 @@ export class StepRuntime {
 
   private async run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
     const { opts, name, field, record } = this.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
+    const compensable = this.registerCompensation(name, opts);
     if (record?.kind === 'succeeded') return record.output as T;
     const policy = opts.retries === undefined ? undefined : checkStepRetry(opts.retries, `retries of step "${name}"`);
     const triesField = TRIES_FIELD_PREFIX + name;
@@ -296,7 +332,7 @@ export class StepRuntime {
       this.ctx.hooks.emit('onStepStart', hook);
       const span = this.ctx.span?.startStep({ step: name, stepAttempt: failures + 1 });
       try {
-        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, fn)) : this.execute(name, field, opts.timeoutMs, fn));
+        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, fn, compensable)) : this.execute(name, field, opts.timeoutMs, fn, compensable));
         span?.end({ outcome: 'succeeded' });
         this.ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
         return output;
@@ -326,6 +362,52 @@ export class StepRuntime {
     }
   }
 
+  /**
+   * Checks a step's `compensate` option and keeps the function under the step's name, whether the
+   * step runs now or is replayed: a failing run compensates from this map. True when it has one.
+   */
+  private registerCompensation(name: string, opts: RunStepOptions): boolean {
+    if (opts.compensate === undefined) {
+      if (opts.compensateRetries !== undefined) throw new ConfigurationError(`Step "${name}" has compensateRetries but no compensate function: add compensate, or drop compensateRetries.`);
+      return false;
+    }
+    if (typeof opts.compensate !== 'function') {
+      throw new ConfigurationError(`The compensate option of step "${name}" must be a function (output, ctx) => ..., got ${typeof opts.compensate}.`);
+    }
+    const retries = checkStepRetry(opts.compensateRetries ?? DEFAULT_COMPENSATE_RETRIES, `compensateRetries of step "${name}"`);
+    this.compensations.set(name, { fn: opts.compensate as RegisteredCompensation['fn'], retries });
+    return true;
+  }
+
+  /**
+   * `step.commit(name)`: every compensation due so far (stored, or written by this attempt) becomes
+   * final (`c:<step>` = "x") in one checkpoint with the commit's own step record, after every earlier
+   * step is stored. Steps that complete after it stay compensable.
+   */
+  private async commit(options: string): Promise<void> {
+    const { field, record } = this.begin('commit', options);
+    if (record?.kind === 'succeeded') return;
+    await this.ready();
+    for (const [key, value] of this.journal()) {
+      if (key.startsWith(COMPENSATION_FIELD_PREFIX) && value === COMPENSATION_PENDING) this.record(key, COMPENSATION_COMMITTED);
+    }
+    const now = Date.now();
+    this.record(field, encodeSuccessRecord(++this.seq, this.ctx.attempt, now, 0, ''));
+    await this.durable();
+  }
+
+  /** The run's journal as this attempt leaves it: the stored fields with every field it wrote over them. */
+  journal(): Map<string, string> {
+    const all = new Map(this.stored);
+    for (const [field, value] of this.written) all.set(field, value);
+    return all;
+  }
+
+  /** In a replay that only collects compensations, reaching anything new ends the replay. */
+  private endReplay(): void {
+    if (this.replayOnly) throw new ReplayEndSignal(`The replay of run "${this.ctx.runId}" reached a step that did not complete.`);
+  }
+
   /** Waits `ms` in process (a short step retry delay); rejects when the attempt must stop. */
   private pause(ms: number): Promise<void> {
     if (ms <= 0) return Promise.resolve();
@@ -350,6 +432,7 @@ export class StepRuntime {
    * which is sent now. Resolves once it is stored.
    */
   private setField(field: string, value: unknown, what: string, limit: number): Promise<void> {
+    if (this.replayOnly) return Promise.resolve();
     let json: string;
     try {
       this.throwIfStopped();
@@ -375,6 +458,7 @@ export class StepRuntime {
     } else if (record?.kind === 'succeeded') {
       return;
     } else {
+      this.endReplay();
       this.throwIfStopped();
       wakeAt = target instanceof Date ? timeOption(target, what) : this.ctx.clock.now() + toMs(target, what);
       this.record(field, encodeSleepRecord(++this.seq, this.ctx.attempt, wakeAt));
@@ -493,6 +577,7 @@ export class StepRuntime {
 
   /** Before a step's effect: the attempt must go on, and every earlier step must be stored. */
   private async ready(): Promise<void> {
+    this.endReplay();
     this.throwIfStopped();
     await this.durable();
     this.throwIfStopped();
@@ -512,6 +597,7 @@ export class StepRuntime {
    * waits (Promise.all) combine: the earliest due time, and every awaited child step.
    */
   private suspend(dueAt: number, waitField?: string): never {
+    this.endReplay();
     const signal = new SuspendSignal(`Run "${this.ctx.runId}" is waiting.`);
     const current = this.suspension;
     if (!current) {
@@ -540,7 +626,7 @@ export class StepRuntime {
   }
 
   /** Runs a step's function once; stores its record when it returns (the caller handles a throw). */
-  private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
+  private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>, compensable = false): Promise<T> {
     const startedAt = Date.now();
     const step: InflightStep = { reject: noop };
     // The signal is created only if the step function reads it: most steps never do.
@@ -571,6 +657,8 @@ export class StepRuntime {
       const encoded = encodeJson(result, `The output of step "${name}"`, this.ctx.maxPayloadBytes);
       const finishedAt = Date.now();
       this.record(field, encodeSuccessRecord(++this.seq, this.ctx.attempt, finishedAt, finishedAt - startedAt, encoded));
+      // In the same batch as the step's record: a stored step is never without its compensation.
+      if (compensable) this.record(COMPENSATION_FIELD_PREFIX + name, COMPENSATION_PENDING);
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
       this.inflight.delete(step);
@@ -593,8 +681,9 @@ export class StepRuntime {
   }
 
   private record(field: string, json: string): void {
-    if (this.closed) return;
+    if (this.closed || this.replayOnly) return;
     this.pending.push(field, json);
+    this.written.set(field, json);
     if (!this.flushQueued) {
       this.flushQueued = true;
       // Handlers that return right after their last step carry its record in the finish script;

@@ -1,5 +1,5 @@
--- checkpoint: stores completed step records and extends the lease, only while the caller still
--- holds the run's lease. The reply tells the worker whether the run was canceled meanwhile.
+-- checkpoint: stores completed step records (or compensation records, for a compensating run) and
+-- extends the lease, only while the caller still holds the run's lease. The reply tells the worker whether the run was canceled meanwhile.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- ARGV[1] run id              ARGV[2] lease token  ARGV[3] lease expiry (ms, real time)
 -- ARGV[4] now (ms, workflow time)  ARGV[5] base ("{prefix}:")
@@ -7,10 +7,11 @@
 -- Returns 'ok' | 'canceled' (run canceled) | 'lost' (lease taken over or run gone)
 -- Writes step.completed / step.failed / retry.scheduled to the event stream (run-events.lua), at the
 -- time of each step record (a retry: at `now`).
+--!include status.lua
 --!include run-events.lua
 
 local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow')
-if run[1] ~= 'running' or run[2] ~= ARGV[2] then
+if not HELD[run[1]] or run[2] ~= ARGV[2] then
   if run[1] == 'canceled' then return 'canceled' end
   return 'lost'
 end

@@ -4,6 +4,7 @@
 -- ARGV[3..] pairs of run id, lease token
 -- Returns the ids of runs the worker no longer holds (canceled, taken over or gone).
 --!include keys.lua
+--!include status.lua
 
 -- No write check here: a heartbeat must keep leases alive while Redis is full, so that a worker
 -- waiting to store a step does not lose its run. PERSIST of the leases zset (which has no TTL)
@@ -14,7 +15,7 @@ local lost = {}
 for i = 3, #ARGV, 2 do
   local runId = ARGV[i]
   local run = redis.call('HMGET', k_run(ARGV[1], runId), 'status', 'lease')
-  if run[1] == 'running' and run[2] == ARGV[i + 1] then
+  if HELD[run[1]] and run[2] == ARGV[i + 1] then
     redis.call('ZADD', KEYS[1], 'XX', ARGV[2], runId)
   else
     lost[#lost + 1] = runId

@@ -18,7 +18,23 @@ for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
   local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
-  if run[1] == 'running' then
+  if run[1] == 'compensating' then
+    -- Its compensations were interrupted: back to the front of its queue, still compensating; the
+    -- next worker replays the run and runs the compensations not stored as done.
+    local recoveries = redis.call('HINCRBY', runKey, 'recoveries', 1)
+    if recoveries > tonumber(ARGV[4]) then
+      local message = 'The compensations of run "' .. runId .. '" were interrupted ' .. recoveries .. ' times: the worker ' ..
+        'running them died or stopped renewing its lease each time. Fix the cause, then resume the run to run the ' ..
+        'compensations that did not complete.'
+      end_run(base, runId, { from = 'compensating', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[1] },
+        'compensation_failed', ARGV[2], redis.call('HGET', runKey, 'error') or '{}',
+        { 'compError', cjson.encode({ name = 'RunStalledError', message = message }) })
+    else
+      stop_running(base, runId, KEYS[1], run[4], run[5], run[6])
+      redis.call('LPUSH', k_ready(base, run[2]), runId)
+    end
+    recovered[#recovered + 1] = runId
+  elseif run[1] == 'running' then
     local recoveries = redis.call('HINCRBY', runKey, 'recoveries', 1)
     if recoveries > tonumber(ARGV[4]) then
       local message = 'Run "' .. runId .. '" was interrupted ' .. recoveries .. ' times: its worker died or stopped ' ..

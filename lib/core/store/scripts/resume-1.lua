@@ -1,5 +1,6 @@
 -- resume: puts a failed or canceled run back in its queue under the same id, to go on from its
--- first incomplete step: its succeeded step records stay (the replay returns them without running
+-- first incomplete step (a compensation_failed run: back to compensating, to run the compensations
+-- left): its succeeded step records stay (the replay returns them without running
 -- them again), failed ones run again. The next claim counts the next attempt (the last + 1), and
 -- the run gets a fresh budget: maxAttempts becomes its attempt + its workflow's maxAttempts (from
 -- the registry; 1 when the workflow is not registered). It is queued like a new run, so admission
@@ -19,8 +20,19 @@ assert_writable(base)
 local run = redis.call('HMGET', KEYS[1], 'status', 'queue', 'workflow', 'attempt', 'createdAt')
 local status, queue, workflow = run[1], run[2], run[3]
 if not status then return 'missing' end
-if status ~= 'failed' and status ~= 'canceled' then return status end
+if status ~= 'failed' and status ~= 'canceled' and status ~= 'compensation_failed' then return status end
 if not queue or not workflow then return 'corrupt' end
+
+if status == 'compensation_failed' then
+  -- The compensations left run again: the run is compensating, first in its queue (the next
+  -- claim hands it to a worker without admission); its error and `compensate` target stay.
+  redis.call('HDEL', KEYS[1], 'compError', 'finishedAt', 'recoveries')
+  redis.call('HSET', KEYS[1], 'status', 'compensating')
+  move_index(base, runId, workflow, status, 'compensating', run[5])
+  redis.call('LPUSH', k_ready(base, queue), runId)
+  emit_event(base, 'run.resumed', runId, workflow, tonumber(ARGV[3]))
+  return 'ok'
+end
 
 local budget = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxAttempts') or '1') or 1
 local attempt = tonumber(run[4] or '0') or 0
