@@ -187,8 +187,10 @@ export class RunNotResumableError extends RedflowError {
     const fix =
       status === 'succeeded'
         ? 'Use rerun() to run its workflow again as a new run.'
-        : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
-    super(`Run "${runId}" is ${status}: only a failed or canceled run can be resumed. ${fix}`);
+        : status === 'compensating'
+          ? 'Its compensations are running: wait for it to end.'
+          : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
+    super(`Run "${runId}" is ${status}: only a failed, canceled or compensation_failed run can be resumed. ${fix}`);
   }
 }
 

@@ -159,7 +159,7 @@ export class DashboardApi {
   async run(query: DashboardQuery) {
     const run = await this.loadRun(this.runId(query));
     const children = await this.read(() => this.client.getRunChildren(run.id));
-    const { input, output, error, steps, progress, ...fields } = run;
+    const { input, output, error, steps, progress, compensationError, ...fields } = run;
     return {
       run: {
         ...fields,
@@ -167,6 +167,7 @@ export class DashboardApi {
         input: previewPayload(input),
         output: output === undefined ? undefined : previewPayload(output),
         error: error === undefined ? undefined : { name: error.name, message: error.message, detail: previewPayload(error) },
+        compensationError: compensationError === undefined ? undefined : { name: compensationError.name, message: compensationError.message },
       },
       steps: steps.map((step: StepState) => {
         const { output: stepOutput, error: stepError, ...rest } = step;
@@ -212,12 +213,12 @@ export class DashboardApi {
     return { runId: handle.id };
   }
 
-  /** Resumes a failed or canceled run in place; answers with its (unchanged) id. */
+  /** Resumes a failed, canceled or compensation_failed run in place; answers with its (unchanged) id. */
   async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
     const id = await this.checkAction(query, headers);
     const run = await this.loadRun(id);
-    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed or canceled runs can be resumed.`);
-    if (run.status !== 'failed' && run.status !== 'canceled') throw refused(run.status);
+    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled or compensation_failed runs can be resumed.`);
+    if (run.status !== 'failed' && run.status !== 'canceled' && run.status !== 'compensation_failed') throw refused(run.status);
     let resumed: boolean;
     try {
       resumed = await this.read(() => this.client.resume(id));

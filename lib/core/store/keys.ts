@@ -82,6 +82,10 @@ export class RedflowKeys {
   leases(): string {
     return `${this.base}leases`;
   }
+  /** Leases of compensating runs a worker holds (score = expiry ms): apart, so `leases` lists only running runs. */
+  compensationLeases(): string {
+    return `${this.base}comp-leases`;
+  }
   status(status: string): string {
     return `${this.base}status:${status}`;
   }

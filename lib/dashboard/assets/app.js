@@ -8,7 +8,7 @@
   const notice = document.getElementById('notice');
   const POLL_MS = 1500;
   const MAX_BACKOFF_MS = 30000;
-  const STATUSES = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'];
+  const STATUSES = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed'];
   let meta = { readOnly: true, prefix: '' };
   let timer;
   let failures = 0;
@@ -171,7 +171,7 @@
       el('p', {},
         el('button', { 'data-testid': 'cancel', disabled: meta.readOnly || !live, onclick: () => action('cancel') }, 'Cancel'), ' ',
         el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !['failed', 'canceled'].includes(run.status), onclick: () => action('rerun') }, 'Re-run'), ' ',
-        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step, under the same id', disabled: meta.readOnly || !['failed', 'canceled'].includes(run.status), onclick: () => action('resume') }, 'Resume'), ' ',
+        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step (or compensation), under the same id', disabled: meta.readOnly || !['failed', 'canceled', 'compensation_failed'].includes(run.status), onclick: () => action('resume') }, 'Resume'), ' ',
         message),
       el('table', {}, el('tbody', {},
         el('tr', {}, el('th', {}, 'Created'), el('td', {}, time(run.createdAt))),
@@ -179,7 +179,9 @@
         el('tr', {}, el('th', {}, 'Finished'), el('td', {}, time(run.finishedAt))),
         run.parentId ? el('tr', {}, el('th', {}, 'Parent'), el('td', {}, runLink(run.parentId))) : null,
         children.length ? el('tr', {}, el('th', {}, 'Children'), el('td', {}, children.map((c) => el('div', {}, runLink(c))), moreChildren ? el('div', { class: 'muted' }, `and ${moreChildren} more`) : null)) : null,
-        run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null)),
+        run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null,
+        run.compensated ? el('tr', {}, el('th', {}, 'Compensated'), el('td', { 'data-testid': 'run-compensated' }, 'yes: every compensation of its completed steps ran')) : null,
+        run.compensationError ? el('tr', {}, el('th', {}, 'Compensation error'), el('td', { class: 'error', 'data-testid': 'run-compensation-error' }, `${run.compensationError.name}: ${run.compensationError.message}`)) : null)),
       run.progress !== undefined ? [el('h3', {}, 'Progress'), payload(run.progress, run.id, 'progress', 'run-progress')] : null,
       el('h3', {}, 'Input'), payload(run.input, run.id, 'input', 'run-input'),
       run.output !== undefined ? [el('h3', {}, 'Output'), payload(run.output, run.id, 'output', 'run-output')] : null,

@@ -7,6 +7,7 @@
 -- Returns 'ok' | 'canceled' (run canceled) | 'lost' (lease taken over or run gone)
 -- Writes step.completed / step.failed / retry.scheduled to the event stream (run-events.lua), at the
 -- time of each step record (a retry: at `now`).
+--!include keys.lua
 --!include status.lua
 --!include run-events.lua
 
@@ -18,6 +19,10 @@ end
 for i = 6, #ARGV, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
-redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
+if run[1] == 'compensating' then
+  redis.call('ZADD', k_comp_leases(ARGV[5]), 'XX', ARGV[3], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
+end
 emit_step_events(ARGV[5], ARGV[1], run[3], tonumber(ARGV[4]), ARGV, 6)
 return 'ok'

@@ -51,6 +51,9 @@ else
     table.insert(fields, 'status'); table.insert(fields, 'compensating')
     redis.call('HSET', runKey, unpack(fields))
     move_index(base, runId, run[4], 'running', 'compensating', run[3])
+    -- The lease stays, in the compensating runs' leases zset.
+    redis.call('ZADD', k_comp_leases(base), redis.call('ZSCORE', KEYS[2], runId) or ARGV[9], runId)
+    redis.call('ZREM', KEYS[2], runId)
     emit_event(base, 'run.compensating', runId, run[4], now, { 'error', error_message(ARGV[6]) })
   else
     local status = 'scheduled'

@@ -16,7 +16,7 @@ for i = 3, #ARGV, 2 do
   local runId = ARGV[i]
   local run = redis.call('HMGET', k_run(ARGV[1], runId), 'status', 'lease')
   if HELD[run[1]] and run[2] == ARGV[i + 1] then
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], runId)
+    redis.call('ZADD', run[1] == 'compensating' and k_comp_leases(ARGV[1]) or KEYS[1], 'XX', ARGV[2], runId)
   else
     lost[#lost + 1] = runId
   end

@@ -25,7 +25,7 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       -- attempt. An id popped while a worker holds it already is dropped.
       if not run[10] then
         redis.call('HSET', runKey, 'lease', token, 'startedAt', now)
-        redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
+        redis.call('ZADD', k_comp_leases(base), tonumber(leaseUntil), runId)
         return { runId, redis.call('HGETALL', runKey) }
       end
     elseif run[1] == 'queued' then

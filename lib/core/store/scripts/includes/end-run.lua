@@ -47,8 +47,10 @@ end
 -- clients waiting on it are told (publish_ended).
 -- r = { from, workflow, queue, mutex, slot, waited, leasesKey, popped }
 local function end_run(base, runId, r, to, now, result, fields)
-  if r.from == 'running' or r.from == 'compensating' then
+  if r.from == 'running' then
     stop_running(base, runId, r.leasesKey, r.workflow, r.mutex, r.slot)
+  elseif r.from == 'compensating' then
+    stop_running(base, runId, k_comp_leases(base), r.workflow, r.mutex, r.slot)
   elseif r.from == 'scheduled' then
     redis.call('ZREM', k_scheduled(base, r.queue), runId)
   elseif r.popped then

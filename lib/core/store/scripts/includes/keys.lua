@@ -38,6 +38,8 @@ local function k_event_shapes(base, event) return base .. 'evshapes:' .. event e
 -- A run's event-wait registrations, to drop when the run ends: '<field>\n<hash>\n<event>\n<shape>'.
 local function k_event_waits_of(base, runId) return base .. 'evwaits:' .. runId end
 local function k_leases(base) return base .. 'leases' end
+-- Leases of compensating runs a worker holds: apart, so `leases` lists only running runs.
+local function k_comp_leases(base) return base .. 'comp-leases' end
 -- Pub/sub channel of running runs just canceled.
 local function k_cancel_channel(base) return base .. 'cancel' end
 -- Pub/sub channel of ended runs: "<id>\n<status>[\n<output JSON | error JSON | cancel reason>]".
