@@ -244,6 +244,43 @@ describe('sagas: compensation', () => {
     expect(order).toEqual(['refund', 'onFailure']);
   });
 
+  it('the event stream tells run.compensating, then run.failed; and run.compensation_failed when a compensation fails', async () => {
+    const stream = engine.client.events({ from: '0' });
+    try {
+      const order = engine.registry.define('order', {}, async ({ step, input }: WorkflowContext<{ refundFails: boolean }>) => {
+        await step.run(
+          {
+            name: 'charge',
+            compensateRetries: { maxAttempts: 1 },
+            compensate: () => {
+              if (input.refundFails) throw new Error('refund refused');
+            },
+          },
+          () => 1,
+        );
+        throw new NonRetriableError('declined');
+      });
+      await engine.worker();
+      const undone = await engine.client.start(order, { refundFails: false });
+      const stuck = await engine.client.start(order, { refundFails: true });
+      const seen: Array<{ runId: string; type: string; error?: string }> = [];
+      for await (const event of stream) {
+        if (event.type.startsWith('run.') && event.type !== 'run.created' && event.type !== 'run.started') seen.push({ runId: event.runId, type: event.type, error: event.error });
+        if (seen.filter((e) => ['run.failed', 'run.compensation_failed'].includes(e.type)).length === 2) break;
+      }
+      expect(seen.filter((e) => e.runId === undone.id)).toEqual([
+        { runId: undone.id, type: 'run.compensating', error: 'declined' },
+        { runId: undone.id, type: 'run.failed', error: 'declined' },
+      ]);
+      expect(seen.filter((e) => e.runId === stuck.id)).toEqual([
+        { runId: stuck.id, type: 'run.compensating', error: 'declined' },
+        { runId: stuck.id, type: 'run.compensation_failed', error: 'declined' },
+      ]);
+    } finally {
+      await stream.close();
+    }
+  });
+
   it('rejects a compensate option that is not a function, naming the step', async () => {
     const order = engine.registry.define('order', {}, async ({ step }) => {
       await step.run({ name: 'charge', compensate: 'refund' as never }, () => 1);
