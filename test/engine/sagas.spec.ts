@@ -1,4 +1,4 @@
-import { NonRetriableError, type CompensationOutcome, type WorkflowContext } from '../../lib';
+import { NonRetriableError, WorkflowRegistry, type CompensationOutcome, type WorkflowContext } from '../../lib';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
 /**
@@ -279,6 +279,34 @@ describe('sagas: compensation', () => {
     } finally {
       await stream.close();
     }
+  });
+
+  it('a compensating run claimed by a worker that lacks its workflow ends compensation_failed, never failed as if compensated; resume on a worker that has it compensates', async () => {
+    const compensated: unknown[] = [];
+    const waiting = deferred();
+    const order = engine.registry.define('order', {}, async ({ step }) => {
+      await step.run({ name: 'charge', compensate: (output) => void compensated.push(output) }, () => 'ch-1');
+      waiting.resolve();
+      await step.waitForSignal('approval', 'approved');
+    });
+    const first = await engine.worker();
+    const handle = await engine.client.start(order, {});
+    await waiting.promise;
+    await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled');
+    await first.stop();
+
+    const stranger = await engine.worker({ app: 'stranger', registry: new WorkflowRegistry(), queues: ['default'] });
+    expect(await engine.client.cancelRun(handle.id, { compensate: true })).toBe(true);
+    await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'compensation_failed');
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'compensation_failed', error: { name: 'CanceledError' }, compensationError: { name: 'UnknownWorkflowError' } });
+    expect(compensated).toEqual([]);
+    await stranger.stop();
+
+    await engine.worker();
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'canceled');
+    expect(compensated).toEqual(['ch-1']);
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'canceled', compensated: true });
   });
 
   it('rejects a compensate option that is not a function, naming the step', async () => {

@@ -328,6 +328,13 @@ export class RunExecutor {
 
   private async fail(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
     if (this.abandoned) return null;
+    if (this.claimed.hash.status === 'compensating') {
+      // A compensating run this worker cannot replay (its workflow is not registered here, its hash
+      // is damaged): it must not end as if compensated. It needs a person; resume retries it.
+      if (this.stopReason) return null;
+      const reasonJson = this.claimed.hash.error || serializeError(error);
+      return this.endCompensation(this.claimed.hash.compensate === 'canceled' ? 'canceled' : 'failed', reasonJson, { ok: false, ran: [], step: '', error }, info, input);
+    }
     let due: number | null;
     try {
       due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());

@@ -16,7 +16,8 @@ local base, runId, name, payload, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV
 assert_writable(base)
 local run = redis.call('HMGET', KEYS[1], 'status', 'queue', 'createdAt', 'workflow')
 if not run[1] then return 'missing' end
-if TERMINAL[run[1]] then return 'ended' end
+-- A compensating run is ending: it takes no signal.
+if TERMINAL[run[1]] or run[1] == 'compensating' then return 'ended' end
 local field = redis.call('HGET', KEYS[1], 'sigwait:' .. name)
 if field then
   local waiting = redis.call('HGET', KEYS[1], field)
