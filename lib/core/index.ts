@@ -27,6 +27,7 @@ export {
   type StepOptions,
   type RunStepOptions,
   type StepRetryPolicy,
+  type StepRunContext,
   type WaitForSignalOptions,
   type WaitForEventOptions,
   type CancelOnTrigger,

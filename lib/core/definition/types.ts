@@ -242,6 +242,8 @@ export interface RunOptions {
   runAt?: Date | number;
   /** Run on this queue instead of the workflow's own. */
   queueOverride?: string;
+  /** This run's timeout, instead of the workflow's `timeout` (see `WorkflowOptions.timeout`). */
+  timeout?: Duration;
 }
 
 /** Options of `emitEvent`. */

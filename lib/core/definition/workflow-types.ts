@@ -33,6 +33,21 @@ export interface StepOptions {
 export interface RunStepOptions extends StepOptions {
   /** Retries this step by its own policy, before the run-level retry applies. @default no step retries */
   retries?: StepRetryPolicy;
+  /**
+   * Fails a try of the step with `StepHeartbeatTimeoutError` (aborting its signal) when its
+   * function goes longer than this without calling `heartbeat()`, counted from the start of the
+   * try; the step's `retries` then apply. For long work that reports as it goes.
+   * @default no heartbeat check
+   */
+  heartbeatTimeout?: Duration;
+}
+
+/** What a `step.run` function receives. */
+export interface StepRunContext {
+  /** Aborted when the run is canceled, times out, or the step's `timeoutMs` or `heartbeatTimeout` passes. */
+  signal: AbortSignal;
+  /** Tells the step's `heartbeatTimeout` that the function is still making progress. Free to call often. */
+  heartbeat(): void;
 }
 
 /**
@@ -81,7 +96,7 @@ export interface StepApi {
    * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
    * attempt or after a crash, without calling `fn` again.
    */
-  run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  run<T>(options: RunStepOptions | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T>;
   /**
    * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
    * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
@@ -257,6 +272,14 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
    * (from the start of its first attempt on), like `cancelRun`.
    */
   cancelOn?: CancelOnTrigger<TInput>[];
+  /**
+   * The longest a run may take, counted from its first start and including its waits (timers,
+   * signals, events, children) and retry delays. When it passes, the run fails for good with
+   * `RunTimeoutError` (a `TimeoutError`), not retried: a running attempt is aborted, a waiting run
+   * is woken to fail. A run's own `timeout` (start options) replaces it.
+   * @default no limit
+   */
+  timeout?: Duration;
 }
 
 export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) => Promise<TOutput> | TOutput;

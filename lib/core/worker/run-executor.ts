@@ -1,4 +1,5 @@
-import { CanceledError, CorruptRunDataError } from '../errors';
+import { CanceledError, CorruptRunDataError, RunTimeoutError } from '../errors';
+import { MAX_TIMER_MS } from '../definition/duration-format';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
@@ -15,6 +16,8 @@ import type { Clock } from '../definition/clock';
 import type { StepMocks } from './step-runtime';
 import type { GuardedSpan, GuardedTracing, SpanOutcome } from '../definition/tracing';
 import { readTraceContext } from '../store/run-record';
+
+const noop = () => undefined;
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -56,7 +59,9 @@ export class RunExecutor {
   readonly queue: string;
   /** Created only if the handler reads `signal`. */
   private controller: AbortController | undefined;
-  private stopReason: CanceledError | undefined;
+  private stopReason: CanceledError | RunTimeoutError | undefined;
+  /** When the run's timeout passes (workflow time, from its first claim); 0 = no timeout. */
+  private readonly deadline: number;
   private steps: StepRuntime | undefined;
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
@@ -72,6 +77,7 @@ export class RunExecutor {
     this.runId = claimed.runId;
     this.token = claimed.token;
     this.queue = claimed.hash.queue ?? '';
+    this.deadline = Number(claimed.hash.deadline) || 0;
   }
 
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
@@ -189,7 +195,7 @@ export class RunExecutor {
           return executor.signal;
         },
       };
-      const output = await (this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
+      const output = await this.withinDeadline(info, () => (this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context)));
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       const result = await this.finish('succeeded', encoded, 0);
@@ -203,9 +209,57 @@ export class RunExecutor {
       // A step that failed (a child's timeout, say) fails the attempt even while a sibling waits.
       if (suspension && !this.stopReason && failure === undefined) return this.suspend(info.queue, suspension);
       // Promise.all rejects with the first branch to settle: report the step that really failed.
-      const error = (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined ? failure : thrown;
+      // A run past its timeout fails with the timeout, whatever the aborted handler threw.
+      const error =
+        this.stopReason instanceof RunTimeoutError
+          ? this.stopReason
+          : (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined
+            ? failure
+            : thrown;
       return this.fail(error, info, input);
     }
+  }
+
+  /**
+   * Runs the handler within the run's timeout: a run claimed past its deadline (a waiting run woken
+   * by it, or a retry due after it) fails before its handler runs; one still running when the
+   * deadline passes has its attempt aborted with `RunTimeoutError`, which fails it for good
+   * through `fail()`, like any final failure.
+   */
+  private async withinDeadline<T>(info: RunInfo, handler: () => Promise<T> | T): Promise<T> {
+    if (!this.deadline) return handler();
+    const timeoutMs = Number(this.claimed.hash.timeout) || 0;
+    const timedOut = () => new RunTimeoutError(this.runId, info.workflow, timeoutMs);
+    if (this.host.clock.now() >= this.deadline) throw timedOut();
+    let cancel: () => void = noop;
+    const arm = () => {
+      const left = this.deadline - this.host.clock.now();
+      // Node.js timers overflow past MAX_TIMER_MS: a longer wait is armed again when it ends.
+      if (left > 0) cancel = this.host.clock.setTimer(Math.min(left, MAX_TIMER_MS), arm);
+      else this.timeOut(timedOut());
+    };
+    arm();
+    try {
+      const output = await handler();
+      if (this.stopReason instanceof RunTimeoutError) throw this.stopReason;
+      return output;
+    } finally {
+      cancel();
+    }
+  }
+
+  /** The run's timeout passed while it ran: its signal aborts and its running steps reject with it. */
+  private timeOut(error: RunTimeoutError): void {
+    if (this.stopReason) return;
+    this.stopReason = error;
+    this.controller?.abort(error);
+    this.steps?.interrupt(error);
+  }
+
+  /** A due time (0 = none) no later than the run's deadline, so that a waiting run wakes to fail on time. */
+  private notAfterDeadline(dueAt: number): number {
+    if (!this.deadline) return dueAt;
+    return dueAt === 0 ? this.deadline : Math.min(dueAt, this.deadline);
   }
 
   /**
@@ -224,9 +278,10 @@ export class RunExecutor {
 
   /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
   private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
-    const result = await this.finish('wait', '', suspension.dueAt, suspension.waitFields);
+    const dueAt = this.notAfterDeadline(suspension.dueAt);
+    const result = await this.finish('wait', '', dueAt, suspension.waitFields);
     this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
-    if (result.code === 'ok' && suspension.dueAt > 0) this.host.runScheduled(queue, suspension.dueAt);
+    if (result.code === 'ok' && dueAt > 0) this.host.runScheduled(queue, dueAt);
     return result.next;
   }
 
@@ -235,6 +290,7 @@ export class RunExecutor {
     let due: number | null;
     try {
       due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());
+      if (due !== null) due = this.notAfterDeadline(due);
     } catch (policyError) {
       due = null;
       error = policyError;
@@ -243,7 +299,7 @@ export class RunExecutor {
     const hook = due === null && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
-    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
+    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
     if (result.code !== 'ok') return result.next;
     this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: due !== null, retryAt: due ?? undefined, durationMs: Date.now() - this.startedAt });
     if (due !== null) {

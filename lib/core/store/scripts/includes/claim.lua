@@ -17,7 +17,7 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
     if not runId then return nil end
     local runKey = k_run(base, runId)
     local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
-      'resume', 'waited')
+      'resume', 'waited', 'timeout', 'deadline')
     local admitted, slot = false, false
     if run[1] == 'queued' then
       admitted, slot = admit(base, runId, runKey, run, now)
@@ -39,6 +39,8 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       else
         redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       end
+      -- A run timeout counts from the first start: only the first claim sets the deadline.
+      if run[10] and not run[11] then redis.call('HSET', runKey, 'deadline', now + tonumber(run[10])) end
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
       emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })
