@@ -161,6 +161,21 @@ describe('run timeout', () => {
     expect(run!.finishedAt! - Number(deadlines[0])).toBeLessThan(1_500);
   });
 
+  it('a resumed run gets a new deadline from its next start', async () => {
+    const approval = engine.registry.define('approval', { timeout: 300 }, ({ step }) => step.waitForSignal('await', 'approval'));
+    await engine.worker();
+    const handle = await engine.client.start(approval, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toBeInstanceOf(RunTimeoutError);
+    const first = Number((await runHash(handle.id)).deadline);
+
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await eventually(async () => (await runHash(handle.id)).status === 'scheduled');
+    const second = Number((await runHash(handle.id)).deadline);
+    expect(second).toBeGreaterThan(first);
+    expect(await engine.client.signal(handle.id, 'approval', 'yes')).toBe(true);
+    await expect(engine.client.handle(handle.id).result({ timeoutMs: 5_000 })).resolves.toBe('yes');
+  });
+
   it('follows workflow time: a virtual clock moved past the deadline fails a waiting run', async () => {
     const approval = engine.registry.define('approval', { timeout: '30m' }, ({ step }) => step.waitForSignal('await', 'approval'));
     await engine.worker();
