@@ -62,7 +62,7 @@ describe('run timeout', () => {
     expect((error as Error).message).toContain(`Run "${handle.id}" of workflow "order" did not end within its timeout of 400 ms`);
 
     const run = await engine.client.getRun(handle.id);
-    expect(run).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'RunTimeoutError' } });
+    expect(run).toMatchObject({ status: 'failed', attempt: 1, error: { name: 'RunTimeoutError' }, timeoutMs: 400, deadline: Number(waiting.deadline) });
     // It ended at about its deadline (the worker promotes due runs within its block timeout).
     expect(run!.finishedAt! - Number(waiting.deadline)).toBeGreaterThanOrEqual(0);
     expect(endedAt - Number(waiting.deadline)).toBeLessThan(1_500);
@@ -174,6 +174,15 @@ describe('run timeout', () => {
     expect(second).toBeGreaterThan(first);
     expect(await engine.client.signal(handle.id, 'approval', 'yes')).toBe(true);
     await expect(engine.client.handle(handle.id).result({ timeoutMs: 5_000 })).resolves.toBe('yes');
+  });
+
+  it('a rerun keeps the timeout of the run it repeats', async () => {
+    const approval = engine.registry.define('approval', { timeout: '1h' }, ({ step }) => step.waitForSignal('await', 'approval'));
+    await engine.worker();
+    const handle = await engine.client.start(approval, {}, { timeout: 250 });
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toBeInstanceOf(RunTimeoutError);
+    const again = await engine.client.rerun(handle.id);
+    await expect(again.result({ timeoutMs: 5_000 })).rejects.toMatchObject({ name: 'RunTimeoutError', timeoutMs: 250 });
   });
 
   it('follows workflow time: a virtual clock moved past the deadline fails a waiting run', async () => {

@@ -46,6 +46,10 @@ export interface RunState<TOutput = unknown> {
   parentId?: string;
   /** The latest value given to `step.setProgress`, if any. */
   progress?: unknown;
+  /** The run's timeout in ms (its own or its workflow's), if it has one. */
+  timeoutMs?: number;
+  /** When the run's timeout passes (epoch ms, from its first start); set once it started. */
+  deadline?: number;
 }
 
 /** The error of a run in a list: its class name and the start of its message. */

@@ -27,6 +27,8 @@ export const RUN_FIELDS = [
   'idempotencyKey',
   'parent',
   'progress',
+  'timeout',
+  'deadline',
 ] as const;
 
 /** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
@@ -62,6 +64,10 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
   if (f.parent) run.parentId = f.parent;
   if (f.progress) run.progress = decodeJson(f.progress, id, 'progress');
+  const timeoutMs = num(f.timeout, id, 'timeout');
+  if (timeoutMs !== undefined) run.timeoutMs = timeoutMs;
+  const deadline = num(f.deadline, id, 'deadline');
+  if (deadline !== undefined) run.deadline = deadline;
   return run;
 }
 
