@@ -29,6 +29,7 @@ export {
   type CompensationContext,
   type CompensationOutcome,
   type StepRetryPolicy,
+  type StepRunContext,
   type WaitForSignalOptions,
   type WaitForEventOptions,
   type CancelOnTrigger,

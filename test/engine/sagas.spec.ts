@@ -309,6 +309,33 @@ describe('sagas: compensation', () => {
     expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'canceled', compensated: true });
   });
 
+  it('a run timeout during a long wait fails the run with RunTimeoutError, and its compensations run', async () => {
+    const compensated: unknown[] = [];
+    const order = engine.registry.define('order', { timeout: 300 }, async ({ step }) => {
+      await step.run({ name: 'charge', compensate: (output) => void compensated.push(output) }, () => ({ chargeId: 'ch-9' }));
+      await step.waitForSignal('approval', 'approved');
+    });
+    await engine.worker();
+    const handle = await engine.client.start(order, {});
+    await expect(handle.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ name: 'RunTimeoutError' });
+    await eventually(async () => (await engine.client.getRun(handle.id))?.compensated === true);
+    expect(compensated).toEqual([{ chargeId: 'ch-9' }]);
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'failed', compensated: true, error: { name: 'RunTimeoutError' } });
+  });
+
+  it('a run timeout while a step runs aborts the step, and the compensations of the completed steps run', async () => {
+    const compensated: string[] = [];
+    const order = engine.registry.define('order', { timeout: 300 }, async ({ step }) => {
+      await step.run({ name: 'charge', compensate: () => void compensated.push('charge') }, () => 'charged');
+      await step.run('slow', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))));
+    });
+    await engine.worker();
+    const handle = await engine.client.start(order, {});
+    await expect(handle.result({ timeoutMs: 10_000 })).rejects.toMatchObject({ name: 'RunTimeoutError' });
+    await eventually(async () => (await engine.client.getRun(handle.id))?.compensated === true);
+    expect(compensated).toEqual(['charge']);
+  });
+
   it('rejects a compensate option that is not a function, naming the step', async () => {
     const order = engine.registry.define('order', {}, async ({ step }) => {
       await step.run({ name: 'charge', compensate: 'refund' as never }, () => 1);

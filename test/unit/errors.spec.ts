@@ -23,6 +23,8 @@ import {
   RunNotResumableError,
   SignalBufferFullError,
   RunStalledError,
+  RunTimeoutError,
+  StepHeartbeatTimeoutError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRunError,
@@ -45,10 +47,12 @@ const PERMANENT = [
   new RunNotFoundError('r1'),
   new SignalBufferFullError('r1', 's', 1000),
   new RunNotResumableError('r1', 'running'),
+  new RunTimeoutError('r1', 'wf', 500),
 ];
 
 const RETRYABLE = [
   new TimeoutError('Step "a"', 100),
+  new StepHeartbeatTimeoutError('a', 100),
   new RetryAfterError('later', '30s'),
   new RunStalledError('stalled'),
   new WorkflowRunError('boom', 'TypeError'),

@@ -33,7 +33,7 @@ function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
 export class RunControl extends RunProducer {
   /**
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
-   * flow-control keys (mutex, throttle, rate limit). Returns its handle.
+   * flow-control keys (mutex, throttle, rate limit) and timeout. Returns its handle.
    */
   rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
     return this.call(() => this.rerunNow<TOutput>(id));
@@ -41,7 +41,7 @@ export class RunControl extends RunProducer {
 
   protected async rerunNow<TOutput>(id: string): Promise<RunHandle<TOutput>> {
     if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
-    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit] = await this.redis.hmget(
+    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit, timeout] = await this.redis.hmget(
       this.keys.run(id),
       'workflow',
       'queue',
@@ -50,10 +50,11 @@ export class RunControl extends RunProducer {
       'mutex',
       'throttle',
       'rateLimit',
+      'timeout',
     );
     if (!workflow || !queue) throw new RunNotFoundError(id);
     const extra: string[] = [];
-    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit]] as const) if (value !== null) extra.push(field, value);
+    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit], ['timeout', timeout]] as const) if (value !== null) extra.push(field, value);
     const result = await this.scripts.enqueue({
       runId: newRunId(),
       workflow,

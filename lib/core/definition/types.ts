@@ -55,6 +55,10 @@ export interface RunState<TOutput = unknown> {
   compensated?: boolean;
   /** The error of the compensation that failed (status `compensation_failed`); `error` keeps the run's own. */
   compensationError?: StoredError;
+  /** The run's timeout in ms (its own or its workflow's), if it has one. */
+  timeoutMs?: number;
+  /** When the run's timeout passes (epoch ms, from its first start); set once it started. */
+  deadline?: number;
 }
 
 /** The error of a run in a list: its class name and the start of its message. */
@@ -251,6 +255,8 @@ export interface RunOptions {
   runAt?: Date | number;
   /** Run on this queue instead of the workflow's own. */
   queueOverride?: string;
+  /** This run's timeout, instead of the workflow's `timeout` (see `WorkflowOptions.timeout`). */
+  timeout?: Duration;
 }
 
 /** Options of `emitEvent`. */

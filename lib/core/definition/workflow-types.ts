@@ -34,6 +34,13 @@ export interface RunStepOptions<T = any> extends StepOptions {
   /** Retries this step by its own policy, before the run-level retry applies. @default no step retries */
   retries?: StepRetryPolicy;
   /**
+   * Fails a try of the step with `StepHeartbeatTimeoutError` (aborting its signal) when its
+   * function goes longer than this without calling `heartbeat()`, counted from the start of the
+   * try; the step's `retries` then apply. For long work that reports as it goes.
+   * @default no heartbeat check
+   */
+  heartbeatTimeout?: Duration;
+  /**
    * Undoes the step (saga): when the run later fails for good, or is canceled with
    * `cancelRun(id, { compensate: true })`, the compensations of its completed steps run in reverse
    * order of completion, each called with its step's output. A compensation is a durable step of
@@ -43,6 +50,14 @@ export interface RunStepOptions<T = any> extends StepOptions {
   compensate?: (output: T, ctx: CompensationContext) => unknown;
   /** How a compensation is retried when it throws. @default { maxAttempts: 3 } (1 s, then 2 s) */
   compensateRetries?: StepRetryPolicy;
+}
+
+/** What a `step.run` function receives. */
+export interface StepRunContext {
+  /** Aborted when the run is canceled, times out, or the step's `timeoutMs` or `heartbeatTimeout` passes. */
+  signal: AbortSignal;
+  /** Tells the step's `heartbeatTimeout` that the function is still making progress. Free to call often. */
+  heartbeat(): void;
 }
 
 /** What a compensation function gets besides its step's output. */
@@ -115,7 +130,7 @@ export interface StepApi {
    * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
    * attempt or after a crash, without calling `fn` again.
    */
-  run<T>(options: RunStepOptions<NoInfer<T>> | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  run<T>(options: RunStepOptions<NoInfer<T>> | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T>;
   /**
    * A point of no return (saga): steps completed before it are never compensated afterwards,
    * whatever happens to the run. Durable like a step: `name` is its step name.
@@ -299,6 +314,14 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
    * (from the start of its first attempt on), like `cancelRun`.
    */
   cancelOn?: CancelOnTrigger<TInput>[];
+  /**
+   * The longest a run may take, counted from its first start and including its waits (timers,
+   * signals, events, children) and retry delays. When it passes, the run fails for good with
+   * `RunTimeoutError` (a `TimeoutError`), not retried: a running attempt is aborted, a waiting run
+   * is woken to fail. A run's own `timeout` (start options) replaces it.
+   * @default no limit
+   */
+  timeout?: Duration;
 }
 
 export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) => Promise<TOutput> | TOutput;

@@ -29,6 +29,8 @@ export const RUN_FIELDS = [
   'progress',
   'compensated',
   'compError',
+  'timeout',
+  'deadline',
 ] as const;
 
 /** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
@@ -66,6 +68,10 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.progress) run.progress = decodeJson(f.progress, id, 'progress');
   if (f.compensated === '1') run.compensated = true;
   if (f.compError) run.compensationError = decodeJson(f.compError, id, 'compError') as RunState['compensationError'];
+  const timeoutMs = num(f.timeout, id, 'timeout');
+  if (timeoutMs !== undefined) run.timeoutMs = timeoutMs;
+  const deadline = num(f.deadline, id, 'deadline');
+  if (deadline !== undefined) run.deadline = deadline;
   return run;
 }
 

@@ -1,4 +1,5 @@
-import { CanceledError, CorruptRunDataError } from '../errors';
+import { CanceledError, CorruptRunDataError, RunTimeoutError } from '../errors';
+import { MAX_TIMER_MS } from '../definition/duration-format';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
@@ -17,6 +18,8 @@ import type { Clock } from '../definition/clock';
 import type { StepMocks } from './step-runtime';
 import type { GuardedSpan, GuardedTracing, SpanOutcome } from '../definition/tracing';
 import { readTraceContext } from '../store/run-record';
+
+const noop = () => undefined;
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -58,13 +61,19 @@ export class RunExecutor {
   readonly queue: string;
   /** Created only if the handler reads `signal`. */
   private controller: AbortController | undefined;
-  private stopReason: CanceledError | undefined;
+  private stopReason: CanceledError | RunTimeoutError | undefined;
+  /** When the run's timeout passes (workflow time, from its first claim); 0 = no timeout. */
+  private readonly deadline: number;
   private steps: StepRuntime | undefined;
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
   private readonly startedAt = Date.now();
   /** The attempt's span (tracing on), and how the attempt ended, for it. */
   private span: GuardedSpan | undefined;
+  /** Set when this worker must leave the run alone (canceled, lost, stopping): ends a compensation phase too. */
+  private halted: CanceledError | undefined;
+  /** Aborts the compensations' signal when the worker must leave the run. */
+  private compensationController: AbortController | undefined;
   private outcome: SpanOutcome = { outcome: 'abandoned' };
 
   constructor(
@@ -74,12 +83,19 @@ export class RunExecutor {
     this.runId = claimed.runId;
     this.token = claimed.token;
     this.queue = claimed.hash.queue ?? '';
+    this.deadline = Number(claimed.hash.deadline) || 0;
   }
 
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
   abort(reason: string): void {
+    const error = new CanceledError(this.runId, reason);
+    // A run that timed out goes on to its compensations: only this stops them.
+    if (!this.halted) {
+      this.halted = error;
+      this.compensationController?.abort(error);
+    }
     if (this.stopReason) return;
-    this.stopReason = new CanceledError(this.runId, reason);
+    this.stopReason = error;
     if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
     this.controller?.abort(this.stopReason);
     this.steps?.interrupt(this.stopReason);
@@ -159,7 +175,7 @@ export class RunExecutor {
       hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
 
       const steps = (this.steps = new StepRuntime(this.attemptContext(info), this.storedJournal()));
-      const output = await this.runHandler(definition, steps, info, validInput);
+      const output = await this.withinDeadline(info, () => this.runHandler(definition, steps, info, validInput));
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       const result = await this.finish('succeeded', encoded, 0);
@@ -173,13 +189,19 @@ export class RunExecutor {
       // A step that failed (a child's timeout, say) fails the attempt even while a sibling waits.
       if (suspension && !this.stopReason && failure === undefined) return this.suspend(info.queue, suspension);
       // Promise.all rejects with the first branch to settle: report the step that really failed.
-      const error = (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined ? failure : thrown;
+      // A run past its timeout fails with the timeout, whatever the aborted handler threw.
+      const error =
+        this.stopReason instanceof RunTimeoutError
+          ? this.stopReason
+          : (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined
+            ? failure
+            : thrown;
       return this.fail(error, info, input);
     }
   }
 
-  /** What the step runtime of this attempt needs. */
-  private attemptContext(info: RunInfo): AttemptContext {
+  /** What the step runtime of this attempt needs; `stopReason` defaults to the attempt's. */
+  private attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.stopReason): AttemptContext {
     return {
       runId: this.runId,
       workflow: info.workflow,
@@ -192,7 +214,7 @@ export class RunExecutor {
       maxPayloadBytes: this.host.maxPayloadBytes,
       scripts: this.host.scripts,
       registry: this.host.registry,
-      stopReason: () => this.stopReason,
+      stopReason,
       onLost: (code) => this.lost(code),
       call: (fn) => this.redisCall(fn),
       tracing: this.host.tracing,
@@ -248,7 +270,11 @@ export class RunExecutor {
    */
   private async compensate(definition: WorkflowDefinition, info: RunInfo, input: unknown, reasonJson: string, target: 'failed' | 'canceled', journal: Map<string, string>): Promise<ClaimedRun | null> {
     const reason = deserializeError(reasonJson);
-    const replay = new StepRuntime(this.attemptContext(info), journal, true);
+    // A run that timed out compensates all the same: only being halted (canceled, lost) stops this phase.
+    const halted = () => this.halted;
+    const controller = (this.compensationController = new AbortController());
+    if (this.halted) controller.abort(this.halted);
+    const replay = new StepRuntime(this.attemptContext(info, halted), journal, true);
     try {
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.runHandler(definition, replay, info, validInput).catch(() => undefined);
@@ -269,8 +295,8 @@ export class RunExecutor {
           clock: this.host.clock,
           scripts: this.host.scripts,
           call: (fn) => this.redisCall(fn),
-          stopReason: () => this.stopReason,
-          signal: this.signal,
+          stopReason: halted,
+          signal: controller.signal,
           onLost: (code) => this.lost(code),
         },
         due,
@@ -279,7 +305,7 @@ export class RunExecutor {
       );
       return await this.endCompensation(target, reasonJson, result, info, input);
     } catch (error) {
-      if (this.stopReason || this.abandoned) return null;
+      if (this.halted || this.abandoned) return null;
       return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, input);
     }
   }
@@ -305,6 +331,48 @@ export class RunExecutor {
   }
 
   /**
+   * Runs the handler within the run's timeout: a run claimed past its deadline (a waiting run woken
+   * by it, or a retry due after it) fails before its handler runs; one still running when the
+   * deadline passes has its attempt aborted with `RunTimeoutError`, which fails it for good
+   * through `fail()`, like any final failure.
+   */
+  private async withinDeadline<T>(info: RunInfo, handler: () => Promise<T> | T): Promise<T> {
+    if (!this.deadline) return handler();
+    const timeoutMs = Number(this.claimed.hash.timeout) || 0;
+    const timedOut = () => new RunTimeoutError(this.runId, info.workflow, timeoutMs);
+    if (this.host.clock.now() >= this.deadline) throw timedOut();
+    let cancel: () => void = noop;
+    const arm = () => {
+      const left = this.deadline - this.host.clock.now();
+      // Node.js timers overflow past MAX_TIMER_MS: a longer wait is armed again when it ends.
+      if (left > 0) cancel = this.host.clock.setTimer(Math.min(left, MAX_TIMER_MS), arm);
+      else this.timeOut(timedOut());
+    };
+    arm();
+    try {
+      const output = await handler();
+      if (this.stopReason instanceof RunTimeoutError) throw this.stopReason;
+      return output;
+    } finally {
+      cancel();
+    }
+  }
+
+  /** The run's timeout passed while it ran: its signal aborts and its running steps reject with it. */
+  private timeOut(error: RunTimeoutError): void {
+    if (this.stopReason) return;
+    this.stopReason = error;
+    this.controller?.abort(error);
+    this.steps?.interrupt(error);
+  }
+
+  /** A due time (0 = none) no later than the run's deadline, so that a waiting run wakes to fail on time. */
+  private notAfterDeadline(dueAt: number): number {
+    if (!this.deadline) return dueAt;
+    return dueAt === 0 ? this.deadline : Math.min(dueAt, this.deadline);
+  }
+
+  /**
    * A run whose workflow has `cancelOn` registers its triggers (matched on its input) when its
    * first attempt starts; the run hash's `cancelOn` field says it is done.
    */
@@ -320,9 +388,10 @@ export class RunExecutor {
 
   /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
   private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
-    const result = await this.finish('wait', '', suspension.dueAt, suspension.waitFields);
+    const dueAt = this.notAfterDeadline(suspension.dueAt);
+    const result = await this.finish('wait', '', dueAt, suspension.waitFields);
     this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
-    if (result.code === 'ok' && suspension.dueAt > 0) this.host.runScheduled(queue, suspension.dueAt);
+    if (result.code === 'ok' && dueAt > 0) this.host.runScheduled(queue, dueAt);
     return result.next;
   }
 
@@ -331,19 +400,20 @@ export class RunExecutor {
     if (this.claimed.hash.status === 'compensating') {
       // A compensating run this worker cannot replay (its workflow is not registered here, its hash
       // is damaged): it must not end as if compensated. It needs a person; resume retries it.
-      if (this.stopReason) return null;
+      if (this.halted) return null;
       const reasonJson = this.claimed.hash.error || serializeError(error);
       return this.endCompensation(this.claimed.hash.compensate === 'canceled' ? 'canceled' : 'failed', reasonJson, { ok: false, ran: [], step: '', error }, info, input);
     }
     let due: number | null;
     try {
       due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());
+      if (due !== null) due = this.notAfterDeadline(due);
     } catch (policyError) {
       due = null;
       error = policyError;
     }
     const definition = this.host.registry.get(info.workflow);
-    if (due === null && !this.stopReason && this.steps && definition) {
+    if (due === null && !this.halted && this.steps && definition) {
       const journal = this.steps.journal();
       if (dueCompensations(this.runId, journal).length) {
         const errorJson = serializeError(error);
@@ -360,7 +430,7 @@ export class RunExecutor {
     const hook = due === null && Boolean(definition?.options.onFailure);
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
-    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
+    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
     if (result.code !== 'ok') return result.next;
     this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: due !== null, retryAt: due ?? undefined, durationMs: Date.now() - this.startedAt });
     if (due !== null) {

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { dueAt, idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
-import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError } from '../errors';
+import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, StepHeartbeatTimeoutError, TimeoutError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
   type CheckedStepRetry,
+  checkHeartbeatTimeout,
   checkIdempotencyKey,
   checkUserName,
   checkStepRetry,
@@ -46,7 +47,7 @@ export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
 import type { CompensationContext } from '../definition/workflow-types';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepRunContext, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
@@ -313,9 +314,10 @@ export class StepRuntime {
     return { opts, name, field, record };
   }
 
-  private async run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
+  private async run<T>(options: RunStepOptions | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T> {
     const { opts, name, field, record } = this.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
     const compensable = this.registerCompensation(name, opts);
+    const heartbeatMs = opts.heartbeatTimeout === undefined ? undefined : checkHeartbeatTimeout(opts.heartbeatTimeout, `heartbeatTimeout of step "${name}"`);
     if (record?.kind === 'succeeded') return record.output as T;
     const policy = opts.retries === undefined ? undefined : checkStepRetry(opts.retries, `retries of step "${name}"`);
     const triesField = TRIES_FIELD_PREFIX + name;
@@ -332,7 +334,7 @@ export class StepRuntime {
       this.ctx.hooks.emit('onStepStart', hook);
       const span = this.ctx.span?.startStep({ step: name, stepAttempt: failures + 1 });
       try {
-        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, fn, compensable)) : this.execute(name, field, opts.timeoutMs, fn, compensable));
+        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, heartbeatMs, fn, compensable)) : this.execute(name, field, opts.timeoutMs, heartbeatMs, fn, compensable));
         span?.end({ outcome: 'succeeded' });
         this.ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
         return output;
@@ -625,15 +627,30 @@ export class StepRuntime {
     for (const other of this.inflight) this.stop(other, sibling);
   }
 
-  /** Runs a step's function once; stores its record when it returns (the caller handles a throw). */
-  private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>, compensable = false): Promise<T> {
+  /**
+   * Runs a step's function once; stores its record when it returns (the caller handles a throw).
+   * With `heartbeatMs`, the try fails with `StepHeartbeatTimeoutError` once that long passes (real
+   * time, like `timeoutMs`) without a `heartbeat()` call.
+   */
+  private async execute<T>(name: string, field: string, timeoutMs: number | undefined, heartbeatMs: number | undefined, fn: (ctx: StepRunContext) => T | Promise<T>, compensable = false): Promise<T> {
     const startedAt = Date.now();
     const step: InflightStep = { reject: noop };
+    let heartbeatTimer: NodeJS.Timeout | undefined;
+    let running = false;
+    const heartbeat =
+      heartbeatMs === undefined
+        ? noop
+        : () => {
+            if (!running) return;
+            clearTimeout(heartbeatTimer);
+            heartbeatTimer = setTimeout(() => this.stop(step, new StepHeartbeatTimeoutError(name, heartbeatMs)), heartbeatMs);
+          };
     // The signal is created only if the step function reads it: most steps never do.
-    const stepContext = {
+    const stepContext: StepRunContext = {
       get signal(): AbortSignal {
         return (step.controller ??= new AbortController()).signal;
       },
+      heartbeat,
     };
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -642,6 +659,8 @@ export class StepRuntime {
         step.reject = reject;
         this.inflight.add(step);
         if (timeoutMs !== undefined) timer = setTimeout(() => this.stop(step, new TimeoutError(`Step "${name}"`, timeoutMs)), timeoutMs);
+        running = true;
+        heartbeat();
         if (mock) {
           if ('output' in mock) resolve(mock.output as T);
           else reject(mock.error instanceof Error ? mock.error : new Error(String(mock.error)));
@@ -664,7 +683,9 @@ export class StepRuntime {
       this.inflight.delete(step);
       throw error;
     } finally {
+      running = false;
       clearTimeout(timer);
+      clearTimeout(heartbeatTimer);
     }
   }
 

@@ -5,7 +5,8 @@
 -- the run gets a fresh budget: maxAttempts becomes its attempt + its workflow's maxAttempts (from
 -- the registry; 1 when the workflow is not registered). It is queued like a new run, so admission
 -- (mutex, concurrency, throttle, rate limit) applies at claim. An id a cancel left in a ready or
--- parked list stays there: claim starts a queued run once and drops it when popped again.
+-- parked list stays there: claim starts a queued run once and drops it when popped again. A run
+-- with a timeout gets a new deadline from its next claim.
 -- KEYS[1] run hash
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id    ARGV[3] now (ms)
 -- Returns 'ok' when queued, 'missing', 'corrupt' (no workflow or queue), or the status of a run that
@@ -38,7 +39,7 @@ local budget = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxAttempts'
 local attempt = tonumber(run[4] or '0') or 0
 -- Without `resume`, claim counts a new attempt and the throttle and rate-limit windows count the
 -- start again, as for any queued run (a run canceled while it waited still holds the field).
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'resume', 'cancelOn')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'resume', 'cancelOn', 'deadline')
 redis.call('HSET', KEYS[1], 'status', 'queued', 'maxAttempts', attempt + budget)
 move_index(base, runId, workflow, status, 'queued', run[5])
 redis.call('RPUSH', k_ready(base, queue), runId)

@@ -17,13 +17,13 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
     if not runId then return nil end
     local runKey = k_run(base, runId)
     local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
-      'resume', 'waited', 'lease')
+      'resume', 'waited', 'timeout', 'deadline', 'lease')
     local admitted, slot = false, false
     if run[1] == 'compensating' then
       -- A run whose compensations were interrupted (reaped) or that was canceled with compensate:
       -- a worker takes it to run them, with no admission (it holds no slot or mutex) and the same
       -- attempt. An id popped while a worker holds it already is dropped.
-      if not run[10] then
+      if not run[12] then
         redis.call('HSET', runKey, 'lease', token, 'startedAt', now)
         redis.call('ZADD', k_comp_leases(base), tonumber(leaseUntil), runId)
         return { runId, redis.call('HGETALL', runKey) }
@@ -48,6 +48,8 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       else
         redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       end
+      -- A run timeout counts from the first start: only the first claim sets the deadline.
+      if run[10] and not run[11] then redis.call('HSET', runKey, 'deadline', now + tonumber(run[10])) end
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
       emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })
