@@ -22,6 +22,7 @@ import type {
   WaitForEventOptions,
   CancelOnTrigger,
   WorkflowOptions,
+  RaceChildOptions,
 } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
@@ -125,6 +126,9 @@ export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'tim
 
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
 export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
+
+/** Keys of `RaceChildOptions` (`step.child`). */
+export const RACE_CHILD_OPTION_KEYS = optionKeys<RaceChildOptions>()(['onLose']);
 
 /** Keys of `WaitForSignalOptions`. */
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);
