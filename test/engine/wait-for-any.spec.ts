@@ -184,6 +184,42 @@ describe('step.waitForAny', () => {
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ due: { key: 'approved', value: 'early' }, buffered: { key: 'timeout', value: null } });
   });
 
+  it('wait-any decides in one script: a child that already ended wins at once, a late signal beats a due timer, and a retried call changes nothing', async () => {
+    const parent = engine.registry.define('parent', {}, () => 'unused');
+    const handle = await engine.client.start(parent, {}, { runAt: Date.now() + 3_600_000 });
+    const runKey = engine.client.keys.run(handle.id);
+    // As a worker holding the run's lease would call it.
+    await engine.redis.hset(runKey, 'status', 'running', 'lease', 'claim-token');
+    const target = (field: string) => ({ runId: handle.id, token: 'claim-token', field, seq: 1, attempt: 1 });
+    const now = Date.now();
+
+    // A child branch whose run has already ended: decided in the first call, the branch never registered.
+    await engine.redis.hset(engine.client.keys.run('ended-child'), 'status', 'succeeded', 'output', '{"n":7}');
+    const ended = await engine.client.scripts.waitAny(target('s:ended'), now, { record: `[6,1,1,${now + 60_000}]`, branches: '[["t","t",' + (now + 60_000) + '],["c","c","ended-child","cancel"]]' });
+    expect(ended.code).toBe('done');
+    expect(JSON.parse(ended.record)).toEqual([1, 1, 1, now, 0, { key: 'c', value: { n: 7 } }]);
+    expect(await engine.redis.hexists(runKey, 'r:ended')).toBe(0);
+    expect(await engine.client.scripts.waitAny(target('s:ended'), now + 1, { record: '[6,2,1,0]', branches: '[]' })).toEqual(ended);
+
+    // A race waiting for a signal and a timer: the signal comes after the deadline but before the
+    // worker's call on wake. It won first, so the timer cannot win.
+    const due = now + 50;
+    const waiting = await engine.client.scripts.waitAny(target('s:race'), now, { record: `[6,1,1,${due}]`, branches: `[["approved","s","approved"],["timeout","t",${due}]]` });
+    expect(waiting).toEqual({ code: 'wait', record: `[6,1,1,${due}]` });
+    expect(await engine.redis.hget(runKey, 'sigwait:approved')).toBe('s:race');
+    expect(await engine.client.signal(handle.id, 'approved', 'late')).toBe(true);
+    const woken = await engine.client.scripts.waitAny(target('s:race'), due + 1_000);
+    expect(woken.code).toBe('done');
+    expect(JSON.parse(woken.record)[5]).toEqual({ key: 'approved', value: 'late' });
+    expect(await engine.redis.hexists(runKey, 'sigwait:approved')).toBe(0);
+    expect(await engine.client.scripts.waitAny(target('s:race'), due + 2_000)).toEqual(woken);
+    // Another signal of that name is buffered for a later wait.
+    expect(await engine.client.signal(handle.id, 'approved', 'again')).toBe(true);
+    expect(await engine.redis.lrange(engine.client.keys.signals(handle.id), 0, -1)).toEqual(['approved\n"again"']);
+    // Another lease holder is refused.
+    expect((await engine.client.scripts.waitAny({ ...target('s:other'), token: 'other' }, now)).code).toBe('lost');
+  });
+
   it('refuses bad branches with a ConfigurationError naming the step and the branch', async () => {
     const cases: Array<[string, (ctx: WorkflowContext) => Promise<unknown>, string]> = [
       ['none', ({ step }) => step.waitForAny('race', {}), 'step.waitForAny "race" has no branches: give at least one'],

@@ -18,7 +18,8 @@ export type RaceBranchSpec =
 
 /** A branch descriptor: the spec, frozen and marked. */
 export function raceBranch<T>(spec: RaceBranchSpec): RaceBranch<T> {
-  return Object.freeze({ ...spec, [BRANCH]: true }) as unknown as RaceBranch<T>;
+  // The mark is not enumerable: a branch prints, compares and spreads as its spec alone.
+  return Object.freeze(Object.defineProperty({ ...spec }, BRANCH, { value: true })) as unknown as RaceBranch<T>;
 }
 
 /** The spec of `step.child`'s branch; its options checked. */

@@ -530,7 +530,9 @@ export class StepRuntime {
       checkUserName(key, `A branch key of ${what}`, STEP_NAME_RULES);
       if (spec.kind === 'signal') checkUserName(spec.signal, `The signal name of branch "${key}" of ${what}`);
     }
-    const pending = this.stored.has(RACE_FIELD_PREFIX + name);
+    // A winner next to the branches field: the race is not over until the lease holder ends it
+    // (a compensating replay writes nothing, so it takes the winner as it is).
+    const pending = this.stored.has(RACE_FIELD_PREFIX + name) && !this.replayOnly;
     if (!pending && record?.kind === 'succeeded') return record.output;
     if (!pending && record?.kind === 'failed') throw deserializeError(JSON.stringify(record.error));
     if (record && record.kind !== 'race' && record.kind !== 'succeeded' && record.kind !== 'failed') {
