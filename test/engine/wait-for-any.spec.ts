@@ -30,6 +30,8 @@ describe('step.waitForAny', () => {
       });
       // The result is typed from the branches: the key narrows the value.
       if (result.key === 'approved') return { key: result.key, by: result.value.by };
+      // @ts-expect-error "rejected" is not a branch of this race
+      if (result.key === 'rejected') return null;
       if (result.key === 'child') return { key: result.key, child: result.value satisfies string | null };
       return { key: result.key, timeout: result.value satisfies null };
     });
