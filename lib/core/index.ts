@@ -33,6 +33,7 @@ export {
   type WaitForEventOptions,
   type RaceBranch,
   type RaceChildOptions,
+  type RaceEventOptions,
   type RaceResult,
   type CancelOnTrigger,
   type WorkflowContext,

@@ -173,6 +173,35 @@ describe('step.waitForAny', () => {
     expect(await stepOf(handle.id, 'race')).toMatchObject({ attempt: 1, output: { key: 'approved', value: 'ok' } });
   });
 
+  it('an event branch wins with a payload that matches; a race another branch won leaves no event wait behind', async () => {
+    const parent = engine.registry.define('parent', {}, async ({ step }) => {
+      const paid = await step.waitForAny('paid', {
+        payment: step.event<{ order: string; amount: number }>('payment.received', { match: { order: 'o-1' } }),
+        timeout: step.timer('1h'),
+      });
+      const approved = await step.waitForAny('approved', { approved: step.signal<string>('approved'), payment: step.event('payment.received') });
+      await step.waitFor('pause', 1_000);
+      return { paid, approved };
+    });
+    await engine.worker();
+    const handle = await engine.client.start(parent, {});
+    await eventually(async () => (await stepOf(handle.id, 'paid'))?.status === 'waiting' && (await statusOf(handle.id)) === 'scheduled');
+    await engine.client.emitEvent('payment.received', { order: 'o-2', amount: 1 });
+    await engine.client.emitEvent('payment.received', { order: 'o-1', amount: 30 });
+    await eventually(async () => (await stepOf(handle.id, 'approved'))?.status === 'waiting' && (await statusOf(handle.id)) === 'scheduled');
+    expect(await engine.redis.hgetall(engine.client.keys.eventShapes('payment.received'))).toEqual({ '': '1' });
+    expect(await engine.client.signal(handle.id, 'approved', 'yes')).toBe(true);
+    await eventually(async () => (await stepOf(handle.id, 'pause'))?.status === 'waiting');
+    // The race is over and the run still goes on: its losing event branch is no longer registered.
+    expect(await engine.redis.hlen(engine.client.keys.eventShapes('payment.received'))).toBe(0);
+    expect(await engine.redis.scard(engine.client.keys.eventWaitsOf(handle.id))).toBe(0);
+    await engine.client.emitEvent('payment.received', { order: 'o-3', amount: 5 });
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({
+      paid: { key: 'payment', value: { order: 'o-1', amount: 30 } },
+      approved: { key: 'approved', value: 'yes' },
+    });
+  });
+
   it('a timer that is due when the race is reached wins at once, and a buffered signal beats it', async () => {
     const parent = engine.registry.define('parent', {}, async ({ step }) => {
       const due = await step.waitForAny('due', { approved: step.signal('approved'), timeout: step.timer(new Date(0)) });
@@ -225,7 +254,7 @@ describe('step.waitForAny', () => {
   it('refuses bad branches with a ConfigurationError naming the step and the branch', async () => {
     const cases: Array<[string, (ctx: WorkflowContext) => Promise<unknown>, string]> = [
       ['none', ({ step }) => step.waitForAny('race', {}), 'step.waitForAny "race" has no branches: give at least one'],
-      ['not-a-branch', ({ step }) => step.waitForAny('race', { approved: 'approved' } as never), 'Branch "approved" of step.waitForAny "race" is "approved", not a branch: make it with step.signal(name), step.timer(duration) or step.child(workflow, input).'],
+      ['not-a-branch', ({ step }) => step.waitForAny('race', { approved: 'approved' } as never), 'Branch "approved" of step.waitForAny "race" is "approved", not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).'],
       ['look-alike', ({ step }) => step.waitForAny('race', { approved: { kind: 'signal', signal: 'approved' } }), 'Branch "approved" of step.waitForAny "race" is'],
       ['not-an-object', ({ step }) => step.waitForAny('race', null as never), 'step.waitForAny "race" needs an object of branches, got null'],
       ['bad-on-lose', ({ step }) => step.waitForAny('race', { c: step.child('x', {}, { onLose: 'ignore' as never }) }), "onLose of step.child must be 'cancel' or 'abandon', got \"ignore\"."],

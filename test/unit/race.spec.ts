@@ -1,5 +1,5 @@
 import { ConfigurationError, CorruptRunDataError } from '../../lib';
-import { childBranch, raceBranch, raceBranches } from '../../lib/core/definition/race';
+import { childBranch, eventBranch, raceBranch, raceBranches } from '../../lib/core/definition/race';
 import { decodeStepRecord, encodeRaceRecord, isJournalField, parseStepRecord } from '../../lib/core/store/step-record';
 
 describe('step.waitForAny branches and race records', () => {
@@ -14,6 +14,7 @@ describe('step.waitForAny branches and race records', () => {
       ['child', { kind: 'child', workflow: 'child-wf', input: { n: 1 }, onLose: 'abandon' }],
     ]);
     expect(childBranch('w', 1, undefined)).toMatchObject({ onLose: 'cancel' });
+    expect(raceBranches({ paid: raceBranch(eventBranch('paid', { match: { order: 'o-1' } })) }, 'x')).toEqual([['paid', { kind: 'event', event: 'paid', match: { order: 'o-1' } }]]);
   });
 
   it('refuses no branches, a value that is not a branch, and unknown step.child options', () => {
@@ -21,6 +22,7 @@ describe('step.waitForAny branches and race records', () => {
     expect(() => raceBranches([], 'step.waitForAny "x"')).toThrow(ConfigurationError);
     expect(() => raceBranches({ a: { kind: 'timer', target: 1 } }, 'step.waitForAny "x"')).toThrow('Branch "a" of step.waitForAny "x" is');
     expect(() => childBranch('w', 1, { onLos: 'abandon' } as never)).toThrow(ConfigurationError);
+    expect(() => eventBranch('paid', { matches: {} } as never)).toThrow(ConfigurationError);
   });
 
   it('a race record decodes as a waiting step; its branches field is part of the journal', () => {

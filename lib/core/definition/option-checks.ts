@@ -23,6 +23,7 @@ import type {
   CancelOnTrigger,
   WorkflowOptions,
   RaceChildOptions,
+  RaceEventOptions,
 } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
@@ -129,6 +130,9 @@ export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['
 
 /** Keys of `RaceChildOptions` (`step.child`). */
 export const RACE_CHILD_OPTION_KEYS = optionKeys<RaceChildOptions>()(['onLose']);
+
+/** Keys of `RaceEventOptions` (`step.event`). */
+export const RACE_EVENT_OPTION_KEYS = optionKeys<RaceEventOptions>()(['match']);
 
 /** Keys of `WaitForSignalOptions`. */
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);

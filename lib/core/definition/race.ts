@@ -5,8 +5,8 @@
  */
 import { ConfigurationError } from '../errors';
 import type { Duration } from './duration-format';
-import { assertKnownKeys, describeValue, RACE_CHILD_OPTION_KEYS } from './option-checks';
-import type { RaceBranch, RaceChildOptions, WorkflowTarget } from './workflow-types';
+import { assertKnownKeys, describeValue, RACE_CHILD_OPTION_KEYS, RACE_EVENT_OPTION_KEYS } from './option-checks';
+import type { RaceBranch, RaceChildOptions, RaceEventOptions, WorkflowTarget } from './workflow-types';
 
 const BRANCH = Symbol('redflow.raceBranch');
 
@@ -14,7 +14,8 @@ const BRANCH = Symbol('redflow.raceBranch');
 export type RaceBranchSpec =
   | { kind: 'signal'; signal: string }
   | { kind: 'timer'; target: Duration | Date }
-  | { kind: 'child'; workflow: WorkflowTarget; input: unknown; onLose: 'cancel' | 'abandon' };
+  | { kind: 'child'; workflow: WorkflowTarget; input: unknown; onLose: 'cancel' | 'abandon' }
+  | { kind: 'event'; event: string; match: RaceEventOptions['match'] };
 
 /** A branch descriptor: the spec, frozen and marked. */
 export function raceBranch<T>(spec: RaceBranchSpec): RaceBranch<T> {
@@ -30,6 +31,12 @@ export function childBranch(workflow: WorkflowTarget, input: unknown, options: R
   return { kind: 'child', workflow, input, onLose };
 }
 
+/** The spec of `step.event`'s branch; its options checked (the match itself is checked by waitForAny). */
+export function eventBranch(event: string, options: RaceEventOptions | undefined): RaceBranchSpec {
+  assertKnownKeys('step.event options', options, RACE_EVENT_OPTION_KEYS);
+  return { kind: 'event', event, match: options?.match };
+}
+
 /**
  * The branches of a waitForAny, in declaration order. `ConfigurationError` for anything but an
  * object of one or more branch descriptors.
@@ -41,7 +48,7 @@ export function raceBranches(branches: unknown, what: string): Array<[key: strin
   if (entries.length === 0) throw new ConfigurationError(`${what} has no branches: give at least one, e.g. ${example}.`);
   return entries.map(([key, branch]) => {
     if (typeof branch !== 'object' || branch === null || !(BRANCH in branch)) {
-      throw new ConfigurationError(`Branch "${key}" of ${what} is ${describeValue(branch)}, not a branch: make it with step.signal(name), step.timer(duration) or step.child(workflow, input).`);
+      throw new ConfigurationError(`Branch "${key}" of ${what} is ${describeValue(branch)}, not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).`);
     }
     return [key, branch as unknown as RaceBranchSpec];
   });

@@ -173,7 +173,7 @@ export interface StepApi {
    */
   waitForEvent<T = unknown>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions): Promise<T | null>;
   /**
-   * Waits for the first of several branches (`step.signal`, `step.timer`, `step.child`) and returns
+   * Waits for the first of several branches (`step.signal`, `step.timer`, `step.child`, `step.event`) and returns
    * `{ key, value }` for the branch that won, typed from the branches. The run waits without a
    * worker slot; the winner is stored with the step, so a replay (a later retry, a worker restart)
    * returns it without waiting again. Signals of losing branches that come later stay buffered for
@@ -193,6 +193,12 @@ export interface StepApi {
    * output. The child starts when waitForAny reaches it (id `<run id>.<step name>.<key>`), not before.
    */
   child<TInput, TOutput>(workflow: WorkflowTarget<TInput, TOutput>, input: TInput, options?: RaceChildOptions): RaceBranch<TOutput>;
+  /**
+   * A `waitForAny` branch won by `client.emitEvent(event, payload)` (or `step.emitEvent`) with a
+   * payload whose top-level fields equal `match`; its value is the payload. Only events emitted
+   * after the race started count, as with `waitForEvent`. No effect by itself.
+   */
+  event<T = unknown>(event: string, options?: RaceEventOptions): RaceBranch<T>;
 }
 
 /**
@@ -200,7 +206,7 @@ export interface StepApi {
  * with no effect until `waitForAny` uses it. `T` is the value the branch wins with.
  */
 export interface RaceBranch<T = unknown> {
-  readonly kind: 'signal' | 'timer' | 'child';
+  readonly kind: 'signal' | 'timer' | 'child' | 'event';
   /** Only carries `T` for the types: never set. */
   readonly __value?: T;
 }
@@ -209,6 +215,12 @@ export interface RaceBranch<T = unknown> {
 export type RaceResult<B extends Record<string, RaceBranch>> = {
   [K in keyof B & string]: { key: K; value: B[K] extends RaceBranch<infer V> ? V : never };
 }[keyof B & string];
+
+/** Options of `step.event`. */
+export interface RaceEventOptions {
+  /** Payload fields and the values they must equal (strings, finite numbers or booleans). @default any payload */
+  match?: Record<string, string | number | boolean>;
+}
 
 /** Options of `step.child`. */
 export interface RaceChildOptions {

@@ -58,14 +58,18 @@ export const COMPENSATION_COMMITTED = 'x';
 
 /**
  * Prefix of the branches of a `step.waitForAny` race: `r:<step name>`, a JSON array of
- * `[key, 's', signalName]`, `[key, 't', dueAt]` and `[key, 'c', childRunId, 'cancel' | 'abandon']`,
+ * `[key, 's', signalName]`, `[key, 't', dueAt]`, `[key, 'c', childRunId, 'cancel' | 'abandon']` and `[key, 'e', event, matchShape, matchHash]`,
  * in declaration order. It stays until the lease holder has unregistered the branches after a win
  * (`wait-any-2.lua`), so a replay that finds it next to a finished record ends the race first.
  */
 export const RACE_FIELD_PREFIX = 'r:';
 
 /** A branch of a stored race (see RACE_FIELD_PREFIX). */
-export type RaceBranchRecord = [key: string, kind: 's', signal: string] | [key: string, kind: 't', dueAt: number] | [key: string, kind: 'c', childRunId: string, onLose: 'cancel' | 'abandon'];
+export type RaceBranchRecord =
+  | [key: string, kind: 's', signal: string]
+  | [key: string, kind: 't', dueAt: number]
+  | [key: string, kind: 'c', childRunId: string, onLose: 'cancel' | 'abandon']
+  | [key: string, kind: 'e', event: string, matchShape: string, matchHash: string];
 
 /** A race no branch has won yet, and its branches' JSON (the `r:` field). */
 export function encodeRaceRecord(seq: number, attempt: number, deadline: number, branches: RaceBranchRecord[]): { record: string; branches: string } {

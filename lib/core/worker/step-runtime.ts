@@ -49,7 +49,7 @@ export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
 import type { CompensationContext } from '../definition/workflow-types';
-import { childBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../definition/race';
+import { childBranch, eventBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../definition/race';
 import type { RaceBranch, RaceResult } from '../definition/workflow-types';
 import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
@@ -195,6 +195,7 @@ export class StepRuntime {
       signal: (name) => raceBranch({ kind: 'signal', signal: name }),
       timer: (target) => raceBranch({ kind: 'timer', target }),
       child: (workflow, input, options) => raceBranch(childBranch(workflow as WorkflowTarget, input, options)),
+      event: (event, options) => raceBranch(eventBranch(event, options)),
     };
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
@@ -529,6 +530,7 @@ export class StepRuntime {
     for (const [key, spec] of specs) {
       checkUserName(key, `A branch key of ${what}`, STEP_NAME_RULES);
       if (spec.kind === 'signal') checkUserName(spec.signal, `The signal name of branch "${key}" of ${what}`);
+      if (spec.kind === 'event') checkEventName(spec.event, `The event name of branch "${key}" of ${what}`);
     }
     // A winner next to the branches field: the race is not over until the lease holder ends it
     // (a compensating replay writes nothing, so it takes the winner as it is).
@@ -551,6 +553,10 @@ export class StepRuntime {
       for (const [key, spec] of specs) {
         if (spec.kind === 'signal') stored.push([key, 's', spec.signal]);
         else if (spec.kind === 'timer') stored.push([key, 't', dues.get(key)!]);
+        else if (spec.kind === 'event') {
+          const { shape, hash } = matchKey(spec.match, `the match of branch "${key}" of ${what}`);
+          stored.push([key, 'e', spec.event, shape, hash]);
+        }
         else stored.push([key, 'c', await this.startRaceChild(target, name, key, spec), spec.onLose]);
       }
       race = encodeRaceRecord(target.seq, this.ctx.attempt, dues.size ? Math.min(...dues.values()) : 0, stored);

@@ -2,14 +2,15 @@
 -- decided by the worker and the one place it ends. A race record is [6, seq, attempt, deadline] in
 -- the step field, and its branches are in race_field(field) (includes/step-record.lua). In order:
 --   * the step has a finished record ([1 or [0, the race was won while the run waited: a signal in
---     signal-2.lua, a child's end in notify_waiters) or a branch is ready now (the oldest buffered
+--     signal-2.lua, a child's end in notify_waiters, an event in deliver_event) or a branch is ready now (the oldest buffered
 --     signal of a branch's name, taken from the buffer; a child that already ended; else the
---     earliest timer that is due): that is the winner. Every branch is then unregistered (its
---     `sigwait:<name>`, its `waiters:<child>` entry), each losing child that has not ended is
+--     earliest timer that is due; events are not kept, so none is ready): that is the winner. Every
+--     branch is then unregistered (its `sigwait:<name>`, its `waiters:<child>` entry, its event wait), each losing child that has not ended is
 --     canceled ('cancel') or left running outside the parent's children ('abandon'), and the
 --     branches field is deleted. Reply 'done' with the step record.
 --   * else the race record and its branches are stored (from ARGV[8], ARGV[9] the first time) and
---     registered: `sigwait:<name>` for each signal, the parent in `waiters:<child>` for each child.
+--     registered: `sigwait:<name>` for each signal, the parent in `waiters:<child>` for each child,
+--     '<step field>|<key>' in the event waits (event-waits.lua) for each event (deliver_event).
 --     Reply 'wait'; the caller suspends the run until a branch wins or the deadline passes.
 -- KEYS[1] run hash            KEYS[2] signals list of the run
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] step field
@@ -22,6 +23,7 @@
 --!include status.lua
 --!include step-record.lua
 --!include cancel.lua
+--!include event-waits.lua
 
 local base, runId, token, field, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 assert_writable(base)
@@ -85,6 +87,8 @@ if is_race_wait(record) then
       elseif branch[2] == 'c' then
         redis.call('SADD', k_waiters(base, branch[3]), runId .. '|' .. field)
         redis.call('HSET', k_run(base, branch[3]), 'waited', '1')
+      elseif branch[2] == 'e' then
+        register_event_wait(base, runId, branch[3], branch[4], branch[5], field .. '|' .. branch[1])
       end
     end
     return { 'wait', record }
@@ -97,6 +101,8 @@ end
 for _, branch in ipairs(branches) do
   if branch[2] == 's' then
     if redis.call('HGET', KEYS[1], 'sigwait:' .. branch[3]) == field then redis.call('HDEL', KEYS[1], 'sigwait:' .. branch[3]) end
+  elseif branch[2] == 'e' then
+    unregister_event_wait(base, runId, branch[3], branch[4], branch[5], field .. '|' .. branch[1])
   elseif branch[2] == 'c' then
     local childId = branch[3]
     redis.call('SREM', k_waiters(base, childId), runId .. '|' .. field)

@@ -56,21 +56,24 @@ local function is_race_wait(record)
 end
 
 -- The run-hash field holding the branches of the race of step field "s:<name>": "r:<name>", a JSON
--- array of [key, 's', signal name], [key, 't', due ms] and [key, 'c', child run id, 'cancel' |
--- 'abandon']. It stays until the lease holder has unregistered the branches (wait-any-2.lua).
+-- array of [key, 's', signal name], [key, 't', due ms], [key, 'c', child run id, 'cancel' |
+-- 'abandon'] and [key, 'e', event, match shape, match hash]. It stays until the lease holder has
+-- unregistered the branches (wait-any-2.lua).
 local function race_field(field)
   return 'r:' .. string.sub(field, 3)
 end
 
 -- The branches of a race, decoded from the JSON of its branches field: a list of { key, 's', name },
--- { key, 't', due } and { key, 'c', child id, onLose }; nil when it is missing or damaged. Decoded
--- in a protected call: a damaged field cannot raise an error after the script has written.
+-- { key, 't', due }, { key, 'c', child id, onLose } and { key, 'e', event, shape, hash }; nil when
+-- it is missing or damaged. Decoded in a protected call: a damaged field cannot raise an error
+-- after the script has written.
 local function race_branches(json)
   if not json then return nil end
   local ok, branches = pcall(cjson.decode, json)
   if not ok or type(branches) ~= 'table' then return nil end
   for _, branch in ipairs(branches) do
     if type(branch) ~= 'table' or type(branch[1]) ~= 'string' or type(branch[3]) ~= (branch[2] == 't' and 'number' or 'string') then return nil end
+    if branch[2] == 'e' and (type(branch[4]) ~= 'string' or type(branch[5]) ~= 'string') then return nil end
   end
   return branches
 end
