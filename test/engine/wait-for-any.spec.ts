@@ -257,6 +257,7 @@ describe('step.waitForAny', () => {
       ['not-a-branch', ({ step }) => step.waitForAny('race', { approved: 'approved' } as never), 'Branch "approved" of step.waitForAny "race" is "approved", not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).'],
       ['look-alike', ({ step }) => step.waitForAny('race', { approved: { kind: 'signal', signal: 'approved' } }), 'Branch "approved" of step.waitForAny "race" is'],
       ['not-an-object', ({ step }) => step.waitForAny('race', null as never), 'step.waitForAny "race" needs an object of branches, got null'],
+      ['same-signal', ({ step }) => step.waitForAny('race', { a: step.signal('go'), b: step.signal('go') }), 'Branches "a" and "b" of step.waitForAny "race" both wait for signal "go": give each signal one branch.'],
       ['bad-on-lose', ({ step }) => step.waitForAny('race', { c: step.child('x', {}, { onLose: 'ignore' as never }) }), "onLose of step.child must be 'cancel' or 'abandon', got \"ignore\"."],
     ];
     await engine.worker({ concurrency: 5 });

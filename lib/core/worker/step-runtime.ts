@@ -527,9 +527,15 @@ export class StepRuntime {
     const { name, field, record } = this.begin('waitForAny', options);
     const what = `step.waitForAny "${name}"`;
     const specs = raceBranches(branches, what);
+    const signals = new Map<string, string>();
     for (const [key, spec] of specs) {
       checkUserName(key, `A branch key of ${what}`, STEP_NAME_RULES);
-      if (spec.kind === 'signal') checkUserName(spec.signal, `The signal name of branch "${key}" of ${what}`);
+      if (spec.kind === 'signal') {
+        checkUserName(spec.signal, `The signal name of branch "${key}" of ${what}`);
+        const other = signals.get(spec.signal);
+        if (other !== undefined) throw new ConfigurationError(`Branches "${other}" and "${key}" of ${what} both wait for signal "${spec.signal}": give each signal one branch.`);
+        signals.set(spec.signal, key);
+      }
       if (spec.kind === 'event') checkEventName(spec.event, `The event name of branch "${key}" of ${what}`);
     }
     // A winner next to the branches field: the race is not over until the lease holder ends it
