@@ -215,6 +215,17 @@ describe('step.waitForAny', () => {
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ due: { key: 'approved', value: 'early' }, buffered: { key: 'timeout', value: null } });
   });
 
+  it("a timer of three days wins when the test engine's virtual clock advances three days", async () => {
+    const review = engine.define('review', {}, async ({ step }) => step.waitForAny('decision', { approved: step.signal('approved'), timeout: step.timer('3d') }));
+    const waiting = await engine.run(review, {});
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.waits.map((s) => s.name)).toEqual(['decision']);
+    await engine.clock.advance('2d');
+    expect(await engine.runUntilWaiting(waiting.runId)).toMatchObject({ status: 'waiting' });
+    await engine.clock.advance('1d');
+    expect(await engine.runUntilWaiting(waiting.runId)).toMatchObject({ status: 'succeeded', output: { key: 'timeout', value: null } });
+  });
+
   it('wait-any decides in one script: a child that already ended wins at once, a late signal beats a due timer, and a retried call changes nothing', async () => {
     const parent = engine.registry.define('parent', {}, () => 'unused');
     const handle = await engine.client.start(parent, {}, { runAt: Date.now() + 3_600_000 });
