@@ -22,6 +22,8 @@ import type {
   WaitForEventOptions,
   CancelOnTrigger,
   WorkflowOptions,
+  RaceChildOptions,
+  RaceEventOptions,
 } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
@@ -139,6 +141,12 @@ export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'tim
 
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
 export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
+
+/** Keys of `RaceChildOptions` (`step.child`). */
+export const RACE_CHILD_OPTION_KEYS = optionKeys<RaceChildOptions>()(['onLose']);
+
+/** Keys of `RaceEventOptions` (`step.event`). */
+export const RACE_EVENT_OPTION_KEYS = optionKeys<RaceEventOptions>()(['match']);
 
 /** Keys of `WaitForSignalOptions`. */
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);

@@ -35,7 +35,7 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
 ];
 
 /** What a waiting run waits for (`run.waiting`). */
-export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'retry';
+export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'race' | 'retry';
 
 /**
  * One entry of the event stream. Entries stay small: never a run's input, output or a step's

@@ -187,6 +187,60 @@ export interface StepApi {
    * is not kept for it. Every wait that matches an event gets it.
    */
   waitForEvent<T = unknown>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions): Promise<T | null>;
+  /**
+   * Waits for the first of several branches (`step.signal`, `step.timer`, `step.child`, `step.event`) and returns
+   * `{ key, value }` for the branch that won, typed from the branches. The run waits without a
+   * worker slot; the winner is stored with the step, so a replay (a later retry, a worker restart)
+   * returns it without waiting again. Signals of losing branches that come later stay buffered for
+   * a later wait; a losing child is canceled, or left running with `onLose: 'abandon'`. A child
+   * that fails (or is canceled) before any other branch wins makes this step throw its error.
+   */
+  waitForAny<B extends Record<string, RaceBranch>>(options: StepOptions | string, branches: B): Promise<RaceResult<B>>;
+  /** A `waitForAny` branch won by `client.signal(runId, name, payload)`; its value is the payload. No effect by itself. */
+  signal<T = unknown>(name: string): RaceBranch<T>;
+  /**
+   * A `waitForAny` branch won once `target` has passed (ms or a duration from the first time the
+   * step is reached, or a Date); its value is `null`. No effect by itself.
+   */
+  timer(target: Duration | Date): RaceBranch<null>;
+  /**
+   * A `waitForAny` branch won when a child run of `workflow` succeeds; its value is the child's
+   * output. The child starts when waitForAny reaches it (id `<run id>.<step name>.<key>`), not before.
+   */
+  child<TInput, TOutput>(workflow: WorkflowTarget<TInput, TOutput>, input: TInput, options?: RaceChildOptions): RaceBranch<TOutput>;
+  /**
+   * A `waitForAny` branch won by `client.emitEvent(event, payload)` (or `step.emitEvent`) with a
+   * payload whose top-level fields equal `match`; its value is the payload. Only events emitted
+   * after the race started count, as with `waitForEvent`. No effect by itself.
+   */
+  event<T = unknown>(event: string, options?: RaceEventOptions): RaceBranch<T>;
+}
+
+/**
+ * A branch of `step.waitForAny`, made by `step.signal`, `step.timer` or `step.child`: a description
+ * with no effect until `waitForAny` uses it. `T` is the value the branch wins with.
+ */
+export interface RaceBranch<T = unknown> {
+  readonly kind: 'signal' | 'timer' | 'child' | 'event';
+  /** Only carries `T` for the types: never set. */
+  readonly __value?: T;
+}
+
+/** The result of `step.waitForAny`: `{ key, value }` of the winning branch, one member per branch. */
+export type RaceResult<B extends Record<string, RaceBranch>> = {
+  [K in keyof B & string]: { key: K; value: B[K] extends RaceBranch<infer V> ? V : never };
+}[keyof B & string];
+
+/** Options of `step.event`. */
+export interface RaceEventOptions {
+  /** Payload fields and the values they must equal (strings, finite numbers or booleans). @default any payload */
+  match?: Record<string, string | number | boolean>;
+}
+
+/** Options of `step.child`. */
+export interface RaceChildOptions {
+  /** What happens to the child when another branch wins: canceled, or left running on its own. @default 'cancel' */
+  onLose?: 'cancel' | 'abandon';
 }
 
 /** Options of `step.waitForEvent`. */

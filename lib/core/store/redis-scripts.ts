@@ -233,7 +233,7 @@ export class RedisScripts {
   async startChild(a: {
     step: StepTarget;
     now: number;
-    mode: 'wait' | 'emit';
+    mode: 'wait' | 'emit' | 'race';
     childId: string;
     workflow: string;
     queue: string;
@@ -282,6 +282,18 @@ export class RedisScripts {
   async waitSignal(step: StepTarget, name: string, deadline: number, now: number): Promise<{ code: 'lost' | 'got' | 'timeout' | 'wait'; record: string }> {
     const [code, record] = (await this.commands['wait-signal'](this.keys.run(step.runId), this.keys.signals(step.runId), this.keys.base, ...stepArgs(step), name, deadline, now)) as [
       'lost' | 'got' | 'timeout' | 'wait',
+      string?,
+    ];
+    return { code, record: record ?? '' };
+  }
+
+  /**
+   * `wait-any-2.lua`: decides a step.waitForAny race (a branch won, or one is ready now) and ends it,
+   * or records and registers it. `race` is the new race record and its branches, when the step has none.
+   */
+  async waitAny(step: StepTarget, now: number, race?: { record: string; branches: string }): Promise<{ code: 'lost' | 'corrupt' | 'done' | 'wait'; record: string }> {
+    const [code, record] = (await this.commands['wait-any'](this.keys.run(step.runId), this.keys.signals(step.runId), this.keys.base, step.runId, step.token, step.field, now, race?.record ?? '', race?.branches ?? '')) as [
+      'lost' | 'corrupt' | 'done' | 'wait',
       string?,
     ];
     return { code, record: record ?? '' };

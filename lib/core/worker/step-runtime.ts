@@ -32,6 +32,9 @@ import {
   encodeTriesRecord,
   parseTriesRecord,
   PROGRESS_FIELD,
+  RACE_FIELD_PREFIX,
+  type RaceBranchRecord,
+  encodeRaceRecord,
   STEP_FIELD_PREFIX,
   TRIES_FIELD_PREFIX,
   VALUE_FIELD_PREFIX,
@@ -47,6 +50,8 @@ export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
 import type { CompensationContext } from '../definition/workflow-types';
+import { childBranch, eventBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../definition/race';
+import type { RaceBranch, RaceResult } from '../definition/workflow-types';
 import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepRunContext, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
@@ -187,6 +192,11 @@ export class StepRuntime {
       uuid: () => this.journaled('uuid', () => randomUUID()),
       patched: (id) => this.patched(id),
       commit: (name) => this.track(this.commit(name)),
+      waitForAny: <B extends Record<string, RaceBranch>>(options: StepOptions | string, branches: B) => this.track(this.waitForAny(options, branches)) as Promise<RaceResult<B>>,
+      signal: (name) => raceBranch({ kind: 'signal', signal: name }),
+      timer: (target) => raceBranch({ kind: 'timer', target }),
+      child: (workflow, input, options) => raceBranch(childBranch(workflow as WorkflowTarget, input, options)),
+      event: (event, options) => raceBranch(eventBranch(event, options)),
     };
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
@@ -505,6 +515,97 @@ export class StepRuntime {
     assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
     const match = matchKey(waitOptions.match, `the match of step "${name}"`);
     return this.awaitExternal('event', record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
+  }
+
+  /**
+   * `step.waitForAny`: the stored winner on replay; else the children of child branches start (once:
+   * their ids are deterministic) and `wait-any` decides the race if a branch is ready, or records
+   * and registers it, and the run suspends until a branch wins (a signal or a child's end, written
+   * by `signal` / `notify_waiters`) or its earliest timer is due. A winner found next to the race's
+   * branches field was written while the run waited: `wait-any` ends the race (unregisters the
+   * branches, cancels or abandons losing children) before the step returns it.
+   */
+  private async waitForAny(options: StepOptions | string, branches: unknown): Promise<unknown> {
+    const { name, field, record } = this.begin('waitForAny', options);
+    const what = `step.waitForAny "${name}"`;
+    const specs = raceBranches(branches, what);
+    const signals = new Map<string, string>();
+    for (const [key, spec] of specs) {
+      checkUserName(key, `A branch key of ${what}`, STEP_NAME_RULES);
+      if (spec.kind === 'signal') {
+        checkUserName(spec.signal, `The signal name of branch "${key}" of ${what}`);
+        const other = signals.get(spec.signal);
+        if (other !== undefined) throw new ConfigurationError(`Branches "${other}" and "${key}" of ${what} both wait for signal "${spec.signal}": give each signal one branch.`);
+        signals.set(spec.signal, key);
+      }
+      if (spec.kind === 'event') checkEventName(spec.event, `The event name of branch "${key}" of ${what}`);
+    }
+    // A winner next to the branches field: the race is not over until the lease holder ends it
+    // (a compensating replay writes nothing, so it takes the winner as it is).
+    const pending = this.stored.has(RACE_FIELD_PREFIX + name) && !this.replayOnly;
+    if (!pending && record?.kind === 'succeeded') return record.output;
+    if (!pending && record?.kind === 'failed') throw deserializeError(JSON.stringify(record.error));
+    if (record && record.kind !== 'race' && record.kind !== 'succeeded' && record.kind !== 'failed') {
+      throw new CorruptRunDataError(this.ctx.runId, `field "${field}" holds a ${record.kind} record, not the race of step.waitForAny "${name}"`);
+    }
+    await this.ready();
+    const target = this.target(field);
+    let race: { record: string; branches: string } | undefined;
+    if (record === undefined) {
+      const now = this.ctx.clock.now();
+      const dues = new Map<string, number>();
+      for (const [key, spec] of specs) {
+        if (spec.kind === 'timer') dues.set(key, spec.target instanceof Date ? timeOption(spec.target, `timer of branch "${key}" of ${what}`) : now + toMs(spec.target, `timer of branch "${key}" of ${what}`));
+      }
+      const stored: RaceBranchRecord[] = [];
+      for (const [key, spec] of specs) {
+        if (spec.kind === 'signal') stored.push([key, 's', spec.signal]);
+        else if (spec.kind === 'timer') stored.push([key, 't', dues.get(key)!]);
+        else if (spec.kind === 'event') {
+          const { shape, hash } = matchKey(spec.match, `the match of branch "${key}" of ${what}`);
+          stored.push([key, 'e', spec.event, shape, hash]);
+        }
+        else stored.push([key, 'c', await this.startRaceChild(target, name, key, spec), spec.onLose]);
+      }
+      race = encodeRaceRecord(target.seq, this.ctx.attempt, dues.size ? Math.min(...dues.values()) : 0, stored);
+    }
+    const result = await this.ctx.call(() => this.ctx.scripts.waitAny(target, this.ctx.clock.now(), race));
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'corrupt') throw new CorruptRunDataError(this.ctx.runId, `field "${field}" or "${RACE_FIELD_PREFIX}${name}" is not the race of step.waitForAny "${name}"`);
+    const stored = decodeStepRecord(this.ctx.runId, field, result.record);
+    if (stored.kind === 'race') this.suspend(stored.deadline, field);
+    if (stored.kind === 'succeeded') return stored.output;
+    if (stored.kind === 'failed') throw deserializeError(JSON.stringify(stored.error));
+    throw new CorruptRunDataError(this.ctx.runId, `field "${field}" holds a ${stored.kind} record after the race of step.waitForAny "${name}"`);
+  }
+
+  /** Starts (or finds, on a replay) the child run of a waitForAny branch; returns its id. */
+  private async startRaceChild(target: StepTarget, name: string, key: string, spec: Extract<RaceBranchSpec, { kind: 'child' }>): Promise<string> {
+    const definition = typeof spec.workflow === 'string' ? this.ctx.registry.get(spec.workflow) : spec.workflow;
+    const workflowName = typeof spec.workflow === 'string' ? spec.workflow : spec.workflow.name;
+    if (definition) await validateInput(workflowName, definition.options.schema, spec.input);
+    const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], spec.input);
+    const result = await this.ctx.call(() => this.ctx.scripts.startChild({
+      step: target,
+      now: this.ctx.clock.now(),
+      mode: 'race',
+      childId: `${this.ctx.runId}.${name}.${key}`,
+      workflow: workflowName,
+      queue: definition?.queue ?? '',
+      maxAttempts: definition ? String(definition.maxAttempts) : '',
+      input: encodeInput(workflowName, spec.input, `The input of child workflow "${workflowName}" (branch "${key}" of step "${name}")`, this.ctx.maxPayloadBytes),
+      runAt: 0,
+      idempotencyKey: '',
+      idempotencyTtlSec: 1,
+      deadline: 0,
+      localFlow: definition !== undefined,
+      debounce: flow.debounce,
+      extra: this.withTrace(flow.extra),
+    }));
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'unknown') throw this.ctx.registry.unknownWorkflow(workflowName);
+    if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
+    return result.childId;
   }
 
   /** A child run's extra fields with the active trace context (the attempt's or a step's span), when tracing is on. */

@@ -73,7 +73,8 @@ else
           found = true
           if is_child_wait(awaited) then waitingFor = 'child'
           elseif is_signal_wait(awaited) then waitingFor = 'signal'
-          elseif is_event_wait(awaited) then waitingFor = 'event' end
+          elseif is_event_wait(awaited) then waitingFor = 'event'
+          elseif is_race_wait(awaited) then waitingFor = 'race' end
         end
       end
       emit_event(base, 'run.waiting', runId, run[4], now, { 'waitingFor', waitingFor,
