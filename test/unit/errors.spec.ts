@@ -21,6 +21,7 @@ import {
   RetryAfterError,
   RunNotFoundError,
   RunNotResumableError,
+  NonDeterminismError,
   SignalBufferFullError,
   RunStalledError,
   TimeoutError,
@@ -45,6 +46,7 @@ const PERMANENT = [
   new RunNotFoundError('r1'),
   new SignalBufferFullError('r1', 's', 1000),
   new RunNotResumableError('r1', 'running'),
+  new NonDeterminismError('r1', 2, 'charge', 'charge-card'),
 ];
 
 const RETRYABLE = [

@@ -7,7 +7,7 @@ import { join } from 'node:path';
  * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN. 5: a script's events share
  * one stream entry.
  */
-export const SCRIPT_VERSION = 5;
+export const SCRIPT_VERSION = 6;
 
 /**
  * Put first in every script: it takes the event stream's MAXLEN (0 = off) off the end of ARGV,
@@ -44,6 +44,7 @@ export const SCRIPTS = {
   'wait-signal': 2,
   'wait-event': 1,
   'register-cancel-on': 1,
+  presence: 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
