@@ -145,6 +145,35 @@ describe('non-determinism guard', () => {
     expect(calls).toEqual({ charge: 1 });
   });
 
+  it('does not fire when a step that failed runs again and the handler takes another way (a try/catch around it)', async () => {
+    let attempt = 0;
+    const { registry, definition } = deploy(
+      async (step) => {
+        attempt++;
+        let via: string;
+        try {
+          via = await step.run('primary', () => {
+            if (attempt === 1) throw new Error('primary is down');
+            return count('primary')();
+          });
+        } catch {
+          via = await step.run('fallback', count('fallback'));
+        }
+        await step.run('later', () => {
+          if (attempt === 1) throw new Error('later fails once');
+          return count('later')();
+        });
+        return via;
+      },
+      { retries: { maxAttempts: 2, delay: 0 } },
+    );
+    await engine.worker({ app: 'shop', registry });
+    const handle = await engine.client.start(definition, {});
+    // The second attempt runs primary again, which works now: fallback, stored after it, is not reached.
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('primary');
+    expect(calls).toEqual({ fallback: 1, primary: 1, later: 1 });
+  });
+
   describe('parallel branches', () => {
     /**
      * Two branches: one slow step, and two fast ones in sequence, so the journal stores

@@ -8,15 +8,16 @@ export const END_OF_WORKFLOW = '(end of the workflow)';
 const MAX_SETTLE_TURNS = 100;
 
 /**
- * A step record's `seq` (its second element), read leniently: a damaged record is reported by the
- * step that reaches it (`decodeStepRecord`), so here it only sorts last.
+ * A step record's `seq` and whether it is a failure (its first two elements), read leniently: a
+ * damaged record is reported by the step that reaches it (`decodeStepRecord`), so here it only
+ * sorts last.
  */
-function seqOf(text: string): number {
+function readRecord(text: string): { seq: number; failed: boolean } {
   try {
-    const seq = (JSON.parse(text) as unknown[])[1];
-    return typeof seq === 'number' ? seq : Infinity;
+    const [ok, seq] = JSON.parse(text) as unknown[];
+    return { seq: typeof seq === 'number' ? seq : Infinity, failed: ok === 0 };
   } catch {
-    return Infinity;
+    return { seq: Infinity, failed: false };
   }
 }
 
@@ -33,6 +34,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  *   unreached then means the new step took its place;
  * - when the handler returns, every recorded step must have been reached.
  * Either way the attempt fails with `NonDeterminismError` before any new step's function ran.
+ * Steps stored after a step whose record is a failure are not checked: that step runs again.
  */
 export class JournalGuard {
   /** Recorded step names not reached yet by this attempt. */
@@ -46,19 +48,24 @@ export class JournalGuard {
     private readonly runId: string,
     /** Recorded step names in journal order. */
     private readonly journal: string[],
+    /** How many of them, from the first, the code must reach. */
+    enforced: number,
   ) {
-    for (const name of journal) this.unreached.add(name);
+    for (const name of journal.slice(0, enforced)) this.unreached.add(name);
   }
 
   /** The guard of an attempt over `stored` (the run hash the claim returned); undefined when the run has no steps yet. */
   static of(runId: string, stored: ReadonlyMap<string, string>): JournalGuard | undefined {
-    const steps: Array<{ name: string; seq: number }> = [];
+    const steps: Array<{ name: string; seq: number; failed: boolean }> = [];
     for (const [field, text] of stored) {
-      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push({ name: field.slice(STEP_FIELD_PREFIX.length), seq: seqOf(text) });
+      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push({ name: field.slice(STEP_FIELD_PREFIX.length), ...readRecord(text) });
     }
     if (!steps.length) return undefined;
     steps.sort((a, b) => a.seq - b.seq);
-    return new JournalGuard(runId, steps.map((s) => s.name));
+    // A step that failed runs again, and may take the handler another way this time (a
+    // try/catch around it): only the steps stored before the first such one must be reached.
+    const failedAt = steps.findIndex((s) => s.failed);
+    return new JournalGuard(runId, steps.map((s) => s.name), failedAt < 0 ? steps.length : failedAt);
   }
 
   /** A step name was reached (`begin()`); `recorded`: the journal has it. */
