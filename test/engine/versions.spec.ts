@@ -111,6 +111,29 @@ describe('workflow versions', () => {
     expect(await engine.client.countRuns({ workflow: 'checkout' })).toBe(3);
   });
 
+  it('never runs a v1 run on v2 code when one worker has workflow A at v2 and B at v1 on the same queue', async () => {
+    const ranBy = new Map<string, string>();
+    const mixed = new WorkflowRegistry();
+    mixed.define('a', { version: 2 }, ({ run }) => (ranBy.set(run.id, 'a v2'), 'a v2'));
+    mixed.define('b', {}, ({ run }) => (ranBy.set(run.id, 'b v1'), 'b v1'));
+    const oldA = new WorkflowRegistry();
+    oldA.define('a', {}, ({ run }) => (ranBy.set(run.id, 'a v1'), 'a v1'));
+    const mixedLog = recordingLogger();
+    // The mixed worker claims from "default" (for b) and "default@v2" (for a).
+    const mixedWorker = await engine.worker({ app: 'mixed', registry: mixed, logger: mixedLog, concurrency: 4 });
+    expect(mixedWorker.liveness.queues.sort()).toEqual(['default', 'default@v2']);
+    const handles = await Promise.all(Array.from({ length: 5 }, () => engine.client.runByName('a', {}, { version: 1 })));
+    // Only the mixed worker runs: it hands a's v1 runs back instead of running them, and warns once.
+    await eventually(() => mixedLog.warnings.some((w) => w.includes('claimed a run of workflow "a" v1 but has v2')));
+    expect(mixedLog.warnings.filter((w) => w.includes('hands such runs back'))).toHaveLength(1);
+    const b = await engine.client.runByName('b', {});
+    await expect(b.result({ timeoutMs: 5_000 })).resolves.toBe('b v1');
+    await engine.worker({ app: 'old', registry: oldA });
+    for (const handle of handles) await expect(handle.result({ timeoutMs: 10_000 })).resolves.toBe('a v1');
+    expect(handles.map((h) => ranBy.get(h.id))).toEqual(Array(5).fill('a v1'));
+    for (const handle of handles) expect((await engine.client.getRun(handle.id))?.attempt).toBe(1);
+  }, 20_000);
+
   it('refuses a version that is not a positive integer, and a version filter without a workflow, with ConfigurationError', async () => {
     const registry = new WorkflowRegistry();
     for (const version of [0, -1, 1.5, '2'] as unknown[]) {
