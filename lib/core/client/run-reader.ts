@@ -470,10 +470,17 @@ export class RunReader extends ClientCore {
     return states;
   }
 
-  /** True when runs of `workflow` started on `version` are queued, scheduled (waiting included), running or compensating. */
+  /**
+   * True when runs of `workflow` started on `version` are queued, scheduled (waiting included),
+   * running or compensating. Two round trips whatever the backlog: it reads the 1,000 oldest runs
+   * of each of those statuses, where the runs of an older version sit (they were created before
+   * the newer version's), so a pinned run of an old version behind a newer backlog may be missed.
+   */
   async hasUnfinishedRuns(workflow: string, version: number): Promise<boolean> {
-    for (const status of UNFINISHED_STATUSES) if ((await this.versionEntries(workflow, status, version, 1, 0)).length) return true;
-    return false;
+    const indexes = await this.exec(UNFINISHED_STATUSES.map((status) => ['zrange', this.keys.workflowStatusRuns(status, workflow), '0', String(VERSION_SCAN_CHUNK - 1)]));
+    const ids = (indexes as string[][]).flat();
+    const queues = await this.exec(ids.map((id) => ['hget', this.keys.run(id), 'queue']));
+    return queues.some((queue) => typeof queue === 'string' && parseVersionQueue(queue).version === version);
   }
 
   /** Workflows registered in Redis by workers (or `syncRegistry`). */

@@ -159,10 +159,12 @@ export class RunExecutor {
       }
       const definition = this.host.registry.get(info.workflow);
       if (!definition) throw this.host.registry.unknownWorkflow(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
+      if (hash.status === 'compensating') return await this.resumeCompensation(definition, info);
       // Another version's code must never run this run: it goes back, for a worker with its version.
+      // (A compensating run, which only a worker on a version-1 queue shared with other versions
+      // can meet, is compensated here: it holds no slot to wait in.)
       const runVersion = parseVersionQueue(info.queue).version;
       if (runVersion !== definition.version) return await this.handBack(info.workflow, runVersion, definition.version);
-      if (hash.status === 'compensating') return await this.resumeCompensation(definition, info);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
