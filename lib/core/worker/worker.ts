@@ -547,9 +547,14 @@ export class Worker implements ExecutorHost {
     for (const resolve of list) resolve();
   }
 
+  /** The workflows this worker runs: those of its registry on the queues it serves. */
+  private servedDefinitions() {
+    return this.registry.list().filter((d) => this.queues.includes(versionQueue(d.queue, d.version)));
+  }
+
   /** The workflow versions this worker runs. */
   private servedVersions(): Array<[string, number]> {
-    return this.registry.list().map((d) => [d.name, d.version]);
+    return this.servedDefinitions().map((d) => [d.name, d.version]);
   }
 
   /**
@@ -561,7 +566,7 @@ export class Worker implements ExecutorHost {
     await this.scripts.presence(this.workerId, Date.now(), Date.now() + 3 * this.heartbeatMs, this.servedVersions());
     if (Date.now() - this.lastVersionCheckAt < Math.min(5_000, 10 * this.heartbeatMs)) return;
     this.lastVersionCheckAt = Date.now();
-    for (const definition of this.registry.list()) {
+    for (const definition of this.servedDefinitions()) {
       const meta = await this.client.getWorkflowMeta(definition.name);
       for (const state of meta?.versions ?? []) {
         const key = `${definition.name} v${state.version}`;
