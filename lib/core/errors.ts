@@ -220,6 +220,28 @@ export class RunNotResumableError extends RedflowError {
   }
 }
 
+/**
+ * A replay reached steps in an order the run's journal contradicts: the code changed under a
+ * run in flight (a completed step renamed or removed, a step inserted before a completed one).
+ * No function of the new step ran. Permanent: the run fails, unless its workflow's
+ * `onNonDeterminism` is `'retry-latest'`.
+ */
+export class NonDeterminismError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    /** 1-based position, in the journal's order, of the step the code did not reach. */
+    readonly position: number,
+    /** The step name the journal holds at `position`. */
+    readonly expected: string,
+    /** The step the code reached instead, or `(end of the workflow)` when it returned without it. */
+    readonly found: string,
+  ) {
+    super(
+      `Run "${runId}" is not deterministic: step ${position} of its journal is "${expected}", but the code reached "${found}" instead. The workflow changed under a run in flight: restore the step, guard the change with step.patched(), or deploy it as a new version (option version).`,
+    );
+  }
+}
+
 /** A run has as many buffered signals as it may hold: the signal was not stored. */
 export class SignalBufferFullError extends RedflowError {
   constructor(
@@ -377,6 +399,7 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RunNotResumableError, retryable: false },
   // A run's timeout counts from its first start: another attempt would start past it.
   { cls: RunTimeoutError, retryable: false },
+  { cls: NonDeterminismError, retryable: false },
   // Retryable: the cause may be gone by the next attempt.
   { cls: RedflowError, retryable: true },
   { cls: TimeoutError, retryable: true },

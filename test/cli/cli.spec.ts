@@ -117,7 +117,18 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     const workflows = json<WorkflowMeta[]>(flags);
     expect(workflows.map((w) => w.name)).toEqual(['explode', 'greet', 'nightly', 'parked-job']);
     const byName = Object.fromEntries(workflows.map((w) => [w.name, w]));
-    expect(byName.greet).toEqual({ name: 'greet', queue: 'default', maxAttempts: 1, maxConcurrency: null, events: ['user.signed-up'], crons: [], owner: 'test-app', updatedAt: expect.any(Number) });
+    expect(byName.greet).toEqual({
+      name: 'greet',
+      queue: 'default',
+      maxAttempts: 1,
+      maxConcurrency: null,
+      events: ['user.signed-up'],
+      crons: [],
+      owner: 'test-app',
+      updatedAt: expect.any(Number),
+      version: 1,
+      versions: [{ version: 1, workers: [expect.any(String)], updatedAt: expect.any(Number) }],
+    });
     expect(byName.explode).toMatchObject({ queue: 'default', maxAttempts: 2, maxConcurrency: 1, events: [], crons: [] });
     expect(byName['parked-job']).toMatchObject({ queue: 'parked' });
     expect(byName.nightly).toMatchObject({ queue: 'parked', crons: ['nightly#0'] });

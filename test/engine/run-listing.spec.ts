@@ -215,6 +215,7 @@ describe('listing runs by workflow and status', () => {
       id: succeeded[0],
       workflow: 'paged',
       queue: 'default',
+      version: 1,
       status: 'succeeded',
       attempt: 1,
       maxAttempts: 1,
@@ -284,7 +285,7 @@ describe('listing runs by workflow and status', () => {
     await engine.redis.hset(keys().run(badStatus), 'status', 'bogus');
     await engine.redis.hset(keys().run(badAttempt), 'attempt', 'two');
     await engine.redis.hdel(keys().run(noWorkflow), 'workflow');
-    const fields = async (id: string) => ({ id, workflow: 'w', queue: 'default', status: 'queued', attempt: 0, maxAttempts: 1, createdAt: await createdAtOf(id), availableAt: await createdAtOf(id) });
+    const fields = async (id: string) => ({ id, workflow: 'w', queue: 'default', version: 1, status: 'queued', attempt: 0, maxAttempts: 1, createdAt: await createdAtOf(id), availableAt: await createdAtOf(id) });
 
     const rows = await engine.client.listRunSummaries({ workflow: 'w', status: 'queued' });
     expect(rows.map((r) => r.id).sort()).toEqual([...ids].sort());
@@ -449,6 +450,7 @@ describe('a run summary read from stored fields', () => {
       id: 'r1',
       workflow: 'w',
       queue: 'q',
+      version: 1,
       status: 'failed',
       attempt: 2,
       maxAttempts: 3,
@@ -465,6 +467,7 @@ describe('a run summary read from stored fields', () => {
       id: 'r2',
       workflow: 'w',
       queue: 'q',
+      version: 1,
       status: 'queued',
       attempt: 2,
       maxAttempts: 3,
@@ -487,6 +490,7 @@ describe('a run summary read from stored fields', () => {
       id: 'r',
       workflow: 'w',
       queue: 'q',
+      version: 1,
       status: 'succeeded',
       attempt: 2,
       createdAt: 1000,

@@ -21,6 +21,7 @@ import {
   RetryAfterError,
   RunNotFoundError,
   RunNotResumableError,
+  NonDeterminismError,
   SignalBufferFullError,
   RunStalledError,
   RunTimeoutError,
@@ -48,6 +49,7 @@ const PERMANENT = [
   new SignalBufferFullError('r1', 's', 1000),
   new RunNotResumableError('r1', 'running'),
   new RunTimeoutError('r1', 'wf', 500),
+  new NonDeterminismError('r1', 2, 'charge', 'charge-card'),
 ];
 
 const RETRYABLE = [

@@ -113,6 +113,7 @@ describe('keys', () => {
       k_waiters: (id) => keys.waiters(id),
       k_workflow_runs: (w) => keys.workflowRuns(w),
       k_workflow_status: (s, w) => keys.workflowStatusRuns(s, w),
+      k_workflow_versions: (w) => keys.workflowVersions(w),
       k_idempotency: (w, k) => keys.idempotency(w, k),
       k_event_subs: (e) => keys.eventSubscribers(e),
       k_event_data: (e) => keys.eventData(e),
@@ -244,7 +245,7 @@ describe('run records', () => {
   const stored = { workflow: 'w', queue: 'default', status: 'failed', input: '{"n":1}', error: '{"name":"Error","message":"boom"}', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175' };
 
   it('reads a run hash strictly: an unknown status or a field that is not a number is CorruptRunDataError', () => {
-    expect(parseRun('r1', stored)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', status: 'failed', input: { n: 1 }, error: { name: 'Error', message: 'boom' }, attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175 });
+    expect(parseRun('r1', stored)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', version: 1, status: 'failed', input: { n: 1 }, error: { name: 'Error', message: 'boom' }, attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175 });
     expect(() => parseRun('r1', { ...stored, status: 'done' })).toThrow('field "status" has the unknown value "done"');
     expect(() => parseRun('r1', { ...stored, attempt: 'two' })).toThrow('field "attempt" is not a number');
     expect(() => parseRun('r1', { ...stored, workflow: null })).toThrow(CorruptRunDataError);
@@ -252,7 +253,7 @@ describe('run records', () => {
 
   it('reads a list row leniently: what can be read, and what is wrong in `corrupt`', () => {
     const fields = { workflow: 'w', queue: 'default', status: 'failed', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175', parent: null, error: stored.error };
-    expect(summarizeRun('r1', fields)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', status: 'failed', attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175, durationMs: 25, error: { name: 'Error', message: 'boom' } });
+    expect(summarizeRun('r1', fields)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', version: 1, status: 'failed', attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175, durationMs: 25, error: { name: 'Error', message: 'boom' } });
     expect(summarizeRun('r1', { ...fields, status: 'done', attempt: 'x' }, 'failed')).toMatchObject({ id: 'r1', status: 'failed', corrupt: 'field "status" has the unknown value "done"; field "attempt" is not a number' });
   });
 });

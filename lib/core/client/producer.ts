@@ -8,10 +8,13 @@ import {
   checkResourceName,
   checkRunTimeout,
   checkUserName,
+  checkWorkflowVersion,
   describeValue,
+  parseVersionQueue,
   EMIT_EVENT_OPTION_KEYS,
   RUN_OPTION_KEYS,
   SCHEDULE_OPTION_KEYS,
+  versionQueue,
 } from '../definition/option-checks';
 import { encodeInput, encodeJson } from '../store/serialization';
 import { type EmitEventOptions, type RunHandle, type RunOptions, type ScheduleOptions, type ScheduleState } from '../definition/types';
@@ -31,6 +34,7 @@ function checkRunOptions(options: RunOptions | undefined): void {
   if (options.idempotencyKey !== undefined) checkIdempotencyKey(options.idempotencyKey, 'idempotencyKey');
   if (options.queueOverride !== undefined) checkResourceName(options.queueOverride, 'queueOverride');
   if (options.timeout !== undefined) checkRunTimeout(options.timeout, 'timeout of the run options');
+  if (options.version !== undefined) checkWorkflowVersion(options.version, 'The run option version');
 }
 
 /**
@@ -88,7 +92,24 @@ export class RunProducer extends RunHandles {
     checkRunOptions(options);
     await validateInput(definition.name, definition.options.schema, input);
     const flow = flowControlFor(definition as WorkflowDefinition<unknown, unknown>, input);
-    return this.enqueue<TOutput>(definition.name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options, flow, true);
+    const queue = versionQueue(options?.queueOverride ?? definition.queue, options?.version ?? definition.version);
+    return this.enqueue<TOutput>(definition.name, input, queue, String(definition.maxAttempts), options, flow, true);
+  }
+
+  /**
+   * The queue of a run by name without its definition: '' (the registry entry's, i.e. the latest
+   * registered version), or for a pinned `version` that version's queue on the workflow's queue
+   * (or `queueOverride`), which reads the registry entry first.
+   */
+  private async queueByName(name: string, options: RunOptions | undefined): Promise<string> {
+    if (options?.version === undefined) return options?.queueOverride ?? '';
+    let queue = options.queueOverride;
+    if (queue === undefined) {
+      const stored = await this.call(() => this.redis.hget(this.keys.workflow(name), 'queue'));
+      if (!stored) throw this.registry.unknownWorkflow(name);
+      queue = parseVersionQueue(stored).queue;
+    }
+    return versionQueue(queue, options.version);
   }
 
   /**
@@ -101,7 +122,7 @@ export class RunProducer extends RunHandles {
     if (definition) return this.start(definition, input, options) as Promise<RunHandle<TOutput>>;
     checkRunOptions(options);
     // Without the definition here, the registry entry's static flow-control keys apply.
-    return this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input), false);
+    return this.enqueue<TOutput>(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false);
   }
 
   /**
@@ -131,10 +152,10 @@ export class RunProducer extends RunHandles {
       }),
     );
     return Promise.all(
-      items.map(({ input, options }) =>
+      items.map(async ({ input, options }) =>
         definition
-          ? this.enqueue<TOutput>(name, input, options?.queueOverride ?? definition.queue, String(definition.maxAttempts), options, flowControlFor(definition, input), true)
-          : this.enqueue<TOutput>(name, input, options?.queueOverride ?? '', '', options, flowControlFor(undefined, input), false),
+          ? this.enqueue<TOutput>(name, input, versionQueue(options?.queueOverride ?? definition.queue, options?.version ?? definition.version), String(definition.maxAttempts), options, flowControlFor(definition, input), true)
+          : this.enqueue<TOutput>(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false),
       ),
     );
   }

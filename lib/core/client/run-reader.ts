@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigurationError, RedisWriteRefusedError } from '../errors';
 import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { scanPrefix } from '../store/prefix-scan';
-import { assertKnownKeys, checkInteger, checkResourceName, COUNT_RUNS_OPTION_KEYS, LIST_RUNS_OPTION_KEYS, QUEUE_STATS_OPTION_KEYS } from '../definition/option-checks';
+import { assertKnownKeys, checkInteger, checkResourceName, checkWorkflowVersion, COUNT_RUNS_OPTION_KEYS, LIST_RUNS_OPTION_KEYS, parseVersionQueue, QUEUE_STATS_OPTION_KEYS } from '../definition/option-checks';
 import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
 import {
   RUN_STATUSES,
@@ -18,6 +18,7 @@ import {
   type ScheduleState,
   type StepState,
   type WorkflowMeta,
+  type WorkflowVersionState,
 } from '../definition/types';
 import { decodeCron, scheduleIdOf, type StoredCron } from '../definition/cron';
 
@@ -34,8 +35,13 @@ const RUN_INDEX_CHUNK = 500;
 /** Ids read from the head of a ready list to find its oldest queued run (ids of runs canceled while queued may come first). */
 const READY_HEAD = 10;
 
-/** The workflow and status filters of a list or count call, checked. */
-function checkRunFilter(options: CountRunsOptions, what: string, known: readonly string[]): { workflow?: string; status?: RunStatus } {
+/** Runs read per pipeline when a list or count filters by version. */
+const VERSION_SCAN_CHUNK = 1_000;
+/** The statuses of runs that are not over: what a version without a worker still owes. */
+const UNFINISHED_STATUSES: readonly RunStatus[] = ['queued', 'scheduled', 'running', 'compensating'];
+
+/** The workflow, status and version filters of a list or count call, checked. */
+function checkRunFilter(options: CountRunsOptions, what: string, known: readonly string[]): { workflow?: string; status?: RunStatus; version?: number } {
   assertKnownKeys(`${what} options`, options, known);
   if (options.status !== undefined && !isRunStatus(options.status)) {
     throw new ConfigurationError(`${what} status must be one of ${RUN_STATUSES.join(', ')}, got ${JSON.stringify(options.status)}.`);
@@ -43,11 +49,15 @@ function checkRunFilter(options: CountRunsOptions, what: string, known: readonly
   if (options.workflow !== undefined && typeof options.workflow !== 'string') {
     throw new ConfigurationError(`${what} workflow must be a workflow name, got ${typeof options.workflow}.`);
   }
-  return { workflow: options.workflow || undefined, status: options.status };
+  if (options.version !== undefined) {
+    checkWorkflowVersion(options.version, `${what} version`);
+    if (!options.workflow) throw new ConfigurationError(`${what} version needs a workflow: versions are per workflow, as in { workflow: "checkout", version: 1 }.`);
+  }
+  return { workflow: options.workflow || undefined, status: options.status, version: options.version };
 }
 
 /** The filters of a list call, checked, with their defaults. */
-function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; limit: number; offset: number } {
+function checkListOptions(options: ListRunsOptions, what: string): { workflow?: string; status?: RunStatus; version?: number; limit: number; offset: number } {
   const filter = checkRunFilter(options, what, LIST_RUNS_OPTION_KEYS);
   const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
   const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
@@ -131,8 +141,9 @@ export class RunReader extends ClientCore {
    * runs.
    */
   async countRuns(options: CountRunsOptions = {}): Promise<number> {
-    const { workflow, status } = checkRunFilter(options, 'countRuns', COUNT_RUNS_OPTION_KEYS);
+    const { workflow, status, version } = checkRunFilter(options, 'countRuns', COUNT_RUNS_OPTION_KEYS);
     return this.call(async () => {
+      if (workflow && version !== undefined) return (await this.versionEntries(workflow, status, version, Infinity, 0)).length;
       if (workflow && status) return this.redis.zcard(this.keys.workflowStatusRuns(status, workflow));
       if (workflow) return this.redis.zcard(this.keys.workflowRuns(workflow));
       if (status) return this.redis.zcard(this.statusIndex(status));
@@ -215,12 +226,12 @@ export class RunReader extends ClientCore {
     fields: readonly F[],
     toRow: (id: string, values: Record<F, string | null>, pairStatus: RunStatus | undefined, indexStatus: RunStatus | undefined) => T | undefined,
   ): Promise<T[]> {
-    const { workflow, status, limit, offset } = checkListOptions(options, what);
+    const { workflow, status, version, limit, offset } = checkListOptions(options, what);
     if (limit === 0) return [];
     const pairStatus = workflow ? status : undefined;
     const statusAt = fields.indexOf('status' as F);
     for (let read = 1; ; read++) {
-      const entries = await this.pageEntries(workflow, status, limit, offset);
+      const entries = workflow && version !== undefined ? await this.versionEntries(workflow, status, version, limit, offset) : await this.pageEntries(workflow, status, limit, offset);
       const values = await this.readRuns(entries.map((e) => e.id), fields);
       const rows: T[] = [];
       const stale: string[] = [];
@@ -257,6 +268,30 @@ export class RunReader extends ClientCore {
     });
     merged.sort((a, b) => b.score - a.score);
     return merged.slice(offset, offset + limit).map(({ id, indexStatus }) => ({ id, indexStatus }));
+  }
+
+  /**
+   * The ids of a page of one workflow's runs of one version, newest first: no index holds runs by
+   * version, so the workflow's (status) index is read in chunks of 1,000 with the `queue` field of
+   * each run (version N > 1 waits in "<queue>@v<N>"), until the page is full. O(runs of the
+   * workflow in that status); `limit` Infinity reads them all (countRuns).
+   */
+  protected async versionEntries(workflow: string, status: RunStatus | undefined, version: number, limit: number, offset: number): Promise<Array<{ id: string; indexStatus?: RunStatus }>> {
+    const index = status ? this.keys.workflowStatusRuns(status, workflow) : this.keys.workflowRuns(workflow);
+    const found: Array<{ id: string; indexStatus?: RunStatus }> = [];
+    let skipped = 0;
+    for (let start = 0; found.length < limit; start += VERSION_SCAN_CHUNK) {
+      const ids = await this.redis.zrevrange(index, start, start + VERSION_SCAN_CHUNK - 1);
+      const queues = await this.exec(ids.map((id) => ['hget', this.keys.run(id), 'queue']));
+      ids.forEach((id, i) => {
+        const queue = queues[i] as string | null;
+        if (queue === null || parseVersionQueue(queue).version !== version || found.length >= limit) return;
+        if (skipped < offset) skipped++;
+        else found.push({ id, indexStatus: status });
+      });
+      if (ids.length < VERSION_SCAN_CHUNK) break;
+    }
+    return found;
   }
 
   /** Running runs are listed by the leases zset (newest lease first); other statuses have an index. */
@@ -413,6 +448,41 @@ export class RunReader extends ClientCore {
     return Object.entries(defs).map(([cronId, json]) => ({ cronId, def: decodeCron(json), nextAt: nextById.get(cronId) }));
   }
 
+  /**
+   * The versions of a workflow from its `wfversions:` hash: live workers per version, and for a
+   * version with none, `noWorker` when runs started on it are not over (counted by version).
+   */
+  protected async versionStates(workflow: string, fields: Record<string, string>): Promise<WorkflowVersionState[]> {
+    const now = Date.now();
+    const byVersion = new Map<number, WorkflowVersionState>();
+    for (const [field, value] of Object.entries(fields)) {
+      const [version, worker] = field.split('\n');
+      const state = byVersion.get(Number(version)) ?? { version: Number(version), workers: [], updatedAt: 0 };
+      byVersion.set(state.version, state);
+      if (worker === undefined) state.updatedAt = Number(value);
+      else if (Number(value) >= now) state.workers.push(worker);
+    }
+    const states = [...byVersion.values()].sort((a, b) => a.version - b.version);
+    for (const state of states) {
+      if (state.workers.length || !(await this.hasUnfinishedRuns(workflow, state.version))) continue;
+      state.noWorker = `no worker for ${workflow} v${state.version}`;
+    }
+    return states;
+  }
+
+  /**
+   * True when runs of `workflow` started on `version` are queued, scheduled (waiting included),
+   * running or compensating. Two round trips whatever the backlog: it reads the 1,000 oldest runs
+   * of each of those statuses, where the runs of an older version sit (they were created before
+   * the newer version's), so a pinned run of an old version behind a newer backlog may be missed.
+   */
+  async hasUnfinishedRuns(workflow: string, version: number): Promise<boolean> {
+    const indexes = await this.exec(UNFINISHED_STATUSES.map((status) => ['zrange', this.keys.workflowStatusRuns(status, workflow), '0', String(VERSION_SCAN_CHUNK - 1)]));
+    const ids = (indexes as string[][]).flat();
+    const queues = await this.exec(ids.map((id) => ['hget', this.keys.run(id), 'queue']));
+    return queues.some((queue) => typeof queue === 'string' && parseVersionQueue(queue).version === version);
+  }
+
   /** Workflows registered in Redis by workers (or `syncRegistry`). */
   async listWorkflows(): Promise<WorkflowMeta[]> {
     const names = (await this.call(() => this.redis.smembers(this.keys.workflows()))).sort();
@@ -421,13 +491,15 @@ export class RunReader extends ClientCore {
   }
 
   async getWorkflowMeta(name: string): Promise<WorkflowMeta | null> {
-    const h = await this.call(() => this.redis.hgetall(this.keys.workflow(name)));
+    const [h, versions] = await this.call(() => Promise.all([this.redis.hgetall(this.keys.workflow(name)), this.redis.hgetall(this.keys.workflowVersions(name))]));
     if (!h.queue) return null;
     const list = (value: string | undefined) => (value ? value.split('\n') : []);
     const limit = Number(h.maxConcurrency ?? 0);
     return {
       name,
-      queue: h.queue,
+      queue: parseVersionQueue(h.queue).queue,
+      version: Number(h.version ?? 1),
+      versions: await this.versionStates(name, versions),
       maxAttempts: Number(h.maxAttempts),
       maxConcurrency: limit > 0 ? limit : Infinity,
       events: list(h.events),

@@ -1,6 +1,6 @@
 import { openConnection } from '../store/connection';
 import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkInteger, checkUserName } from '../definition/option-checks';
+import { assertKnownKeys, checkInteger, checkUserName, versionQueue } from '../definition/option-checks';
 import { registryFlowControl } from '../definition/flow-control';
 import type { WorkflowRegistry } from '../definition/workflow';
 import { cronIds, encodeCron, nextCronTick } from '../definition/cron';
@@ -39,7 +39,8 @@ export class WorkflowClient extends RunControl {
       });
       return JSON.stringify({
         name: d.name,
-        queue: d.queue,
+        queue: versionQueue(d.queue, d.version),
+        version: d.version,
         maxAttempts: d.maxAttempts,
         maxConcurrency: limit === Infinity ? 0 : limit,
         events: (d.options.event ?? []).map((e) => e.name),

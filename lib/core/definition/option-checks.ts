@@ -52,6 +52,8 @@ export function optionKeys<T>() {
 /** Keys of `WorkflowOptions` (the options of `defineWorkflow`). */
 export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | undefined, unknown>>()([
   'queue',
+  'version',
+  'onNonDeterminism',
   'maxAttempts',
   'retries',
   'schema',
@@ -152,17 +154,17 @@ export const RACE_EVENT_OPTION_KEYS = optionKeys<RaceEventOptions>()(['match']);
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);
 
 /** Keys of `RunOptions` (starting a run). */
-export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride', 'timeout']);
+export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride', 'timeout', 'version']);
 
 /** Keys of `EmitEventOptions`. */
 export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempotencyKey', 'idempotencyTtl', 'emitAt']);
 
 /** Keys of `ListRunsOptions`. */
-export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'limit', 'offset']);
+export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'version', 'limit', 'offset']);
 
 /** Keys of `CountRunsOptions`. */
 export const QUEUE_STATS_OPTION_KEYS = optionKeys<QueueStatsOptions>()(['queues']);
-export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status']);
+export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status', 'version']);
 
 /** Keys of `PruneOptions`. */
 export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
@@ -392,4 +394,30 @@ export function checkUserName(value: unknown, what: string, opts: { max?: number
     throw new ConfigurationError(`${what} must not contain ${list}, got ${got}${opts.reason ? `: ${opts.reason}` : ''}.`);
   }
   return value;
+}
+
+/** Largest workflow version. */
+export const MAX_WORKFLOW_VERSION = 1_000_000;
+
+/** A workflow version: a positive integer (`version` of a definition, a run option or a filter). */
+export function checkWorkflowVersion(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_WORKFLOW_VERSION) {
+    throw new ConfigurationError(`${what} must be a positive integer (1, 2, 3, ...), got ${describeValue(value)}. Raise it by one for each deploy that changes the order of the workflow's steps.`);
+  }
+  return value;
+}
+
+/**
+ * The queue a run of `version` waits in: version 1 uses the workflow's queue itself (the keys of
+ * runs started before versions existed), version N > 1 the queue `<queue>@v<N>`. Queue names
+ * cannot contain "@" (checked with the definition), so the two never meet.
+ */
+export function versionQueue(queue: string, version: number): string {
+  return version === 1 ? queue : `${queue}@v${version}`;
+}
+
+/** The queue and version of a run's stored `queue` field (see `versionQueue`). */
+export function parseVersionQueue(stored: string): { queue: string; version: number } {
+  const match = /^(.*)@v(\d+)$/.exec(stored);
+  return match ? { queue: match[1], version: Number(match[2]) } : { queue: stored, version: 1 };
 }

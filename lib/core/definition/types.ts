@@ -32,6 +32,8 @@ export interface RunState<TOutput = unknown> {
   id: string;
   workflow: string;
   queue: string;
+  /** The version of the workflow the run started on (and runs on): only a worker with that version claims it. */
+  version: number;
   status: RunStatus;
   input: unknown;
   output?: TOutput;
@@ -73,7 +75,7 @@ export interface RunErrorSummary {
  * summaries stays small whatever the runs carry.
  */
 export interface IntactRunSummary
-  extends Pick<RunState, 'id' | 'workflow' | 'queue' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'> {
+  extends Pick<RunState, 'id' | 'workflow' | 'queue' | 'version' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'> {
   /** `finishedAt - startedAt`: the length of the last attempt of an ended run that started. */
   durationMs?: number;
   error?: RunErrorSummary;
@@ -172,6 +174,24 @@ export interface WorkflowMeta {
   crons: string[];
   owner: string;
   updatedAt: number;
+  /** The latest registered version: what runs started by name (events, crons, `runByName`) get. */
+  version: number;
+  /** Every version workers registered, oldest first, with the workers that serve it now. */
+  versions: WorkflowVersionState[];
+}
+
+/** A registered version of a workflow (`WorkflowMeta.versions`). */
+export interface WorkflowVersionState {
+  version: number;
+  /** Ids of the live workers that registered this version. */
+  workers: string[];
+  /** When a worker last said it serves this version (ms). */
+  updatedAt: number;
+  /**
+   * Set when no live worker has this version while runs started on it are not over, e.g.
+   * `no worker for checkout v1`: those runs stay queued until a worker with that version starts.
+   */
+  noWorker?: string;
 }
 
 /** The logger the engine writes through; the Nest layer passes Nest's Logger. */
@@ -257,6 +277,11 @@ export interface RunOptions {
   queueOverride?: string;
   /** This run's timeout, instead of the workflow's `timeout` (see `WorkflowOptions.timeout`). */
   timeout?: Duration;
+  /**
+   * Start the run on this version of the workflow (a worker with that version claims it).
+   * @default the version of the definition given to `start`; by name, the latest registered version
+   */
+  version?: number;
 }
 
 /** Options of `emitEvent`. */
@@ -273,6 +298,8 @@ export interface EmitEventOptions {
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
+  /** Only runs that started on this version of `workflow` (needs `workflow`). */
+  version?: number;
   /** @default 50 */
   limit?: number;
   /** @default 0 */
@@ -283,6 +310,11 @@ export interface ListRunsOptions {
 export interface CountRunsOptions {
   workflow?: string;
   status?: RunStatus;
+  /**
+   * Only runs that started on this version of `workflow` (needs `workflow`). Unlike the other
+   * filters this reads each run of the index (its `queue` field), in pipelines of 1,000.
+   */
+  version?: number;
 }
 
 /**

@@ -335,6 +335,21 @@ export interface EventTrigger {
 export interface WorkflowOptions<TSchema extends InputSchema | undefined = undefined, TInput = InferInput<TSchema>> {
   /** @default "default" */
   queue?: string;
+  /**
+   * The version of this workflow's code, a positive integer. A run keeps the version it started
+   * on and only a worker that registered that version claims it; new runs start on the latest
+   * registered version. See docs/changing-workflows.md.
+   * @default 1
+   */
+  version?: number;
+  /**
+   * What happens when a replay reaches steps in an order its journal contradicts
+   * (`NonDeterminismError`): `'fail'` ends the run `failed`; `'retry-latest'` retries it once on
+   * the latest registered version of the workflow (the run moves to that version), and fails it
+   * if it already runs on the latest version.
+   * @default 'fail'
+   */
+  onNonDeterminism?: 'fail' | 'retry-latest';
   /** Total attempts, the first included. Same as `retries.maxAttempts`. @default 1 */
   maxAttempts?: number;
   retries?: RetryPolicy;
@@ -384,6 +399,8 @@ export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) =>
 export interface WorkflowDefinition<TInput = unknown, TOutput = unknown> {
   readonly name: string;
   readonly queue: string;
+  /** The version of the workflow's code (option `version`). @default 1 */
+  readonly version: number;
   readonly maxAttempts: number;
   /** `undefined`: the worker's default applies. `Infinity`: no limit. */
   readonly maxConcurrency: number | undefined;

@@ -1,7 +1,7 @@
 import { ConfigurationError, UnknownWorkflowError } from '../errors';
 import { checkCronId, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
-import { assertWorkflowOptionKeys, checkDuration, checkRunTimeout, checkInteger, checkResourceName, checkUserName, describeValue } from './option-checks';
+import { assertWorkflowOptionKeys, checkDuration, checkRunTimeout, checkInteger, checkResourceName, checkUserName, checkWorkflowVersion, describeValue } from './option-checks';
 import type { InferInput, InputSchema } from './validation';
 import type { RunStarter, WorkflowDefinition, WorkflowHandler, WorkflowOptions } from './workflow-types';
 
@@ -104,6 +104,13 @@ function createDefinition<TInput, TOutput>(
   assertWorkflowOptionKeys(`the options of workflow "${name}"`, options);
   if (typeof handler !== 'function') throw new ConfigurationError(`Workflow "${name}" needs a handler function, got ${typeof handler}.`);
   const queue = checkResourceName(options.queue ?? 'default', `queue of workflow "${name}"`);
+  if (queue.includes('@')) {
+    throw new ConfigurationError(`queue of workflow "${name}" must not contain "@", got ${JSON.stringify(queue)}: "<queue>@v<N>" is where runs of version N wait. Use "-", "_", "." or ":" instead.`);
+  }
+  const version = checkWorkflowVersion(options.version ?? 1, `version of workflow "${name}"`);
+  if (options.onNonDeterminism !== undefined && options.onNonDeterminism !== 'fail' && options.onNonDeterminism !== 'retry-latest') {
+    throw new ConfigurationError(`onNonDeterminism of workflow "${name}" must be 'fail' or 'retry-latest', got ${describeValue(options.onNonDeterminism)}.`);
+  }
   const maxAttempts = checkInteger(options.retries?.maxAttempts ?? options.maxAttempts ?? 1, `maxAttempts of workflow "${name}"`, 1, 1_000_000);
   const maxConcurrency = options.maxConcurrency;
   if (maxConcurrency !== undefined && maxConcurrency !== Infinity && (!Number.isInteger(maxConcurrency) || maxConcurrency < 1)) {
@@ -113,6 +120,7 @@ function createDefinition<TInput, TOutput>(
   const definition: WorkflowDefinition<TInput, TOutput> = {
     name,
     queue,
+    version,
     maxAttempts,
     maxConcurrency,
     options,

@@ -123,6 +123,13 @@ export class RedflowKeys {
   idempotency(workflow: string, key: string): string {
     return `${this.base}idem:${workflow}|${key}`;
   }
+  /**
+   * The versions of a workflow that workers serve: field `<version>` → when a worker last served
+   * it (ms), `<version>\n<worker id>` → until when that worker serves it (ms, renewed).
+   */
+  workflowVersions(workflow: string): string {
+    return `${this.base}wfversions:${workflow}`;
+  }
   workflows(): string {
     return `${this.base}workflows`;
   }

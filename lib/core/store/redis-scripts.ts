@@ -211,6 +211,15 @@ export class RedisScripts {
     return (await this.commands.resume(this.keys.run(runId), this.keys.base, runId, now)) as string;
   }
 
+  /**
+   * `presence-1.lua`: this worker serves these workflow versions until `expiry` (real time), or,
+   * with expiry 0, no longer serves them.
+   */
+  async presence(workerId: string, now: number, expiry: number, versions: Array<[workflow: string, version: number]>): Promise<void> {
+    if (!versions.length) return;
+    await this.commands.presence(this.keys.workflows(), this.keys.base, now, expiry, workerId, ...versions.flat());
+  }
+
   async heartbeat(leaseUntil: number, leases: string[]): Promise<string[]> {
     return (await this.commands.heartbeat(this.keys.leases(), this.keys.base, leaseUntil, ...leases)) as string[];
   }

@@ -8,6 +8,7 @@ import { CorruptRunDataError } from '../errors';
 import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/types';
 import { decodeJson } from './serialization';
 import { checkTraceContext, type TraceContext } from '../definition/tracing';
+import { parseVersionQueue } from '../definition/option-checks';
 
 /** The fields of a run hash that a `RunState` is read from. */
 export const RUN_FIELDS = [
@@ -45,10 +46,13 @@ function num(value: string | null | undefined, id: string, field: string): numbe
 export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIELDS)[number], string | null>>): RunState<TOutput> {
   if (!f.workflow || !f.queue || !f.status) throw new CorruptRunDataError(id, 'the run hash has no workflow, queue or status field');
   if (!isRunStatus(f.status)) throw new CorruptRunDataError(id, `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);
+  // A run of version N > 1 waits in "<queue>@v<N>": shown as its queue and version.
+  const { queue, version } = parseVersionQueue(f.queue);
   const run: RunState<TOutput> = {
     id,
     workflow: f.workflow,
-    queue: f.queue,
+    queue,
+    version,
     status: f.status,
     input: decodeJson(f.input ?? '', id, 'input'),
     attempt: num(f.attempt, id, 'attempt') ?? 0,
@@ -119,6 +123,7 @@ export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[numbe
   };
   text('workflow');
   text('queue');
+  if (row.queue !== undefined) Object.assign(row, parseVersionQueue(row.queue));
   if (isRunStatus(f.status)) row.status = f.status;
   else {
     problems.push(f.status === null ? 'field "status" is missing' : `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);

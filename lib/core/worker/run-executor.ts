@@ -1,5 +1,6 @@
-import { CanceledError, CorruptRunDataError, RunTimeoutError } from '../errors';
+import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTimeoutError } from '../errors';
 import { MAX_TIMER_MS } from '../definition/duration-format';
+import { parseVersionQueue } from '../definition/option-checks';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
@@ -49,7 +50,14 @@ export interface ExecutorHost {
   leaseLost(runId: string, attemptStartedAt: number): void;
   /** Tracing, when on: a span per attempt, child of the trace context stored with the run. */
   readonly tracing?: GuardedTracing;
+  /** The queue of the latest registered version of a workflow (its registry entry), or null. */
+  latestQueue(workflow: string): Promise<string | null>;
+  /** A run of a version this worker does not have was claimed: it is handed back (warned once). */
+  versionMismatch(workflow: string, runVersion: number, ownVersion: number): void;
 }
+
+/** How long a run claimed by a worker without its version waits before it is offered again. */
+const HAND_BACK_MS = 1_000;
 
 /**
  * Executes one claimed attempt of a run: validates, runs the handler with the step runtime, and
@@ -168,6 +176,11 @@ export class RunExecutor {
       const definition = this.host.registry.get(info.workflow);
       if (!definition) throw this.host.registry.unknownWorkflow(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
       if (hash.status === 'compensating') return await this.resumeCompensation(definition, info);
+      // Another version's code must never run this run: it goes back, for a worker with its version.
+      // (A compensating run, which only a worker on a version-1 queue shared with other versions
+      // can meet, is compensated here: it holds no slot to wait in.)
+      const runVersion = parseVersionQueue(info.queue).version;
+      if (runVersion !== definition.version) return await this.handBack(info.workflow, runVersion, definition.version);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
@@ -177,6 +190,7 @@ export class RunExecutor {
       const steps = (this.steps = new StepRuntime(this.attemptContext(info), this.storedJournal()));
       const output = await this.withinDeadline(info, () => this.runHandler(definition, steps, info, validInput));
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
+      steps.guard?.assertComplete();
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       const result = await this.finish('succeeded', encoded, 0);
       this.outcome = { outcome: result.code === 'ok' ? 'succeeded' : result.code };
@@ -395,6 +409,31 @@ export class RunExecutor {
     return result.next;
   }
 
+  /** A run of another version: back to scheduled for HAND_BACK_MS, its attempt unchanged. */
+  private async handBack(workflow: string, runVersion: number, ownVersion: number): Promise<ClaimedRun | null> {
+    this.host.versionMismatch(workflow, runVersion, ownVersion);
+    const result = await this.finish('wait', '', this.host.clock.now() + HAND_BACK_MS, [], false);
+    this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
+    return null;
+  }
+
+  /**
+   * `onNonDeterminism: 'retry-latest'`: the run moves to the latest registered version (its queue
+   * field and the queue it waits in) and is retried there at once; null when it already is on it.
+   */
+  private async retryOnLatest(error: NonDeterminismError, info: RunInfo): Promise<{ next: ClaimedRun | null } | null> {
+    const latest = await this.redisCall(() => this.host.latestQueue(info.workflow));
+    if (!latest || parseVersionQueue(latest).version <= parseVersionQueue(info.queue).version) return null;
+    const now = this.host.clock.now();
+    const result = await this.finish('retry', serializeError(error), now, [], false, ['queue', latest], latest);
+    this.outcome = result.code !== 'ok' ? { outcome: result.code } : { outcome: 'retry', error };
+    if (result.code === 'ok') {
+      this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: true, retryAt: now, durationMs: Date.now() - this.startedAt });
+      this.host.runScheduled(latest, now);
+    }
+    return { next: result.next };
+  }
+
   private async fail(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
     if (this.abandoned) return null;
     if (this.claimed.hash.status === 'compensating') {
@@ -403,6 +442,10 @@ export class RunExecutor {
       if (this.halted) return null;
       const reasonJson = this.claimed.hash.error || serializeError(error);
       return this.endCompensation(this.claimed.hash.compensate === 'canceled' ? 'canceled' : 'failed', reasonJson, { ok: false, ran: [], step: '', error }, info, input);
+    }
+    if (error instanceof NonDeterminismError && !this.stopReason && this.host.registry.get(info.workflow)?.options.onNonDeterminism === 'retry-latest') {
+      const moved = await this.retryOnLatest(error, info);
+      if (moved) return moved.next;
     }
     let due: number | null;
     try {
@@ -451,13 +494,13 @@ export class RunExecutor {
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true, extra: string[] = []): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true, extra: string[] = [], queue = this.queue): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
     const records = this.steps ? this.steps.takePending() : [];
     records.push(...extra);
     const result = await this.redisCall(() => this.host.scripts.finish({
       runId: this.runId,
-      queue: this.queue,
+      queue,
       token: this.token,
       now: this.host.clock.now(),
       outcome,

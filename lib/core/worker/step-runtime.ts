@@ -16,6 +16,7 @@ import {
   STEP_OPTION_KEYS,
   WAIT_FOR_EVENT_OPTION_KEYS,
   WAIT_FOR_SIGNAL_OPTION_KEYS,
+  versionQueue,
 } from '../definition/option-checks';
 import { eventFields, matchKey } from '../definition/event-match';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
@@ -45,6 +46,7 @@ import type { HookRunner } from './hooks';
 import type { Clock } from '../definition/clock';
 import type { GuardedSpan, GuardedTracing } from '../definition/tracing';
 import { traceFields } from '../store/run-record';
+import { JournalGuard } from './journal-guard';
 
 export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
@@ -163,6 +165,8 @@ export class StepRuntime {
   private flushQueued = false;
   private closed = false;
   private seq: number;
+  /** The non-determinism guard of a replay (none for a run without steps, or a compensation replay). */
+  readonly guard: JournalGuard | undefined;
 
   /**
    * `replayOnly`: a replay that only collects the compensations of completed steps (a compensating
@@ -201,6 +205,7 @@ export class StepRuntime {
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
     this.seq = steps;
+    this.guard = replayOnly ? undefined : JournalGuard.of(ctx.runId, stored);
   }
 
   /**
@@ -321,6 +326,7 @@ export class StepRuntime {
     this.reached.add(field);
     const stored = this.stored.get(field);
     const record = stored === undefined ? undefined : decodeStepRecord(this.ctx.runId, field, stored);
+    this.guard?.reach(name, record !== undefined);
     return { opts, name, field, record };
   }
 
@@ -471,6 +477,7 @@ export class StepRuntime {
       return;
     } else {
       this.endReplay();
+      if (this.guard?.pending) await this.guard.verify();
       this.throwIfStopped();
       wakeAt = target instanceof Date ? timeOption(target, what) : this.ctx.clock.now() + toMs(target, what);
       this.record(field, encodeSleepRecord(++this.seq, this.ctx.attempt, wakeAt));
@@ -635,7 +642,7 @@ export class StepRuntime {
       mode,
       childId: `${this.ctx.runId}.${name}`,
       workflow: workflowName,
-      queue: definition?.queue ?? '',
+      queue: definition ? versionQueue(definition.queue, definition.version) : '',
       maxAttempts: definition ? String(definition.maxAttempts) : '',
       input: encodeInput(workflowName, input, `The input of child workflow "${workflowName}" (step "${name}")`, this.ctx.maxPayloadBytes),
       runAt: timeOption(opts.runAt, 'runAt'),
@@ -681,6 +688,8 @@ export class StepRuntime {
   /** Before a step's effect: the attempt must go on, and every earlier step must be stored. */
   private async ready(): Promise<void> {
     this.endReplay();
+    // A new step where the journal has another one: nothing of it runs (NonDeterminismError).
+    if (this.guard?.pending) await this.guard.verify();
     this.throwIfStopped();
     await this.durable();
     this.throwIfStopped();

@@ -4,7 +4,7 @@ import { WorkflowClient, createClient, RUN_INDEX_LEASE_MS, type ClientOptions } 
 import { fireDueCrons } from './cron-ticker';
 import { closeConnection, duplicateConnection, type ConnectionOptions } from '../store/connection';
 import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys, versionQueue } from '../definition/option-checks';
 import { withTimeout, type RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
 import { RunExecutor, type ExecutorHost } from './run-executor';
@@ -153,6 +153,20 @@ const DAY_MS = 86_400_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
+ * The lists a worker claims from for its queues: a queue itself (version 1, or no workflow of the
+ * registry on it) and `<queue>@v<N>` for each version N > 1 of a workflow of the registry on it.
+ */
+function versionQueues(queues: string[], registry: WorkflowRegistry): string[] {
+  const served = new Set<string>();
+  for (const queue of queues) {
+    const versions = registry.list().filter((d) => d.queue === queue).map((d) => d.version);
+    if (!versions.length || versions.includes(1)) served.add(queue);
+    for (const version of versions) served.add(versionQueue(queue, version));
+  }
+  return [...served];
+}
+
+/**
  * Executes runs. Each served queue has a loop that claims while the worker has a free slot and
  * otherwise blocks on the queue's ready list (BLMOVE of the list onto itself: it wakes on a new run
  * without taking it, so a crash here strands nothing). Finishing a run claims the next one in the
@@ -209,6 +223,9 @@ export class Worker implements ExecutorHost {
   private lastLagWarningAt = 0;
   private lagTimer: NodeJS.Timeout | undefined;
   private indexing: Promise<void> = Promise.resolve();
+  /** `<workflow> v<N>` of versions warned about (no worker, or claimed here without the code). */
+  private readonly warnedVersions = new Set<string>();
+  private lastVersionCheckAt = 0;
 
   constructor(
     readonly client: WorkflowClient,
@@ -232,6 +249,7 @@ export class Worker implements ExecutorHost {
     }
     this.queues = (options.queues ?? this.registry.queues()).map((q, i) => checkResourceName(q, `startWorker queues[${i}]`));
     if (!this.queues.length) this.queues = ['default'];
+    this.queues = versionQueues(this.queues, this.registry);
     this.concurrency = checkInteger(options.concurrency ?? 1, 'Worker concurrency', 1, 100_000);
     const runtime = options.runtime ?? {};
     assertKnownKeys('startWorker runtime options', runtime, WORKER_RUNTIME_KEYS);
@@ -318,6 +336,7 @@ export class Worker implements ExecutorHost {
   async start(): Promise<void> {
     await this.client.ready();
     await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.defaultMaxConcurrency });
+    await this.scripts.presence(this.workerId, Date.now(), Date.now() + 3 * this.heartbeatMs, this.servedVersions());
     this.indexing = this.backfillRunIndex();
     const subscriber = duplicateConnection(this.client.redis, this.health);
     this.subscriber = subscriber;
@@ -331,6 +350,7 @@ export class Worker implements ExecutorHost {
     // A heartbeat runs even while Redis refuses writes (its script keeps leases alive on a full
     // Redis); the other tasks wait until Redis is healthy.
     this.every(this.heartbeatMs, () => this.heartbeat());
+    this.every(this.heartbeatMs, () => this.whenHealthy(() => this.presence()));
     this.every(this.reaperIntervalMs, () => this.whenHealthy(() => this.reap()));
     this.every(this.blockTimeoutMs, () => this.whenHealthy(() => this.promoteAll()));
     this.every(this.cleanupIntervalMs, () => this.whenHealthy(() => this.cleanup()));
@@ -427,6 +447,8 @@ export class Worker implements ExecutorHost {
     await Promise.race([this.indexing, new Promise<void>((resolve) => (indexTimer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(indexTimer);
     const cleanups = [
+      // Its versions are no longer served here: the registry says so at once, not when they expire.
+      async () => this.health.healthy && (await withTimeout(this.scripts.presence(this.workerId, Date.now(), 0, this.servedVersions()), this.client.commandTimeoutMs, this.health.address)),
       async () => this.subscriber && (await closeConnection(this.subscriber)),
       async () => this.ownsClient && (await this.client.close()),
     ];
@@ -523,6 +545,57 @@ export class Worker implements ExecutorHost {
   private wake(waiters: Array<() => void>): void {
     const list = waiters.splice(0);
     for (const resolve of list) resolve();
+  }
+
+  /** The workflows this worker runs: those of its registry on the queues it serves. */
+  private servedDefinitions() {
+    return this.registry.list().filter((d) => this.queues.includes(versionQueue(d.queue, d.version)));
+  }
+
+  /** The workflow versions this worker runs. */
+  private servedVersions(): Array<[string, number]> {
+    return this.servedDefinitions().map((d) => [d.name, d.version]);
+  }
+
+  /**
+   * Renews this worker's entries of its workflows' versions (they expire after three heartbeats),
+   * and now and then warns once about each version of its workflows that no live worker serves
+   * while runs started on it are not over: they stay queued until one starts.
+   */
+  private async presence(): Promise<void> {
+    await this.scripts.presence(this.workerId, Date.now(), Date.now() + 3 * this.heartbeatMs, this.servedVersions());
+    if (Date.now() - this.lastVersionCheckAt < Math.min(5_000, 10 * this.heartbeatMs)) return;
+    this.lastVersionCheckAt = Date.now();
+    for (const definition of this.servedDefinitions()) {
+      const meta = await this.client.getWorkflowMeta(definition.name);
+      for (const state of meta?.versions ?? []) {
+        const key = `${definition.name} v${state.version}`;
+        if (!state.noWorker) {
+          if (state.workers.length) this.warnedVersions.delete(key);
+          continue;
+        }
+        if (this.warnedVersions.has(key)) continue;
+        this.warnedVersions.add(key);
+        this.logger.warn(
+          `Worker "${this.workerId}" found ${state.noWorker}: runs of workflow "${definition.name}" started on version ${state.version} are not over, and no live worker serves that version. They stay queued until a worker with version ${state.version} of "${definition.name}" starts; drain them before removing that code (countRuns({ workflow: "${definition.name}", version: ${state.version}, status: "queued" }), and "scheduled", "running").`,
+        );
+      }
+    }
+  }
+
+  /** ExecutorHost: the queue of the latest registered version of a workflow. */
+  latestQueue(workflow: string): Promise<string | null> {
+    return this.client.redis.hget(this.client.keys.workflow(workflow), 'queue');
+  }
+
+  /** ExecutorHost: a run of another version was claimed here (a version-1 queue shared by workflows of several versions). */
+  versionMismatch(workflow: string, runVersion: number, ownVersion: number): void {
+    const key = `${workflow} v${runVersion} here`;
+    if (this.warnedVersions.has(key)) return;
+    this.warnedVersions.add(key);
+    this.logger.warn(
+      `Worker "${this.workerId}" claimed a run of workflow "${workflow}" v${runVersion} but has v${ownVersion}: it hands such runs back (again after 1 s) for a worker with version ${runVersion}. Keep workflows of different versions on different queues to avoid this.`,
+    );
   }
 
   /** Called by executors after a run was scheduled: promote it when due, not on the next poll. */

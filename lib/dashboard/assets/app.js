@@ -216,14 +216,22 @@
     return s.wakeAt ? `until ${time(s.wakeAt)}` : '';
   }
 
+  // Each registered version with its live workers; a version whose runs have no worker says so.
+  function versionsCell(w) {
+    const versions = w.versions || [];
+    if (!versions.length) return el('td', {}, `v${w.version || 1}`);
+    return el('td', {}, versions.map((v) => el('div', {},
+      v.noWorker ? el('strong', { 'data-testid': 'version-no-worker' }, v.noWorker) : `v${v.version}: ${v.workers.length} worker(s)${v.version === w.version ? ' (latest)' : ''}`)));
+  }
+
   async function workflowsPage() {
     const { workflows, crons } = await api('/workflows');
     return [
       el('h2', {}, 'Workflows'),
       el('table', { 'data-testid': 'workflows-table' },
-        el('thead', {}, el('tr', {}, ['Workflow', 'Queue', 'Max attempts', 'Max concurrency', 'Events', 'Owner'].map((h) => el('th', {}, h)))),
+        el('thead', {}, el('tr', {}, ['Workflow', 'Queue', 'Versions', 'Max attempts', 'Max concurrency', 'Events', 'Owner'].map((h) => el('th', {}, h)))),
         el('tbody', {}, workflows.map((w) => el('tr', {},
-          el('td', {}, el('a', { href: `#/runs?workflow=${encodeURIComponent(w.name)}` }, w.name)), el('td', {}, w.queue), el('td', {}, w.maxAttempts),
+          el('td', {}, el('a', { href: `#/runs?workflow=${encodeURIComponent(w.name)}` }, w.name)), el('td', {}, w.queue), versionsCell(w), el('td', {}, w.maxAttempts),
           el('td', {}, w.maxConcurrency === null ? 'unlimited' : w.maxConcurrency), el('td', {}, w.events.join(', ')), el('td', {}, w.owner))))),
       el('h3', {}, 'Cron schedules'),
       el('table', { 'data-testid': 'crons-table' },

@@ -45,6 +45,7 @@ export const SCRIPTS = {
   'wait-event': 1,
   'wait-any': 2,
   'register-cancel-on': 1,
+  presence: 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -5,9 +5,12 @@
 -- KEYS[1] workflows set       KEYS[2] cron definitions hash   KEYS[3] cron next-time zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
 -- ARGV[4] '1' to remove this owner's workflows that are not listed, '0' to keep them
--- ARGV[5..] one JSON per workflow: { name, queue, maxAttempts, maxConcurrency, events: [name],
+-- ARGV[5..] one JSON per workflow: { name, queue, version, maxAttempts, maxConcurrency, events: [name],
 --           crons: [{ id, def (JSON text), next }], flow: { mutex?, throttle?, rateLimit?, debounce?, timeout?, dynamic } }
---           (flow: the static flow-control keys runs started without the definition get)
+--           (flow: the static flow-control keys runs started without the definition get;
+--           queue: where runs of its version wait, "<queue>@v<N>" for N > 1). The entry describes
+--           the latest version registered: a definition older than the stored `version` changes
+--           nothing but its name in the workflows set.
 -- Returns the names of the pruned workflows.
 --!include writable.lua
 --!include keys.lua
@@ -42,13 +45,16 @@ for _, wf in ipairs(workflows) do
   local metaKey = k_meta(base, wf.name)
   defined[wf.name] = true
   redis.call('SADD', KEYS[1], wf.name)
-  local old = redis.call('HMGET', metaKey, 'events', 'crons')
-  set_events(wf.name, old[1], wf.events)
-  local cronIds, keepCrons = {}, {}
-  for _, cron in ipairs(wf.crons) do
-    cronIds[#cronIds + 1] = cron.id
-    keepCrons[cron.id] = true
-    put_cron(KEYS[2], KEYS[3], cron.id, cron.def, cron.next)
+  local version = tonumber(wf.version or 1)
+  local latest = tonumber(redis.call('HGET', metaKey, 'version') or '1')
+  if version >= latest then
+    local old = redis.call('HMGET', metaKey, 'events', 'crons')
+    set_events(wf.name, old[1], wf.events)
+    local cronIds, keepCrons = {}, {}
+    for _, cron in ipairs(wf.crons) do
+      cronIds[#cronIds + 1] = cron.id
+      keepCrons[cron.id] = true
+      put_cron(KEYS[2], KEYS[3], cron.id, cron.def, cron.next)
   end
   remove_crons(old[2], keepCrons)
   redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,
@@ -59,6 +65,9 @@ for _, wf in ipairs(workflows) do
     if type(value) == 'string' then redis.call('HSET', metaKey, 'f' .. kind, value) else redis.call('HDEL', metaKey, 'f' .. kind) end
   end
   if flow.dynamic then redis.call('HSET', metaKey, 'fdynamic', '1') else redis.call('HDEL', metaKey, 'fdynamic') end
+  -- Version 1 keeps the entry as it was before versions existed: no field.
+  if version > 1 then redis.call('HSET', metaKey, 'version', version) else redis.call('HDEL', metaKey, 'version') end
+  end
 end
 
 local pruned = {}

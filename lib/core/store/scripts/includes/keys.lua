@@ -14,6 +14,8 @@ local function k_mutex(base, key) return base .. 'mutex:' .. key end
 local function k_mutex_parked(base, key) return base .. 'mutex-parked:' .. key end
 local function k_children(base, runId) return base .. 'children:' .. runId end
 local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
+-- Versions of a workflow workers serve: '<version>' -> last seen (ms), '<version>\n<worker id>' -> expiry (ms).
+local function k_workflow_versions(base, workflow) return base .. 'wfversions:' .. workflow end
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
 -- Runs of a workflow in a status. The status is one of six words without ':', and the workflow
 -- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named

@@ -1,0 +1,27 @@
+-- presence: a worker says which version of each of its workflows it serves, until `expiry`
+-- (real time, renewed every heartbeat), or, with expiry 0, that it stops serving them. Entries of
+-- other workers that expired are dropped on the way. The version's own field keeps the last time
+-- any worker served it, so a version whose workers are all gone is still listed.
+-- KEYS[1] workflows set (the prefix's slot)
+-- ARGV[1] base "{prefix}:"    ARGV[2] now (ms, real time)    ARGV[3] expiry (ms, real time), '0' to remove
+-- ARGV[4] worker id           ARGV[5..] pairs of workflow name, version
+-- Returns nothing.
+--!include writable.lua
+--!include keys.lua
+
+local base, now, expiry, worker = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+assert_writable(base)
+for i = 5, #ARGV, 2 do
+  local key = k_workflow_versions(base, ARGV[i])
+  local version = ARGV[i + 1]
+  if expiry == '0' then
+    redis.call('HDEL', key, version .. '\n' .. worker)
+  else
+    redis.call('HSET', key, version .. '\n' .. worker, expiry, version, ARGV[2])
+  end
+  local entries = redis.call('HGETALL', key)
+  for j = 1, #entries, 2 do
+    if string.find(entries[j], '\n', 1, true) and tonumber(entries[j + 1]) < now then redis.call('HDEL', key, entries[j]) end
+  end
+end
+return nil
