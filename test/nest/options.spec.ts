@@ -36,7 +36,7 @@ describe('@Workflow options', () => {
       return Billing;
     });
     expect(message).toBe(
-      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, maxAttempts, retries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex, cancelOn.',
+      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, version, onNonDeterminism, maxAttempts, retries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex, cancelOn, timeout.',
     );
   });
 
@@ -101,7 +101,7 @@ describe('@Step options', () => {
     expect(configError(() => decorate(Step({ name: '' })))).toBe('@Step name of Target.method must be a non-empty string of at most 512 characters, got "".');
     expect(configError(() => decorate(Step('a\nb')))).toBe('@Step name of Target.method must not contain control characters such as a newline or tab, got "a\\nb".');
     expect(configError(() => decorate(Step({ name: 'charge', timeout: 5 } as never)))).toBe(
-      'Unknown option "timeout" in @Step options of Target.method. Did you mean "timeoutMs"? Known options: name, timeoutMs, retries.',
+      'Unknown option "timeout" in @Step options of Target.method. Did you mean "timeoutMs"? Known options: name, timeoutMs, retries, heartbeatTimeout, compensate, compensateRetries.',
     );
   });
 
