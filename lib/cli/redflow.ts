@@ -508,7 +508,7 @@ async function resumeRun(client: WorkflowClient, id: string): Promise<boolean> {
   try {
     return await client.resume(id);
   } catch (error) {
-    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed or canceled run can be resumed.`);
+    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed, canceled or terminated run can be resumed.`);
     throw error;
   }
 }

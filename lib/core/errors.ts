@@ -167,8 +167,55 @@ export class CorruptRunDataError extends RedflowError {
   }
 }
 
-/** The run's worker died (or stalled) more than `maxRecoveries` times while running it: it failed. */
+/**
+ * The run's worker died (or stalled) more than `maxRecoveries` times while running it: it failed.
+ * Runs fail with its subclass `RunCrashedError` now; runs stored by older versions still read back
+ * as this class.
+ */
 export class RunStalledError extends RedflowError {}
+
+/**
+ * The run's attempts kept dying with their worker (a crash, out of memory, a blocked event loop):
+ * its lease expired `crashes` times in a row, more than the workers' `maxRecoveries`, so it failed
+ * instead of taking more workers down. An attempt that stores a step or ends resets the count.
+ * Stored by the reaper's script; `workerId` is the worker that held the last attempt.
+ */
+export class RunCrashedError extends RunStalledError {
+  constructor(
+    readonly runId: string,
+    /** Leases that expired in a row, the last one included. */
+    readonly crashes: number,
+    /** The id of the worker that held the last attempt (from its lease token). */
+    readonly workerId: string,
+  ) {
+    super(
+      `Run "${runId}" crashed its worker ${crashes} times in a row (last on worker "${workerId}"): each attempt died or stopped renewing its lease (a crash, out of memory, or a blocked event loop in this run?). It was failed so it stops taking workers down; fix the cause, then resume or re-run it.`,
+    );
+  }
+}
+
+/** The run was terminated by an operator (`terminate`): it ended at once, without cleanup. */
+export class RunTerminatedError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    readonly reason?: string,
+  ) {
+    super(`Run "${runId}" was terminated${reason ? `: ${reason}` : ''}.`);
+  }
+}
+
+/** `deleteRun` of a run that has not ended, without `{ force: true }`: nothing was deleted. */
+export class RunNotEndedError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    /** The run's status when it was refused. */
+    readonly status: string,
+  ) {
+    super(
+      `Run "${runId}" is ${status}: only an ended run can be deleted. End it first (cancelRun or terminate), or pass { force: true } to terminate and delete it in one step.`,
+    );
+  }
+}
 
 /** No run has this id under the client's prefix. */
 export class RunNotFoundError extends RedflowError {
@@ -177,7 +224,7 @@ export class RunNotFoundError extends RedflowError {
   }
 }
 
-/** `resume` of a run that is not failed or canceled: a live run goes on by itself, a succeeded one is done. */
+/** `resume` of a run that is not failed, canceled or terminated: a live run goes on by itself, a succeeded one is done. */
 export class RunNotResumableError extends RedflowError {
   constructor(
     readonly runId: string,
@@ -188,7 +235,7 @@ export class RunNotResumableError extends RedflowError {
       status === 'succeeded'
         ? 'Use rerun() to run its workflow again as a new run.'
         : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
-    super(`Run "${runId}" is ${status}: only a failed or canceled run can be resumed. ${fix}`);
+    super(`Run "${runId}" is ${status}: only a failed, canceled or terminated run can be resumed. ${fix}`);
   }
 }
 
@@ -347,6 +394,9 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RunNotFoundError, retryable: false },
   { cls: SignalBufferFullError, retryable: false },
   { cls: RunNotResumableError, retryable: false },
+  { cls: RunTerminatedError, retryable: false },
+  { cls: RunCrashedError, retryable: false },
+  { cls: RunNotEndedError, retryable: false },
   // Retryable: the cause may be gone by the next attempt.
   { cls: RedflowError, retryable: true },
   { cls: TimeoutError, retryable: true },

@@ -225,7 +225,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'queued', attempt: 0, maxAttempts: 1 });
     expect((await engine.client.getRun(id))?.cancelReason).toBeUndefined();
 
-    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed or canceled run can be resumed.\n` });
+    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled or terminated run can be resumed.\n` });
     expect(await redflow('runs', 'resume', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
     expect(await redflow('runs', 'resume')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs resume <id>.\n' });
 

@@ -23,6 +23,9 @@ import {
   RunNotResumableError,
   SignalBufferFullError,
   RunStalledError,
+  RunCrashedError,
+  RunTerminatedError,
+  RunNotEndedError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRunError,
@@ -45,6 +48,9 @@ const PERMANENT = [
   new RunNotFoundError('r1'),
   new SignalBufferFullError('r1', 's', 1000),
   new RunNotResumableError('r1', 'running'),
+  new RunTerminatedError('r1', 'stuck'),
+  new RunCrashedError('r1', 3, 'worker-a'),
+  new RunNotEndedError('r1', 'running'),
 ];
 
 const RETRYABLE = [

@@ -13,7 +13,8 @@ export type RunEventType =
   | 'run.resumed'
   | 'run.completed'
   | 'run.failed'
-  | 'run.canceled';
+  | 'run.canceled'
+  | 'run.terminated';
 
 /** Every `RunEventType`, in the order a run usually meets them. */
 export const RUN_EVENT_TYPES: readonly RunEventType[] = [
@@ -28,6 +29,7 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'run.completed',
   'run.failed',
   'run.canceled',
+  'run.terminated',
 ];
 
 /** What a waiting run waits for (`run.waiting`). */
@@ -52,7 +54,7 @@ export interface RunEvent {
   step?: string;
   /** The run's attempt (`run.started`, `retry.scheduled`) or the step's (`step.*`). */
   attempt?: number;
-  /** The error message (`step.failed`, `retry.scheduled`, `run.failed`, `run.canceled`). */
+  /** The error message (`step.failed`, `retry.scheduled`, `run.failed`, `run.canceled`, `run.terminated`). */
   error?: string;
   /** When the next attempt is due (`retry.scheduled`), or the wake-up time of a timed wait (`run.waiting`). */
   retryAt?: number;

@@ -1,13 +1,13 @@
 import type { Duration } from './duration-format';
 
 /** Where a run is in its life. */
-export type RunStatus = 'scheduled' | 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled' | 'terminated';
 
 /** Every status. */
-export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'];
+export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled', 'terminated'];
 
 /** Statuses a run never leaves. */
-export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled']);
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'terminated']);
 
 /**
  * An error as stored with a run or step. `fields` holds the own data fields of the library's error
@@ -271,16 +271,16 @@ export interface CountRunsOptions {
 }
 
 /** A status a run ends in. */
-export type EndedStatus = 'succeeded' | 'failed' | 'canceled';
+export type EndedStatus = 'succeeded' | 'failed' | 'canceled' | 'terminated';
 
 /** The statuses a run ends in, in the order the scripts that delete ended runs take their indexes. */
-export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled'];
+export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled', 'terminated'];
 
 /** Options of `prune`. */
 export interface PruneOptions {
   /** Deletes runs that finished longer ago than this: ms, or a string such as `"7d"`. */
   olderThan: Duration;
-  /** @default ['succeeded', 'failed', 'canceled'] */
+  /** @default ['succeeded', 'failed', 'canceled', 'terminated'] */
   statuses?: EndedStatus[];
   /** Only this workflow's runs. @default every workflow */
   workflow?: string;
@@ -301,7 +301,8 @@ export interface WaitForRunOptions {
 export type RunOutcome<TOutput = unknown> =
   | { runId: string; status: 'succeeded'; output: TOutput }
   | { runId: string; status: 'failed'; error: Error }
-  | { runId: string; status: 'canceled'; error: Error; reason?: string };
+  | { runId: string; status: 'canceled'; error: Error; reason?: string }
+  | { runId: string; status: 'terminated'; error: Error };
 
 export interface RunHandle<TOutput = unknown> {
   readonly id: string;

@@ -1,4 +1,4 @@
-import { CanceledError, CorruptRunDataError } from '../errors';
+import { CanceledError, CorruptRunDataError, RunTerminatedError } from '../errors';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
@@ -56,7 +56,7 @@ export class RunExecutor {
   readonly queue: string;
   /** Created only if the handler reads `signal`. */
   private controller: AbortController | undefined;
-  private stopReason: CanceledError | undefined;
+  private stopReason: CanceledError | RunTerminatedError | undefined;
   private steps: StepRuntime | undefined;
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
@@ -77,10 +77,19 @@ export class RunExecutor {
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
   abort(reason: string): void {
     if (this.stopReason) return;
-    this.stopReason = new CanceledError(this.runId, reason);
     if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
-    this.controller?.abort(this.stopReason);
-    this.steps?.interrupt(this.stopReason);
+    this.stop(new CanceledError(this.runId, reason));
+  }
+
+  /** The run was terminated (`terminate`): it stops as a canceled one does, its signal aborting with RunTerminatedError. */
+  terminated(): void {
+    if (!this.stopReason) this.stop(new RunTerminatedError(this.runId));
+  }
+
+  private stop(reason: CanceledError | RunTerminatedError): void {
+    this.stopReason = reason;
+    this.controller?.abort(reason);
+    this.steps?.interrupt(reason);
   }
 
   private get signal(): AbortSignal {
@@ -91,8 +100,9 @@ export class RunExecutor {
     return this.controller.signal;
   }
 
-  /** The run was canceled, or another worker holds it now. */
-  lost(code: 'canceled' | 'lost'): void {
+  /** The run was canceled or terminated, or another worker holds it now. */
+  lost(code: 'canceled' | 'terminated' | 'lost'): void {
+    if (code === 'terminated') return this.terminated();
     if (code === 'lost' && !this.stopReason) this.host.leaseLost(this.runId, this.startedAt);
     this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run');
   }
