@@ -147,7 +147,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(failedRuns[0]).toMatchObject({ id: ids.explode, workflow: 'explode', status: 'failed', input: { order: 7 }, attempt: 2, maxAttempts: 2, error: { name: 'Error', message: 'kaboom' } });
     expect(json<RunState[]>(page).map((r) => r.id)).toEqual([ids.parked[1], ids.parked[0]]);
     expect(none).toEqual({ code: 0, stdout: 'No runs match.\n', stderr: '' });
-    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled.\n' });
+    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled, terminated.\n' });
   });
 
   it('runs list: --limit abc is a one-line error without a stack trace, and --limit 0 lists nothing', async () => {

@@ -326,7 +326,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(await bad('status=done')).toEqual({
         statusCode: 400,
         code: 'BAD_REQUEST',
-        message: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled.',
+        message: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled, terminated.',
       });
       const notWhole = (name: string) => ({ statusCode: 400, code: 'BAD_REQUEST', message: `The query parameter "${name}" must be a whole number >= 0.` });
       expect(await bad('limit=-1')).toEqual(notWhole('limit'));
