@@ -217,6 +217,15 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     const host = 'dashboard.internal:8080';
     await http().post(`/redflow/api/run/cancel?id=${other.id}`).set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token }).send({}).expect(200);
     expect((await engine.client.getRun(other.id))!.status).toBe('canceled');
+
+    // Terminate and delete are Nest routes too, under the same checks.
+    const doomed = await engine.client.runByName('idle', { csrf: 3 });
+    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}&force=1`).set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ terminated: true });
+    expect((await engine.client.getRun(doomed.id))!.status).toBe('terminated');
+    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ deleted: true });
+    expect(await engine.client.getRun(doomed.id)).toBeNull();
   });
 
   it('refuses to start a dashboard without authorize, naming the option and showing examples', async () => {
