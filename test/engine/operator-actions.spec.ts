@@ -1,4 +1,4 @@
-import { RunNotEndedError, RunNotFoundError, RunTerminatedError, type WorkflowContext } from '../../lib';
+import { ConfigurationError, RunNotEndedError, RunNotFoundError, RunTerminatedError, type WorkflowContext } from '../../lib';
 import { scanPrefix } from '../../lib/core/store/prefix-scan';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -137,6 +137,15 @@ describe('terminate and deleteRun', () => {
       expect(await engine.redis.hgetall(engine.client.keys.run(handle.id))).toEqual(before);
       await expect(engine.client.terminate('no-such-run')).rejects.toThrow(new RunNotFoundError('no-such-run'));
       await expect(engine.client.terminate('no-such-run')).rejects.toBeInstanceOf(RunNotFoundError);
+    });
+
+    it('rejects bad options with ConfigurationError naming the option, before reaching Redis', async () => {
+      const bad = <T>(value: unknown) => value as T;
+      await expect(engine.client.terminate('r', bad({ reasn: 'stuck' }))).rejects.toThrow(new ConfigurationError('Unknown option "reasn" in terminate options. Did you mean "reason"? Known options: reason.'));
+      await expect(engine.client.terminate('r', { reason: '' })).rejects.toThrow(ConfigurationError);
+      await expect(engine.client.terminate('r', { reason: '' })).rejects.toThrow('terminate reason must be a non-empty string');
+      await expect(engine.client.deleteRun('r', bad({ froce: true }))).rejects.toThrow('Unknown option "froce" in deleteRun options');
+      await expect(engine.client.deleteRun('r', { force: bad('yes') })).rejects.toThrow(new ConfigurationError('deleteRun option "force" must be a boolean, got "yes".'));
     });
 
     it('terminates the unfinished children a run waits on, and a parent waiting on a terminated child gets a failed step', async () => {
