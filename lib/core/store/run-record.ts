@@ -71,7 +71,7 @@ export const SUMMARY_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAtt
 /** Longest error message of a run summary, '…' included. */
 const SUMMARY_MESSAGE_CHARS = 200;
 
-/** True for one of the six run statuses. */
+/** True for one of the seven run statuses. */
 export function isRunStatus(value: string | null | undefined): value is RunStatus {
   return (RUN_STATUSES as readonly (string | null | undefined)[]).includes(value);
 }

@@ -15,7 +15,7 @@ local function k_mutex_parked(base, key) return base .. 'mutex-parked:' .. key e
 local function k_children(base, runId) return base .. 'children:' .. runId end
 local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
--- Runs of a workflow in a status. The status is one of six words without ':', and the workflow
+-- Runs of a workflow in a status. The status is one of seven words without ':', and the workflow
 -- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named
 -- 'a:b' in status 'failed' is 'wfstatus:failed:a:b', which no other (status, workflow) pair builds.
 local function k_workflow_status(base, status, workflow) return base .. 'wfstatus:' .. status .. ':' .. workflow end
