@@ -500,6 +500,8 @@ function runText(run: RunState, steps: StepState[]): string {
     `input: ${jsonText(run.input)}`,
     run.output !== undefined ? `output: ${jsonText(run.output)}` : '',
     run.error ? `error: ${cell(run.error.name)}: ${cell(run.error.message)}` : '',
+    run.compensated ? 'compensated: every compensation of its completed steps ran' : '',
+    run.compensationError ? `compensation error: ${cell(run.compensationError.name)}: ${cell(run.compensationError.message)}` : '',
     '',
     steps.length ? table(steps.map((s) => ({ ...s, tries: s.attempts ?? '', duration: s.finishedAt !== undefined && s.startedAt !== undefined ? `${s.finishedAt - s.startedAt} ms` : '' })), ['seq', 'name', 'status', 'attempt', 'tries', 'duration']) : 'No steps.',
   ]
@@ -507,12 +509,12 @@ function runText(run: RunState, steps: StepState[]): string {
     .join('\n');
 }
 
-/** `client.resume`, with the refusal of a run that is not failed, canceled or terminated as a one-sentence CLI error. */
+/** `client.resume`, with the refusal of a run that is not failed, canceled, compensation_failed or terminated as a one-sentence CLI error. */
 async function resumeRun(client: WorkflowClient, id: string): Promise<boolean> {
   try {
     return await client.resume(id);
   } catch (error) {
-    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed, canceled or terminated run can be resumed.`);
+    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed, canceled, compensation_failed or terminated run can be resumed.`);
     throw error;
   }
 }

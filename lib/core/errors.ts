@@ -86,6 +86,32 @@ export class TimeoutError extends RedflowError {
   }
 }
 
+/**
+ * The run was still not over when its `timeout` (counted from its first start, waits included)
+ * ran out: it failed for good, whatever its retry policy says.
+ */
+export class RunTimeoutError extends TimeoutError {
+  constructor(
+    readonly runId: string,
+    readonly workflow: string,
+    timeoutMs: number,
+  ) {
+    super(`Run "${runId}" of workflow "${workflow}"`, timeoutMs);
+    this.message = `Run "${runId}" of workflow "${workflow}" did not end within its timeout of ${timeoutMs} ms (counted from its first start, waits included). Raise the workflow's timeout option, or pass a longer timeout when starting the run.`;
+  }
+}
+
+/** A step with `heartbeatTimeout` went longer than that without calling `heartbeat()`: its try failed. */
+export class StepHeartbeatTimeoutError extends TimeoutError {
+  constructor(
+    readonly step: string,
+    timeoutMs: number,
+  ) {
+    super(`Step "${step}"`, timeoutMs);
+    this.message = `Step "${step}" did not call heartbeat() for ${timeoutMs} ms (its heartbeatTimeout), so this try failed. Call heartbeat() more often than that while the step works, or raise heartbeatTimeout.`;
+  }
+}
+
 /** The run was canceled. */
 export class CanceledError extends RedflowError {
   constructor(readonly runId: string, readonly reason?: string) {
@@ -234,8 +260,10 @@ export class RunNotResumableError extends RedflowError {
     const fix =
       status === 'succeeded'
         ? 'Use rerun() to run its workflow again as a new run.'
-        : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
-    super(`Run "${runId}" is ${status}: only a failed, canceled or terminated run can be resumed. ${fix}`);
+        : status === 'compensating'
+          ? 'Its compensations are running: wait for it to end.'
+          : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
+    super(`Run "${runId}" is ${status}: only a failed, canceled, compensation_failed or terminated run can be resumed. ${fix}`);
   }
 }
 
@@ -397,9 +425,12 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RunTerminatedError, retryable: false },
   { cls: RunCrashedError, retryable: false },
   { cls: RunNotEndedError, retryable: false },
+  // A run's timeout counts from its first start: another attempt would start past it.
+  { cls: RunTimeoutError, retryable: false },
   // Retryable: the cause may be gone by the next attempt.
   { cls: RedflowError, retryable: true },
   { cls: TimeoutError, retryable: true },
+  { cls: StepHeartbeatTimeoutError, retryable: true },
   { cls: RetryAfterError, retryable: true, dateFields: ['delay'] },
   { cls: RunStalledError, retryable: true },
   { cls: WorkflowRunError, retryable: true },

@@ -162,7 +162,7 @@ export class DashboardApi {
   async run(query: DashboardQuery) {
     const run = await this.loadRun(this.runId(query));
     const children = await this.read(() => this.client.getRunChildren(run.id));
-    const { input, output, error, steps, progress, ...fields } = run;
+    const { input, output, error, steps, progress, compensationError, ...fields } = run;
     return {
       run: {
         ...fields,
@@ -170,6 +170,7 @@ export class DashboardApi {
         input: previewPayload(input),
         output: output === undefined ? undefined : previewPayload(output),
         error: error === undefined ? undefined : { name: error.name, message: error.message, detail: previewPayload(error) },
+        compensationError: compensationError === undefined ? undefined : { name: compensationError.name, message: compensationError.message },
       },
       steps: steps.map((step: StepState) => {
         const { output: stepOutput, error: stepError, ...rest } = step;
@@ -244,12 +245,12 @@ export class DashboardApi {
     return { runId: handle.id };
   }
 
-  /** Resumes a failed, canceled or terminated run in place; answers with its (unchanged) id. */
+  /** Resumes a failed, canceled, compensation_failed or terminated run in place; answers with its (unchanged) id. */
   async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
     const id = await this.checkAction(query, headers);
     const run = await this.loadRun(id);
-    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled or terminated runs can be resumed.`);
-    if (!ENDED_BADLY.has(run.status)) throw refused(run.status);
+    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled, compensation_failed or terminated runs can be resumed.`);
+    if (!ENDED_BADLY.has(run.status) && run.status !== 'compensation_failed') throw refused(run.status);
     let resumed: boolean;
     try {
       resumed = await this.read(() => this.client.resume(id));

@@ -3,6 +3,7 @@ export { Cron } from './decorators/cron.decorator';
 export { OnEvent } from './decorators/on-event.decorator';
 export { OnRunEvent, type OnRunEventOptions } from './decorators/on-run-event.decorator';
 export { Step, type StepDecoratorOptions } from './decorators/step.decorator';
+export { currentStep } from './step-context';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
 export { RedflowAdmin } from './redflow.admin';
 export { RedflowClient, type SignalPayload, type WorkflowClassWithSignals, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './redflow.client';

@@ -147,7 +147,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(failedRuns[0]).toMatchObject({ id: ids.explode, workflow: 'explode', status: 'failed', input: { order: 7 }, attempt: 2, maxAttempts: 2, error: { name: 'Error', message: 'kaboom' } });
     expect(json<RunState[]>(page).map((r) => r.id)).toEqual([ids.parked[1], ids.parked[0]]);
     expect(none).toEqual({ code: 0, stdout: 'No runs match.\n', stderr: '' });
-    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled, terminated.\n' });
+    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.\n' });
   });
 
   it('runs list: --limit abc is a one-line error without a stack trace, and --limit 0 lists nothing', async () => {
@@ -255,7 +255,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'queued', attempt: 0, maxAttempts: 1 });
     expect((await engine.client.getRun(id))?.cancelReason).toBeUndefined();
 
-    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled or terminated run can be resumed.\n` });
+    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled, compensation_failed or terminated run can be resumed.\n` });
     expect(await redflow('runs', 'resume', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
     expect(await redflow('runs', 'resume')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs resume <id>.\n' });
 

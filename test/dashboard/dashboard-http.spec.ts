@@ -215,7 +215,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       const before = Date.now();
       const res = await get('/redflow/api/overview').expect(200);
       const after = Date.now();
-      expect(res.body.byStatus).toEqual({ scheduled: 1, queued: 4, running: 1, succeeded: 5, failed: 1, canceled: 1, terminated: 0 });
+      expect(res.body.byStatus).toEqual({ scheduled: 1, queued: 4, running: 1, compensating: 0, succeeded: 5, failed: 1, canceled: 1, compensation_failed: 0, terminated: 0 });
       expect(res.body.byWorkflow).toEqual({ boom: 1, child: 1, hold: 1, idle: 6, ok: 3, parent: 1, ticker: 0 });
 
       const perMinute = res.body.perMinute as Array<{ minute: number; succeeded: number; failed: number }>;
@@ -326,7 +326,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(await bad('status=done')).toEqual({
         statusCode: 400,
         code: 'BAD_REQUEST',
-        message: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled, terminated.',
+        message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.',
       });
       const notWhole = (name: string) => ({ statusCode: 400, code: 'BAD_REQUEST', message: `The query parameter "${name}" must be a whole number >= 0.` });
       expect(await bad('limit=-1')).toEqual(notWhole('limit'));
@@ -838,10 +838,10 @@ describe('dashboard actions', () => {
     const done = await engine.client.runByName('ok', { v: 2 });
     await done.result({ timeoutMs: 5000 });
     const conflict = await act(server, done.id, 'resume');
-    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled or terminated runs can be resumed.` }]);
+    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.` }]);
     const { id: queuedId } = await engine.client.runByName('idle', { i: 7 });
     const live = await act(server, queuedId, 'resume');
-    expect([live.status, live.body.message]).toEqual([409, `Run "${queuedId}" is queued: only failed, canceled or terminated runs can be resumed.`]);
+    expect([live.status, live.body.message]).toEqual([409, `Run "${queuedId}" is queued: only failed, canceled, compensation_failed or terminated runs can be resumed.`]);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect((await act(server, 'missing', 'resume')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' });
   });
@@ -911,7 +911,7 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
     // The resume route reaches the API: a succeeded run is refused with its sentence.
     const token = await pageToken(nest.getHttpServer(), '/ops/redflow/', { 'x-user': 'admin' });
     const resumed = await http().post(`/ops/redflow/api/run/resume?id=${runId}`).set({ ...SAME_ORIGIN_JSON, 'x-user': 'admin', 'x-redflow-csrf': token }).send({}).expect(409);
-    expect(resumed.body).toEqual({ statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${runId}" is succeeded: only failed, canceled or terminated runs can be resumed.` });
+    expect(resumed.body).toEqual({ statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${runId}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.` });
 
     // The app's own routes and 404s are untouched.
     expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });

@@ -276,7 +276,7 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     // The dashboard's refusals are HttpExceptions, so the app's filter shapes them.
     expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({ wrapped: { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' } });
     expect((await http().get('/redflow/api/runs?status=done').expect(400)).body).toEqual({
-      wrapped: { statusCode: 400, code: 'BAD_REQUEST', message: 'Unknown status "done". Use one of scheduled, queued, running, succeeded, failed, canceled, terminated.' },
+      wrapped: { statusCode: 400, code: 'BAD_REQUEST', message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.' },
     });
   });
 

@@ -198,6 +198,7 @@ describe('scripts on a Redis that refuses writes', () => {
       ],
       ['signal', scripts.signal(runId, 'sig', '"x"', now, 100)],
       ['wait-signal', scripts.waitSignal(step('s:wait'), 'sig', now + 60_000, now)],
+      ['wait-any', scripts.waitAny(step('s:race'), now, { record: '[6,1,1,0]', branches: '[["a","s","sig"]]' })],
       ['sync-registry', client.syncRegistry(registry, { owner: 'atomic' })],
       ['cron-fire', scripts.cronFire('@s', now, now + 3_600_000, 'w', 'null', now)],
       ['backfill-run-index', scripts.backfillRunIndex({ workflow: 'w', token: 'marker-1', leaseMs: 1000, cursor: '0', count: 10 })],

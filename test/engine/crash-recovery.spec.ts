@@ -45,6 +45,29 @@ describe('crash recovery', () => {
   const effects = async (...steps: string[]) => (await engine.redis.mget(...steps.map((s) => effectKey(engine.prefix, s)))).map(Number);
   const stepNames = async (runId: string) => (await engine.client.getRunSteps(runId)).map((s) => s.name).sort();
 
+  it('a worker killed during a compensation: after recovery each compensation completed exactly once, and none of an already-compensated step ran again', async () => {
+    const { saga } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
+    const proc = spawnCrashWorker();
+    const handle = await engine.client.start(saga, {});
+
+    // The child compensated reserve and has started charge's compensation, which hangs there.
+    await whileChildRuns(async () => (await effects('comp-started:charge'))[0] === 1);
+    expect(await effects('comp-started:reserve', 'comp-done:reserve', 'comp-done:charge')).toEqual([1, 1, 0]);
+    expect(await handle.getState()).toMatchObject({ status: 'compensating' });
+
+    await killChild(proc);
+    await engine.worker();
+
+    await expect(engine.client.waitForRun(handle.id, { throwOnFailure: false, timeoutMs: 10_000 })).resolves.toMatchObject({ status: 'failed' });
+    expect(await handle.getState()).toMatchObject({ status: 'failed', compensated: true, error: { message: 'the carrier refused the parcel' } });
+    // reserve's compensation was stored before the kill: it never ran again. charge's started
+    // twice (the kill came before it returned) and completed once, here.
+    expect(await effects('comp-started:reserve', 'comp-done:reserve')).toEqual([1, 1]);
+    expect(await effects('comp-started:charge', 'comp-done:charge')).toEqual([2, 1]);
+    // The steps themselves ran once, in the child.
+    expect(await effects('charge', 'reserve')).toEqual([1, 1]);
+  });
+
   it('resumes a run after its worker is killed mid-step, without running completed steps again', async () => {
     const { sequential } = defineCrashWorkflows(engine.registry, engine.redis, engine.prefix, 'parent');
     const proc = spawnCrashWorker();

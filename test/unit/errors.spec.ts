@@ -26,6 +26,8 @@ import {
   RunCrashedError,
   RunTerminatedError,
   RunNotEndedError,
+  RunTimeoutError,
+  StepHeartbeatTimeoutError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRunError,
@@ -51,10 +53,12 @@ const PERMANENT = [
   new RunTerminatedError('r1', 'stuck'),
   new RunCrashedError('r1', 3, 'worker-a'),
   new RunNotEndedError('r1', 'running'),
+  new RunTimeoutError('r1', 'wf', 500),
 ];
 
 const RETRYABLE = [
   new TimeoutError('Step "a"', 100),
+  new StepHeartbeatTimeoutError('a', 100),
   new RetryAfterError('later', '30s'),
   new RunStalledError('stalled'),
   new WorkflowRunError('boom', 'TypeError'),

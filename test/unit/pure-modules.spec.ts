@@ -127,6 +127,7 @@ describe('keys', () => {
       k_event_shapes: (e) => keys.eventShapes(e),
       k_event_waits_of: (id) => keys.eventWaitsOf(id),
       k_leases: () => keys.leases(),
+      k_comp_leases: () => keys.compensationLeases(),
       k_events: () => keys.events(),
       k_cancel_channel: () => keys.cancelChannel(),
       k_ended_channel: () => keys.endedChannel(),

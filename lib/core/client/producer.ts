@@ -6,6 +6,7 @@ import {
   checkDuration,
   checkIdempotencyKey,
   checkResourceName,
+  checkRunTimeout,
   checkUserName,
   describeValue,
   EMIT_EVENT_OPTION_KEYS,
@@ -29,6 +30,20 @@ function checkRunOptions(options: RunOptions | undefined): void {
   if (!options) return;
   if (options.idempotencyKey !== undefined) checkIdempotencyKey(options.idempotencyKey, 'idempotencyKey');
   if (options.queueOverride !== undefined) checkResourceName(options.queueOverride, 'queueOverride');
+  if (options.timeout !== undefined) checkRunTimeout(options.timeout, 'timeout of the run options');
+}
+
+/**
+ * The run fields a new run carries: the flow control's, with the run's own `timeout` in place of
+ * the workflow's. Without the definition the script adds the registry's timeout first, and a
+ * field sent twice in one HSET keeps the later value, so the run's own one wins there too.
+ */
+function runFields(flow: RunFlowControl, options: RunOptions): string[] {
+  if (options.timeout === undefined) return flow.extra;
+  const extra: string[] = [];
+  for (let i = 0; i < flow.extra.length; i += 2) if (flow.extra[i] !== 'timeout') extra.push(flow.extra[i], flow.extra[i + 1]);
+  extra.push('timeout', String(checkRunTimeout(options.timeout, 'timeout of the run options')));
+  return extra;
 }
 
 /** The tick schedule of `schedule(id, options)`: exactly one of `cron` and `every`, checked. */
@@ -157,7 +172,7 @@ export class RunProducer extends RunHandles {
       idempotencyTtlSec: ttl,
       debounce: flow.debounce,
       localFlow,
-      extra: trace ? [...flow.extra, ...traceFields(trace)] : flow.extra,
+      extra: trace ? [...runFields(flow, options), ...traceFields(trace)] : runFields(flow, options),
     };
     const result = await this.call(() => this.scripts.enqueue(run));
     if (result.kind === 'unknown') throw this.registry.unknownWorkflow(workflow);

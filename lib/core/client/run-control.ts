@@ -33,7 +33,7 @@ function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
 export class RunControl extends RunProducer {
   /**
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
-   * flow-control keys (mutex, throttle, rate limit). Returns its handle.
+   * flow-control keys (mutex, throttle, rate limit) and timeout. Returns its handle.
    */
   rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
     return this.call(() => this.rerunNow<TOutput>(id));
@@ -41,7 +41,7 @@ export class RunControl extends RunProducer {
 
   protected async rerunNow<TOutput>(id: string): Promise<RunHandle<TOutput>> {
     if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
-    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit] = await this.redis.hmget(
+    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit, timeout] = await this.redis.hmget(
       this.keys.run(id),
       'workflow',
       'queue',
@@ -50,10 +50,11 @@ export class RunControl extends RunProducer {
       'mutex',
       'throttle',
       'rateLimit',
+      'timeout',
     );
     if (!workflow || !queue) throw new RunNotFoundError(id);
     const extra: string[] = [];
-    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit]] as const) if (value !== null) extra.push(field, value);
+    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit], ['timeout', timeout]] as const) if (value !== null) extra.push(field, value);
     const result = await this.scripts.enqueue({
       runId: newRunId(),
       workflow,
@@ -93,14 +94,20 @@ export class RunControl extends RunProducer {
 
   /**
    * Cancels a run that has not ended. Queued and scheduled runs end at once; a running run's signal
-   * aborts and no later step starts. Returns false when the run already ended or does not exist.
+   * aborts and no later step starts. Returns false when the run already ended, is compensating or
+   * does not exist. With `compensate: true`, a run with completed steps that have `compensate`
+   * functions becomes `compensating`: a worker runs them in reverse order, then it ends `canceled`
+   * with `compensated: true` (its unfinished children alike).
    */
-  async cancelRun(id: string, options: { reason?: string } = {}): Promise<boolean> {
-    assertKnownKeys('cancelRun options', options, ['reason']);
+  async cancelRun(id: string, options: { reason?: string; compensate?: boolean } = {}): Promise<boolean> {
+    assertKnownKeys('cancelRun options', options, ['reason', 'compensate']);
     if (options.reason !== undefined) checkUserName(options.reason, 'cancelRun reason', { max: 1000 });
+    if (options.compensate !== undefined && typeof options.compensate !== 'boolean') {
+      throw new ConfigurationError(`cancelRun compensate must be true or false, got ${describeValue(options.compensate)}.`);
+    }
     if (!isPossibleRunId(id)) return false;
     const error = serializeError(new CanceledError(id, options.reason));
-    const result = await this.call(() => this.scripts.cancel(id, this.clock.now(), error, options.reason ?? ''));
+    const result = await this.call(() => this.scripts.cancel(id, this.clock.now(), error, options.reason ?? '', options.compensate === true));
     return result === 'ok';
   }
 

@@ -1,13 +1,13 @@
 import { closeConnection, subscriberConnection, type RedisConnection } from '../store/connection';
 import type { RedisHealth } from '../store/redis-health';
-import type { EndedStatus } from '../definition/types';
+import type { FinalStatus } from '../definition/types';
 
 /**
  * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).
  * `payload` is undefined when the end message left it out (too large): read it from the run.
  */
 export interface EndedRun {
-  status: EndedStatus;
+  status: FinalStatus;
   payload?: string;
 }
 
@@ -23,7 +23,7 @@ interface Waiter {
 const SWEEP_MS = 15_000;
 /** The subscription outlives its last listener this long, so back-to-back waits do not resubscribe. */
 const LINGER_MS = 2_000;
-const ENDED = new Set<string>(['succeeded', 'failed', 'canceled', 'terminated']);
+const ENDED = new Set<string>(['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated']);
 
 /**
  * Wakes `result()` and `waitForRun` when a run ends, without polling. `end_run` (end-run.lua)
@@ -133,7 +133,7 @@ export class RunEndWatcher {
     const second = message.indexOf('\n', first + 1);
     const status = message.slice(first + 1, second < 0 ? undefined : second);
     if (!ENDED.has(status)) return;
-    const ended: EndedRun = { status: status as EndedStatus, payload: second < 0 ? undefined : message.slice(second + 1) };
+    const ended: EndedRun = { status: status as FinalStatus, payload: second < 0 ? undefined : message.slice(second + 1) };
     for (const waiter of [...set]) waiter.ended(ended);
   }
 

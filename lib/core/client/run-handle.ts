@@ -8,13 +8,13 @@ import {
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
 import { VALUE_FIELD_PREFIX } from '../store/step-record';
 import { decodeJson, deserializeError } from '../store/serialization';
-import { type EndedStatus, type RunHandle, type RunOutcome, type WaitForRunOptions } from '../definition/types';
+import { type FinalStatus, type RunHandle, type RunOutcome, type WaitForRunOptions } from '../definition/types';
 
 import { RunReader } from './run-reader';
 import { RunEndWatcher, type EndedRun } from './run-end-watcher';
 import { isPossibleRunId, sleep } from './client-core';
 
-const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled', 'terminated'];
+const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
 
 /** The run hash fields a waiter reads: the status and what each end leaves. */
 const END_FIELDS = ['status', 'output', 'error', 'cancelReason'] as const;
@@ -22,16 +22,16 @@ const END_FIELDS = ['status', 'output', 'error', 'cancelReason'] as const;
 /** `{ status, payload }` of an ended run from its END_FIELDS, or undefined while it has not ended. */
 function endedFrom([status, output, error, reason]: (string | null)[]): EndedRun | undefined {
   if (status === 'succeeded') return { status, payload: output ?? '' };
-  if (status === 'failed') return { status, payload: error ?? '' };
+  if (status === 'failed' || status === 'compensation_failed') return { status, payload: error ?? '' };
   if (status === 'canceled') return { status, payload: reason ?? '' };
   if (status === 'terminated') return { status, payload: error ?? '' };
   return undefined;
 }
 
 /** The final state of a run from its status and payload (output JSON, error JSON or cancel reason). */
-function toOutcome<TOutput>(id: string, status: EndedStatus, payload: string): RunOutcome<TOutput> {
+function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string): RunOutcome<TOutput> {
   if (status === 'succeeded') return { runId: id, status, output: decodeJson(payload, id, 'output') as TOutput };
-  if (status === 'failed' || status === 'terminated') return { runId: id, status, error: deserializeError(payload) };
+  if (status === 'failed' || status === 'compensation_failed' || status === 'terminated') return { runId: id, status, error: deserializeError(payload) };
   return { runId: id, status, error: new CanceledError(id, payload || undefined), reason: payload || undefined };
 }
 

@@ -6,7 +6,10 @@ import type { KeyFrom, WorkflowDefinition } from './workflow-types';
 /** The flow-control fields a new run carries, computed from its input where it is enqueued. */
 export interface RunFlowControl {
   debounce?: { key: string; periodMs: number; timeoutMs: number };
-  /** Run hash fields (pairs) read by the claim's admission: mutex, throttle, rateLimit. */
+  /**
+   * Run hash fields (pairs) read by the claim: mutex, throttle, rateLimit (admission) and timeout
+   * (ms; the first claim sets the run's deadline from it).
+   */
   extra: string[];
 }
 
@@ -38,6 +41,8 @@ export interface RegistryFlowControl {
   rateLimit?: string;
   /** "periodMs|timeoutMs|key" */
   debounce?: string;
+  /** The workflow's run timeout in ms, as a string. */
+  timeout?: string;
   /** Some key is a function: only a process holding the definition can start a run. */
   dynamic: boolean;
 }
@@ -47,10 +52,11 @@ export interface RegistryFlowControl {
  * (by name from another process, by an event, by cron): its fixed keys.
  */
 export function registryFlowControl(definition: WorkflowDefinition<unknown, unknown>): RegistryFlowControl {
-  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true };
+  const timeout = definition.options.timeout === undefined ? undefined : String(toMs(definition.options.timeout));
+  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true, timeout };
   const flow = flowControlFor(definition, undefined);
   const out: RegistryFlowControl = { dynamic: false };
-  for (let i = 0; i < flow.extra.length; i += 2) out[flow.extra[i] as 'mutex' | 'throttle' | 'rateLimit'] = flow.extra[i + 1];
+  for (let i = 0; i < flow.extra.length; i += 2) out[flow.extra[i] as 'mutex' | 'throttle' | 'rateLimit' | 'timeout'] = flow.extra[i + 1];
   const d = flow.debounce;
   if (d) out.debounce = `${d.periodMs}|${d.timeoutMs}|${d.key}`;
   return out;
@@ -69,9 +75,10 @@ export function dynamicFlowError(workflow: string): ConfigurationError {
  */
 export function flowControlFor(definition: WorkflowDefinition<unknown, unknown> | undefined, input: unknown): RunFlowControl {
   const o = definition?.options;
-  if (!definition || !o || (!o.debounce && !o.mutex && !o.throttle && !o.rateLimit)) return NONE;
+  if (!definition || !o || (!o.debounce && !o.mutex && !o.throttle && !o.rateLimit && o.timeout === undefined)) return NONE;
   const name = definition.name;
   const extra: string[] = [];
+  if (o.timeout !== undefined) extra.push('timeout', String(toMs(o.timeout)));
   if (o.mutex !== undefined) extra.push('mutex', resolveKey(name, 'mutex', o.mutex, input));
   for (const kind of ['throttle', 'rateLimit'] as const) {
     const limit = o[kind];

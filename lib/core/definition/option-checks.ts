@@ -22,6 +22,8 @@ import type {
   WaitForEventOptions,
   CancelOnTrigger,
   WorkflowOptions,
+  RaceChildOptions,
+  RaceEventOptions,
 } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
@@ -62,6 +64,7 @@ export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | und
   'event',
   'cron',
   'cancelOn',
+  'timeout',
 ]);
 
 /** Keys of a `cancelOn` item. */
@@ -89,10 +92,23 @@ export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
 export const STEP_OPTION_KEYS = optionKeys<StepOptions>()(['name', 'timeoutMs']);
 
 /** Keys of `RunStepOptions` (`step.run`, `@Step`). */
-export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()(['name', 'timeoutMs', 'retries']);
+export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()(['name', 'timeoutMs', 'retries', 'heartbeatTimeout', 'compensate', 'compensateRetries']);
 
 /** Keys of `StepRetryPolicy` (the `retries` of a step). */
 export const STEP_RETRY_KEYS = optionKeys<StepRetryPolicy>()(['maxAttempts', 'backoff', 'delay', 'maxDelay', 'jitter']);
+
+/**
+ * A run's `timeout` (of the workflow, or of one run): a duration > 0 and at most 10 years, in ms.
+ * `what` names where it was given, e.g. `timeout of workflow "checkout"`.
+ */
+export function checkRunTimeout(value: unknown, what: string): number {
+  return checkDuration(value, what);
+}
+
+/** A step's `heartbeatTimeout`: a duration > 0 that a Node.js timer can wait (at most 24 days), in ms. */
+export function checkHeartbeatTimeout(value: unknown, what: string): number {
+  return checkDuration(value, what, { timer: true });
+}
 
 /** A step retry policy with its defaults, checked. */
 export interface CheckedStepRetry {
@@ -126,11 +142,17 @@ export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'tim
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
 export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
 
+/** Keys of `RaceChildOptions` (`step.child`). */
+export const RACE_CHILD_OPTION_KEYS = optionKeys<RaceChildOptions>()(['onLose']);
+
+/** Keys of `RaceEventOptions` (`step.event`). */
+export const RACE_EVENT_OPTION_KEYS = optionKeys<RaceEventOptions>()(['match']);
+
 /** Keys of `WaitForSignalOptions`. */
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);
 
 /** Keys of `RunOptions` (starting a run). */
-export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride']);
+export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride', 'timeout']);
 
 /** Keys of `EmitEventOptions`. */
 export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempotencyKey', 'idempotencyTtl', 'emitAt']);

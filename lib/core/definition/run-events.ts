@@ -11,9 +11,11 @@ export type RunEventType =
   | 'run.waiting'
   | 'run.signaled'
   | 'run.resumed'
+  | 'run.compensating'
   | 'run.completed'
   | 'run.failed'
   | 'run.canceled'
+  | 'run.compensation_failed'
   | 'run.terminated';
 
 /** Every `RunEventType`, in the order a run usually meets them. */
@@ -26,14 +28,16 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'run.waiting',
   'run.signaled',
   'run.resumed',
+  'run.compensating',
   'run.completed',
   'run.failed',
   'run.canceled',
+  'run.compensation_failed',
   'run.terminated',
 ];
 
 /** What a waiting run waits for (`run.waiting`). */
-export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'retry';
+export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'race' | 'retry';
 
 /**
  * One entry of the event stream. Entries stay small: never a run's input, output or a step's
@@ -54,7 +58,7 @@ export interface RunEvent {
   step?: string;
   /** The run's attempt (`run.started`, `retry.scheduled`) or the step's (`step.*`). */
   attempt?: number;
-  /** The error message (`step.failed`, `retry.scheduled`, `run.failed`, `run.canceled`, `run.terminated`). */
+  /** The error message (`step.failed`, `retry.scheduled`, `run.compensating`, `run.failed`, `run.canceled`, `run.compensation_failed`, `run.terminated`). */
   error?: string;
   /** When the next attempt is due (`retry.scheduled`), or the wake-up time of a timed wait (`run.waiting`). */
   retryAt?: number;

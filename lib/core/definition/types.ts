@@ -1,13 +1,19 @@
 import type { Duration } from './duration-format';
 
-/** Where a run is in its life. */
-export type RunStatus = 'scheduled' | 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled' | 'terminated';
+/**
+ * Where a run is in its life. `compensating`: it failed for good or was canceled with
+ * `{ compensate: true }`, and the compensations of its completed steps are running (it then ends
+ * `failed` or `canceled` with `compensated: true`). `compensation_failed`: a compensation failed
+ * after its retries: the run needs a person (`resume` runs the compensations left). `terminated`:
+ * ended at once by `terminate`, without compensations.
+ */
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'compensating' | 'succeeded' | 'failed' | 'canceled' | 'compensation_failed' | 'terminated';
 
 /** Every status. */
-export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled', 'terminated'];
+export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
 
-/** Statuses a run never leaves. */
-export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'terminated']);
+/** Statuses a run never leaves (a `compensation_failed` or `terminated` run leaves it only when resumed). */
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated']);
 
 /**
  * An error as stored with a run or step. `fields` holds the own data fields of the library's error
@@ -46,6 +52,14 @@ export interface RunState<TOutput = unknown> {
   parentId?: string;
   /** The latest value given to `step.setProgress`, if any. */
   progress?: unknown;
+  /** True when the run failed or was canceled and every compensation of its completed steps ran. */
+  compensated?: boolean;
+  /** The error of the compensation that failed (status `compensation_failed`); `error` keeps the run's own. */
+  compensationError?: StoredError;
+  /** The run's timeout in ms (its own or its workflow's), if it has one. */
+  timeoutMs?: number;
+  /** When the run's timeout passes (epoch ms, from its first start); set once it started. */
+  deadline?: number;
 }
 
 /** The error of a run in a list: its class name and the start of its message. */
@@ -242,6 +256,8 @@ export interface RunOptions {
   runAt?: Date | number;
   /** Run on this queue instead of the workflow's own. */
   queueOverride?: string;
+  /** This run's timeout, instead of the workflow's `timeout` (see `WorkflowOptions.timeout`). */
+  timeout?: Duration;
 }
 
 /** Options of `emitEvent`. */
@@ -270,8 +286,14 @@ export interface CountRunsOptions {
   status?: RunStatus;
 }
 
-/** A status a run ends in. */
+/**
+ * A status a run ends in, as retention and `prune` delete them. A `compensation_failed` run is
+ * never deleted by either: it waits for a person (resume it, or delete it).
+ */
 export type EndedStatus = 'succeeded' | 'failed' | 'canceled' | 'terminated';
+
+/** Every status a run ends in, `compensation_failed` included. */
+export type FinalStatus = EndedStatus | 'compensation_failed';
 
 /** The statuses a run ends in, in the order the scripts that delete ended runs take their indexes. */
 export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled', 'terminated'];
@@ -302,7 +324,9 @@ export type RunOutcome<TOutput = unknown> =
   | { runId: string; status: 'succeeded'; output: TOutput }
   | { runId: string; status: 'failed'; error: Error }
   | { runId: string; status: 'canceled'; error: Error; reason?: string }
-  | { runId: string; status: 'terminated'; error: Error };
+  | { runId: string; status: 'terminated'; error: Error }
+  /** A compensation failed after its retries (saga): `error` is the run's own error; `getRun` has the compensation's. */
+  | { runId: string; status: 'compensation_failed'; error: Error };
 
 export interface RunHandle<TOutput = unknown> {
   readonly id: string;

@@ -29,10 +29,59 @@ export interface StepOptions {
   timeoutMs?: number;
 }
 
-/** Options of `step.run` (and `@Step`). */
-export interface RunStepOptions extends StepOptions {
+/** Options of `step.run` (and `@Step`). `T` is the step's output. */
+export interface RunStepOptions<T = any> extends StepOptions {
   /** Retries this step by its own policy, before the run-level retry applies. @default no step retries */
   retries?: StepRetryPolicy;
+  /**
+   * Fails a try of the step with `StepHeartbeatTimeoutError` (aborting its signal) when its
+   * function goes longer than this without calling `heartbeat()`, counted from the start of the
+   * try; the step's `retries` then apply. For long work that reports as it goes.
+   * @default no heartbeat check
+   */
+  heartbeatTimeout?: Duration;
+  /**
+   * Undoes the step (saga): when the run later fails for good, or is canceled with
+   * `cancelRun(id, { compensate: true })`, the compensations of its completed steps run in reverse
+   * order of completion, each called with its step's output. A compensation is a durable step of
+   * its own: stored once it succeeds, never run again, retried by `compensateRetries`. A step that
+   * failed is not compensated, nor one completed before a `step.commit`.
+   */
+  compensate?: (output: T, ctx: CompensationContext) => unknown;
+  /** How a compensation is retried when it throws. @default { maxAttempts: 3 } (1 s, then 2 s) */
+  compensateRetries?: StepRetryPolicy;
+}
+
+/** What a `step.run` function receives. */
+export interface StepRunContext {
+  /** Aborted when the run is canceled, times out, or the step's `timeoutMs` or `heartbeatTimeout` passes. */
+  signal: AbortSignal;
+  /** Tells the step's `heartbeatTimeout` that the function is still making progress. Free to call often. */
+  heartbeat(): void;
+}
+
+/** What a compensation function gets besides its step's output. */
+export interface CompensationContext {
+  runId: string;
+  workflow: string;
+  /** The step being undone. */
+  step: string;
+  /** Why the run is compensating: its error, or the `CanceledError` of a cancel with `{ compensate: true }`. */
+  reason: unknown;
+  /** The try of this compensation, from 1. */
+  attempt: number;
+  /** Aborts when the worker stops or loses the run. */
+  signal: AbortSignal;
+}
+
+/** How the compensations of a run that failed went: what `onFailure` sees. */
+export interface CompensationOutcome {
+  /** `compensated`: every due compensation ran; `failed`: one failed after its retries (status `compensation_failed`). */
+  status: 'compensated' | 'failed';
+  /** The compensations that ran in this phase, by step name, in the order they ran. */
+  steps: string[];
+  /** The compensation's error, when one failed. */
+  error?: unknown;
 }
 
 /**
@@ -81,7 +130,12 @@ export interface StepApi {
    * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
    * attempt or after a crash, without calling `fn` again.
    */
-  run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T>;
+  run<T>(options: RunStepOptions<NoInfer<T>> | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T>;
+  /**
+   * A point of no return (saga): steps completed before it are never compensated afterwards,
+   * whatever happens to the run. Durable like a step: `name` is its step name.
+   */
+  commit(name: string): Promise<void>;
   /**
    * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
    * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
@@ -133,6 +187,60 @@ export interface StepApi {
    * is not kept for it. Every wait that matches an event gets it.
    */
   waitForEvent<T = unknown>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions): Promise<T | null>;
+  /**
+   * Waits for the first of several branches (`step.signal`, `step.timer`, `step.child`, `step.event`) and returns
+   * `{ key, value }` for the branch that won, typed from the branches. The run waits without a
+   * worker slot; the winner is stored with the step, so a replay (a later retry, a worker restart)
+   * returns it without waiting again. Signals of losing branches that come later stay buffered for
+   * a later wait; a losing child is canceled, or left running with `onLose: 'abandon'`. A child
+   * that fails (or is canceled) before any other branch wins makes this step throw its error.
+   */
+  waitForAny<B extends Record<string, RaceBranch>>(options: StepOptions | string, branches: B): Promise<RaceResult<B>>;
+  /** A `waitForAny` branch won by `client.signal(runId, name, payload)`; its value is the payload. No effect by itself. */
+  signal<T = unknown>(name: string): RaceBranch<T>;
+  /**
+   * A `waitForAny` branch won once `target` has passed (ms or a duration from the first time the
+   * step is reached, or a Date); its value is `null`. No effect by itself.
+   */
+  timer(target: Duration | Date): RaceBranch<null>;
+  /**
+   * A `waitForAny` branch won when a child run of `workflow` succeeds; its value is the child's
+   * output. The child starts when waitForAny reaches it (id `<run id>.<step name>.<key>`), not before.
+   */
+  child<TInput, TOutput>(workflow: WorkflowTarget<TInput, TOutput>, input: TInput, options?: RaceChildOptions): RaceBranch<TOutput>;
+  /**
+   * A `waitForAny` branch won by `client.emitEvent(event, payload)` (or `step.emitEvent`) with a
+   * payload whose top-level fields equal `match`; its value is the payload. Only events emitted
+   * after the race started count, as with `waitForEvent`. No effect by itself.
+   */
+  event<T = unknown>(event: string, options?: RaceEventOptions): RaceBranch<T>;
+}
+
+/**
+ * A branch of `step.waitForAny`, made by `step.signal`, `step.timer` or `step.child`: a description
+ * with no effect until `waitForAny` uses it. `T` is the value the branch wins with.
+ */
+export interface RaceBranch<T = unknown> {
+  readonly kind: 'signal' | 'timer' | 'child' | 'event';
+  /** Only carries `T` for the types: never set. */
+  readonly __value?: T;
+}
+
+/** The result of `step.waitForAny`: `{ key, value }` of the winning branch, one member per branch. */
+export type RaceResult<B extends Record<string, RaceBranch>> = {
+  [K in keyof B & string]: { key: K; value: B[K] extends RaceBranch<infer V> ? V : never };
+}[keyof B & string];
+
+/** Options of `step.event`. */
+export interface RaceEventOptions {
+  /** Payload fields and the values they must equal (strings, finite numbers or booleans). @default any payload */
+  match?: Record<string, string | number | boolean>;
+}
+
+/** Options of `step.child`. */
+export interface RaceChildOptions {
+  /** What happens to the child when another branch wins: canceled, or left running on its own. @default 'cancel' */
+  onLose?: 'cancel' | 'abandon';
 }
 
 /** Options of `step.waitForEvent`. */
@@ -232,8 +340,11 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   retries?: RetryPolicy;
   /** Validates input on enqueue and before the handler runs: a Standard Schema or a class-validator DTO. */
   schema?: TSchema;
-  /** Called once when the run has failed for good (after its last attempt). */
-  onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown }) => unknown;
+  /**
+   * Called once when the run has failed for good (after its last attempt), after the compensations
+   * of its steps ran (`compensation`: set when there were any).
+   */
+  onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown; compensation?: CompensationOutcome }) => unknown;
   /**
    * Most runs of this workflow running at once, across all workers; more wait as `queued`
    * without using an attempt. `Infinity` for no limit.
@@ -257,6 +368,14 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
    * (from the start of its first attempt on), like `cancelRun`.
    */
   cancelOn?: CancelOnTrigger<TInput>[];
+  /**
+   * The longest a run may take, counted from its first start and including its waits (timers,
+   * signals, events, children) and retry delays. When it passes, the run fails for good with
+   * `RunTimeoutError` (a `TimeoutError`), not retried: a running attempt is aborted, a waiting run
+   * is woken to fail. A run's own `timeout` (start options) replaces it.
+   * @default no limit
+   */
+  timeout?: Duration;
 }
 
 export type WorkflowHandler<TInput, TOutput> = (ctx: WorkflowContext<TInput>) => Promise<TOutput> | TOutput;

@@ -1,7 +1,7 @@
 import { ConfigurationError, UnknownWorkflowError } from '../errors';
 import { checkCronId, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
-import { assertWorkflowOptionKeys, checkDuration, checkInteger, checkResourceName, checkUserName, describeValue } from './option-checks';
+import { assertWorkflowOptionKeys, checkDuration, checkRunTimeout, checkInteger, checkResourceName, checkUserName, describeValue } from './option-checks';
 import type { InferInput, InputSchema } from './validation';
 import type { RunStarter, WorkflowDefinition, WorkflowHandler, WorkflowOptions } from './workflow-types';
 
@@ -152,6 +152,7 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   const of = `of workflow "${name}"`;
   const retryDelay = options.retries?.delay;
   if (retryDelay !== undefined && typeof retryDelay !== 'function') checkDuration(retryDelay, `retries.delay ${of}`, { allowZero: true });
+  if (options.timeout !== undefined) checkRunTimeout(options.timeout, `timeout ${of}`);
   if (options.mutex !== undefined) checkKeyOption(options.mutex, `mutex ${of}`);
   if (options.debounce) {
     checkDuration(options.debounce.period, `debounce.period ${of}`);

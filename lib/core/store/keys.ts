@@ -82,6 +82,10 @@ export class RedflowKeys {
   leases(): string {
     return `${this.base}leases`;
   }
+  /** Leases of compensating runs a worker holds (score = expiry ms): apart, so `leases` lists only running runs. */
+  compensationLeases(): string {
+    return `${this.base}comp-leases`;
+  }
   status(status: string): string {
     return `${this.base}status:${status}`;
   }
@@ -105,7 +109,7 @@ export class RedflowKeys {
   }
   /**
    * Runs of one workflow in one status, scored like the status indexes (running included, by
-   * creation time). The status is one of seven words without `:` and the workflow name ends the key,
+   * creation time). The status is one of the status words, without `:` and the workflow name ends the key,
    * so `wfstatus:<status>:<workflow>` splits one way only; its first segment is its own.
    */
   workflowStatusRuns(status: string, workflow: string): string {

@@ -24,7 +24,12 @@ export interface FinishResult {
   next: ClaimedRun | null;
 }
 
-export type FinishOutcome = 'succeeded' | 'failed' | 'retry' | 'wait';
+/**
+ * How an attempt ends (`finish-4.lua`). `compensate`: the run failed for good and becomes
+ * `compensating`, its lease kept; a compensating run then ends `failed`, `canceled` or
+ * `compensation_failed`.
+ */
+export type FinishOutcome = 'succeeded' | 'failed' | 'retry' | 'wait' | 'compensate' | 'canceled' | 'compensation_failed';
 
 /** Where a step's record goes when a script writes it together with its effect. */
 export interface StepTarget {
@@ -196,9 +201,9 @@ export class RedisScripts {
     return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken) };
   }
 
-  async cancel(runId: string, now: number, errorJson: string, reason: string): Promise<string> {
+  async cancel(runId: string, now: number, errorJson: string, reason: string, compensate = false): Promise<string> {
     const k = this.keys;
-    return (await this.commands.cancel(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason, k.cancelChannel())) as string;
+    return (await this.commands.cancel(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason, k.cancelChannel(), compensate ? '1' : '')) as string;
   }
 
   /** `terminate-2.lua`: ends a live run (and the children it waits on) as terminated; else its terminal status or 'missing'. */
@@ -243,7 +248,7 @@ export class RedisScripts {
   async startChild(a: {
     step: StepTarget;
     now: number;
-    mode: 'wait' | 'emit';
+    mode: 'wait' | 'emit' | 'race';
     childId: string;
     workflow: string;
     queue: string;
@@ -292,6 +297,18 @@ export class RedisScripts {
   async waitSignal(step: StepTarget, name: string, deadline: number, now: number): Promise<{ code: 'lost' | 'got' | 'timeout' | 'wait'; record: string }> {
     const [code, record] = (await this.commands['wait-signal'](this.keys.run(step.runId), this.keys.signals(step.runId), this.keys.base, ...stepArgs(step), name, deadline, now)) as [
       'lost' | 'got' | 'timeout' | 'wait',
+      string?,
+    ];
+    return { code, record: record ?? '' };
+  }
+
+  /**
+   * `wait-any-2.lua`: decides a step.waitForAny race (a branch won, or one is ready now) and ends it,
+   * or records and registers it. `race` is the new race record and its branches, when the step has none.
+   */
+  async waitAny(step: StepTarget, now: number, race?: { record: string; branches: string }): Promise<{ code: 'lost' | 'corrupt' | 'done' | 'wait'; record: string }> {
+    const [code, record] = (await this.commands['wait-any'](this.keys.run(step.runId), this.keys.signals(step.runId), this.keys.base, step.runId, step.token, step.field, now, race?.record ?? '', race?.branches ?? '')) as [
+      'lost' | 'corrupt' | 'done' | 'wait',
       string?,
     ];
     return { code, record: record ?? '' };

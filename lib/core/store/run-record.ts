@@ -27,6 +27,10 @@ export const RUN_FIELDS = [
   'idempotencyKey',
   'parent',
   'progress',
+  'compensated',
+  'compError',
+  'timeout',
+  'deadline',
 ] as const;
 
 /** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
@@ -62,6 +66,12 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
   if (f.parent) run.parentId = f.parent;
   if (f.progress) run.progress = decodeJson(f.progress, id, 'progress');
+  if (f.compensated === '1') run.compensated = true;
+  if (f.compError) run.compensationError = decodeJson(f.compError, id, 'compError') as RunState['compensationError'];
+  const timeoutMs = num(f.timeout, id, 'timeout');
+  if (timeoutMs !== undefined) run.timeoutMs = timeoutMs;
+  const deadline = num(f.deadline, id, 'deadline');
+  if (deadline !== undefined) run.deadline = deadline;
   return run;
 }
 
@@ -71,7 +81,7 @@ export const SUMMARY_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAtt
 /** Longest error message of a run summary, '…' included. */
 const SUMMARY_MESSAGE_CHARS = 200;
 
-/** True for one of the seven run statuses. */
+/** True for one of the run statuses. */
 export function isRunStatus(value: string | null | undefined): value is RunStatus {
   return (RUN_STATUSES as readonly (string | null | undefined)[]).includes(value);
 }

@@ -14,6 +14,9 @@ import { decodeJson } from './serialization';
  * - `[3, seq, attempt, childRunId, deadline]`: waiting for a child run (deadline 0 = none)
  * - `[4, seq, attempt, signalName, deadline]`: waiting for a signal (deadline 0 = none)
  * - `[5, seq, attempt, eventName, deadline, match]`: waiting for an event (deadline 0 = none)
+ * - `[6, seq, attempt, deadline]`: a `waitForAny` no branch has won yet (deadline: its earliest
+ *   timer, 0 = none); its branches are in `r:<step name>` (RACE_FIELD_PREFIX). Once a branch wins,
+ *   the record is `[1, ..., { key, value }]` (or `[0, ..., error]` for a child that failed).
  */
 
 /** Prefix of step record fields in the run hash. */
@@ -39,9 +42,50 @@ export const DETERMINISTIC_FIELD_PREFIX = 'd:';
  */
 export const PATCH_FIELD_PREFIX = 'p:';
 
-/** The run-hash fields a replay reads back: step and tries records, journaled values and patch answers. */
+/**
+ * Prefix of the compensation record of a step that completed with a `compensate` function:
+ * `c:<step name>`, written with the step's record. `"0"`: its compensation is due if the run
+ * fails or is canceled with `{ compensate: true }`; `"x"`: a later `step.commit` made it final,
+ * never compensated; a success record (`[1, seq, ...]`, as a step's): its compensation ran.
+ */
+export const COMPENSATION_FIELD_PREFIX = 'c:';
+
+/** A compensation that is due (see COMPENSATION_FIELD_PREFIX). */
+export const COMPENSATION_PENDING = '0';
+
+/** A compensation that a `step.commit` made never due. */
+export const COMPENSATION_COMMITTED = 'x';
+
+/**
+ * Prefix of the branches of a `step.waitForAny` race: `r:<step name>`, a JSON array of
+ * `[key, 's', signalName]`, `[key, 't', dueAt]`, `[key, 'c', childRunId, 'cancel' | 'abandon']` and `[key, 'e', event, matchShape, matchHash]`,
+ * in declaration order. It stays until the lease holder has unregistered the branches after a win
+ * (`wait-any-2.lua`), so a replay that finds it next to a finished record ends the race first.
+ */
+export const RACE_FIELD_PREFIX = 'r:';
+
+/** A branch of a stored race (see RACE_FIELD_PREFIX). */
+export type RaceBranchRecord =
+  | [key: string, kind: 's', signal: string]
+  | [key: string, kind: 't', dueAt: number]
+  | [key: string, kind: 'c', childRunId: string, onLose: 'cancel' | 'abandon']
+  | [key: string, kind: 'e', event: string, matchShape: string, matchHash: string];
+
+/** A race no branch has won yet, and its branches' JSON (the `r:` field). */
+export function encodeRaceRecord(seq: number, attempt: number, deadline: number, branches: RaceBranchRecord[]): { record: string; branches: string } {
+  return { record: `[6,${seq},${attempt},${deadline}]`, branches: JSON.stringify(branches) };
+}
+
+/** The run-hash fields a replay reads back: step, tries and compensation records, journaled values and patch answers. */
 export function isJournalField(field: string): boolean {
-  return field.startsWith(STEP_FIELD_PREFIX) || field.startsWith(TRIES_FIELD_PREFIX) || field.startsWith(DETERMINISTIC_FIELD_PREFIX) || field.startsWith(PATCH_FIELD_PREFIX);
+  return (
+    field.startsWith(STEP_FIELD_PREFIX) ||
+    field.startsWith(TRIES_FIELD_PREFIX) ||
+    field.startsWith(DETERMINISTIC_FIELD_PREFIX) ||
+    field.startsWith(PATCH_FIELD_PREFIX) ||
+    field.startsWith(COMPENSATION_FIELD_PREFIX) ||
+    field.startsWith(RACE_FIELD_PREFIX)
+  );
 }
 
 /**
@@ -110,6 +154,7 @@ export type StoredStep = StoredStepBase &
     | { kind: 'child'; childRunId: string; deadline: number }
     | { kind: 'signal'; signal: string; deadline: number }
     | { kind: 'event'; event: string; deadline: number; match: Record<string, unknown> }
+    | { kind: 'race'; deadline: number }
   );
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
@@ -131,6 +176,10 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
   }
   const corrupt = () => new CorruptRunDataError(runId, `${where} is not a step record`);
   if (!Array.isArray(r) || r.length < 4 || !isNumber(r[1]) || !isNumber(r[2])) throw corrupt();
+  if (r[0] === 6) {
+    if (r.length !== 4 || !isNumber(r[3])) throw corrupt();
+    return { seq: r[1], attempt: r[2], kind: 'race', deadline: r[3] };
+  }
   const base = { seq: r[1], attempt: r[2] };
   switch (r[0]) {
     case 0:
@@ -182,6 +231,8 @@ function stepState(name: string, r: StoredStep, now: number): StepState {
       return { ...base, status: 'waiting', signal: r.signal, ...(r.deadline ? { wakeAt: r.deadline } : {}) };
     case 'event':
       return { ...base, status: 'waiting', event: r.event, match: r.match, ...(r.deadline ? { wakeAt: r.deadline } : {}) };
+    case 'race':
+      return { ...base, status: 'waiting', ...(r.deadline ? { wakeAt: r.deadline } : {}) };
     case 'succeeded':
       return { ...base, status: 'succeeded', finishedAt: r.finishedAt, startedAt: r.finishedAt - r.durationMs, ...(r.output !== undefined ? { output: r.output } : {}) };
     case 'failed':

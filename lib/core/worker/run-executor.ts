@@ -1,9 +1,12 @@
-import { CanceledError, CorruptRunDataError, RunTerminatedError } from '../errors';
+import { CanceledError, CorruptRunDataError, RunTerminatedError, RunTimeoutError } from '../errors';
+import { MAX_TIMER_MS } from '../definition/duration-format';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
 import { nextAttemptAt } from '../definition/retry';
-import { decodeJson, encodeJson, serializeError } from '../store/serialization';
-import { SiblingStepFailedError, StepRuntime, SuspendSignal } from './step-runtime';
+import { decodeJson, deserializeError, encodeJson, serializeError } from '../store/serialization';
+import { SiblingStepFailedError, StepRuntime, SuspendSignal, type AttemptContext } from './step-runtime';
+import { dueCompensations, runCompensations } from './compensations';
+import type { CompensationOutcome, WorkflowDefinition } from '../definition/workflow-types';
 import { isJournalField } from '../store/step-record';
 import type { RedflowLogger } from '../definition/types';
 import { validateInput } from '../definition/validation';
@@ -15,6 +18,8 @@ import type { Clock } from '../definition/clock';
 import type { StepMocks } from './step-runtime';
 import type { GuardedSpan, GuardedTracing, SpanOutcome } from '../definition/tracing';
 import { readTraceContext } from '../store/run-record';
+
+const noop = () => undefined;
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -56,13 +61,19 @@ export class RunExecutor {
   readonly queue: string;
   /** Created only if the handler reads `signal`. */
   private controller: AbortController | undefined;
-  private stopReason: CanceledError | RunTerminatedError | undefined;
+  private stopReason: CanceledError | RunTerminatedError | RunTimeoutError | undefined;
+  /** When the run's timeout passes (workflow time, from its first claim); 0 = no timeout. */
+  private readonly deadline: number;
   private steps: StepRuntime | undefined;
   /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
   private abandoned = false;
   private readonly startedAt = Date.now();
   /** The attempt's span (tracing on), and how the attempt ended, for it. */
   private span: GuardedSpan | undefined;
+  /** Set when this worker must leave the run alone (canceled, lost, stopping): ends a compensation phase too. */
+  private halted: CanceledError | RunTerminatedError | undefined;
+  /** Aborts the compensations' signal when the worker must leave the run. */
+  private compensationController: AbortController | undefined;
   private outcome: SpanOutcome = { outcome: 'abandoned' };
 
   constructor(
@@ -72,18 +83,33 @@ export class RunExecutor {
     this.runId = claimed.runId;
     this.token = claimed.token;
     this.queue = claimed.hash.queue ?? '';
+    this.deadline = Number(claimed.hash.deadline) || 0;
   }
 
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
   abort(reason: string): void {
+    const error = new CanceledError(this.runId, reason);
+    this.halt(error);
     if (this.stopReason) return;
     if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
-    this.stop(new CanceledError(this.runId, reason));
+    this.stop(error);
   }
 
-  /** The run was terminated (`terminate`): it stops as a canceled one does, its signal aborting with RunTerminatedError. */
+  /**
+   * The run was terminated (`terminate`): it stops as a canceled one does, its signal aborting
+   * with RunTerminatedError; running compensations stop too.
+   */
   terminated(): void {
-    if (!this.stopReason) this.stop(new RunTerminatedError(this.runId));
+    const error = new RunTerminatedError(this.runId);
+    this.halt(error);
+    if (!this.stopReason) this.stop(error);
+  }
+
+  /** A run that timed out goes on to its compensations: only this stops them. */
+  private halt(error: CanceledError | RunTerminatedError): void {
+    if (this.halted) return;
+    this.halted = error;
+    this.compensationController?.abort(error);
   }
 
   private stop(reason: CanceledError | RunTerminatedError): void {
@@ -159,47 +185,15 @@ export class RunExecutor {
       }
       const definition = this.host.registry.get(info.workflow);
       if (!definition) throw this.host.registry.unknownWorkflow(info.workflow, `in worker "${this.host.app}", which serves queue "${info.queue}"`);
+      if (hash.status === 'compensating') return await this.resumeCompensation(definition, info);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
       const hooks = this.host.hooks;
       hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
 
-      const stored = new Map<string, string>();
-      for (const field in hash) if (isJournalField(field)) stored.set(field, hash[field]);
-      const steps = (this.steps = new StepRuntime(
-        {
-          runId: this.runId,
-          workflow: info.workflow,
-          token: this.token,
-          attempt: info.attempt,
-          hooks,
-          leaseMs: this.host.leaseMs,
-          clock: this.host.clock,
-          stepMocks: this.host.stepMocks,
-          maxPayloadBytes: this.host.maxPayloadBytes,
-          scripts: this.host.scripts,
-          registry: this.host.registry,
-          stopReason: () => this.stopReason,
-          onLost: (code) => this.lost(code),
-          call: (fn) => this.redisCall(fn),
-          tracing: this.host.tracing,
-          span: this.span,
-        },
-        stored,
-      ));
-      // eslint-disable-next-line @typescript-eslint/no-this-alias
-      const executor = this;
-      const context = {
-        input: validInput,
-        run: info,
-        step: steps.api,
-        setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
-        get signal() {
-          return executor.signal;
-        },
-      };
-      const output = await (this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
+      const steps = (this.steps = new StepRuntime(this.attemptContext(info), this.storedJournal()));
+      const output = await this.withinDeadline(info, () => this.runHandler(definition, steps, info, validInput));
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
       const result = await this.finish('succeeded', encoded, 0);
@@ -213,9 +207,187 @@ export class RunExecutor {
       // A step that failed (a child's timeout, say) fails the attempt even while a sibling waits.
       if (suspension && !this.stopReason && failure === undefined) return this.suspend(info.queue, suspension);
       // Promise.all rejects with the first branch to settle: report the step that really failed.
-      const error = (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined ? failure : thrown;
+      // A run past its timeout fails with the timeout, whatever the aborted handler threw.
+      const error =
+        this.stopReason instanceof RunTimeoutError
+          ? this.stopReason
+          : (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined
+            ? failure
+            : thrown;
       return this.fail(error, info, input);
     }
+  }
+
+  /** What the step runtime of this attempt needs; `stopReason` defaults to the attempt's. */
+  private attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.stopReason): AttemptContext {
+    return {
+      runId: this.runId,
+      workflow: info.workflow,
+      token: this.token,
+      attempt: info.attempt,
+      hooks: this.host.hooks,
+      leaseMs: this.host.leaseMs,
+      clock: this.host.clock,
+      stepMocks: this.host.stepMocks,
+      maxPayloadBytes: this.host.maxPayloadBytes,
+      scripts: this.host.scripts,
+      registry: this.host.registry,
+      stopReason,
+      onLost: (code) => this.lost(code),
+      call: (fn) => this.redisCall(fn),
+      tracing: this.host.tracing,
+      span: this.span,
+    };
+  }
+
+  /** The journal fields of the claimed run hash (step records, journaled values...). */
+  private storedJournal(): Map<string, string> {
+    const stored = new Map<string, string>();
+    const { hash } = this.claimed;
+    for (const field in hash) if (isJournalField(field)) stored.set(field, hash[field]);
+    return stored;
+  }
+
+  /** Calls the workflow's handler with the step API of `steps`. */
+  private runHandler(definition: WorkflowDefinition, steps: StepRuntime, info: RunInfo, input: unknown): Promise<unknown> {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const executor = this;
+    const context = {
+      input,
+      run: info,
+      step: steps.api,
+      setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
+      get signal() {
+        return executor.signal;
+      },
+    };
+    return Promise.resolve(this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
+  }
+
+  /**
+   * A claimed run that is `compensating` (its worker died during the compensations, or it was
+   * canceled with `{ compensate: true }`): the compensations left run here, from the stored journal.
+   */
+  private async resumeCompensation(definition: WorkflowDefinition, info: RunInfo): Promise<ClaimedRun | null> {
+    const { hash } = this.claimed;
+    const reasonJson = hash.error || serializeError(new CorruptRunDataError(this.runId, 'the compensating run has no error field'));
+    const target = hash.compensate === 'canceled' ? 'canceled' : 'failed';
+    let input: unknown;
+    try {
+      input = decodeJson(hash.input, this.runId, 'input');
+    } catch (error) {
+      return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
+    }
+    return this.compensate(definition, info, input, reasonJson, target, this.storedJournal());
+  }
+
+  /**
+   * The compensation phase (saga), with the lease held and the run `compensating`: replays the
+   * handler over `journal` without running anything new, to collect the compensate functions of
+   * the completed steps, then runs the due ones in reverse order of completion and ends the run.
+   */
+  private async compensate(definition: WorkflowDefinition, info: RunInfo, input: unknown, reasonJson: string, target: 'failed' | 'canceled', journal: Map<string, string>): Promise<ClaimedRun | null> {
+    const reason = deserializeError(reasonJson);
+    // A run that timed out compensates all the same: only being halted (canceled, lost) stops this phase.
+    const halted = () => this.halted;
+    const controller = (this.compensationController = new AbortController());
+    if (this.halted) controller.abort(this.halted);
+    const replay = new StepRuntime(this.attemptContext(info, halted), journal, true);
+    try {
+      const validInput = await validateInput(info.workflow, definition.options.schema, input);
+      await this.runHandler(definition, replay, info, validInput).catch(() => undefined);
+      await replay.settled();
+      // Parallel branches go on after the first one stops: let them reach their completed steps.
+      for (let turn = 0, seen = -1; turn < 50 && seen !== replay.compensations.size; turn++) {
+        seen = replay.compensations.size;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const due = dueCompensations(this.runId, journal);
+      const result = await runCompensations(
+        {
+          runId: this.runId,
+          workflow: info.workflow,
+          token: this.token,
+          attempt: info.attempt,
+          leaseMs: this.host.leaseMs,
+          clock: this.host.clock,
+          scripts: this.host.scripts,
+          call: (fn) => this.redisCall(fn),
+          stopReason: halted,
+          signal: controller.signal,
+          onLost: (code) => this.lost(code),
+        },
+        due,
+        replay.compensations,
+        reason,
+      );
+      return await this.endCompensation(target, reasonJson, result, info, input);
+    } catch (error) {
+      if (this.halted || this.abandoned) return null;
+      return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, input);
+    }
+  }
+
+  /** Ends a compensating run: `target` when every compensation ran, else `compensation_failed`. */
+  private async endCompensation(
+    target: 'failed' | 'canceled',
+    reasonJson: string,
+    result: { ok: true; ran: string[] } | { ok: false; ran: string[]; step: string; error: unknown },
+    info: RunInfo,
+    input: unknown,
+  ): Promise<ClaimedRun | null> {
+    const hook = target === 'failed' && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
+    const finished = result.ok
+      ? await this.finish(target, reasonJson, 0, undefined, !hook, ['compensated', '1'])
+      : await this.finish('compensation_failed', reasonJson, 0, undefined, !hook, ['compError', serializeError(result.error)]);
+    this.outcome = finished.code !== 'ok' ? { outcome: finished.code } : { outcome: 'failed', error: result.ok ? deserializeError(reasonJson) : result.error };
+    if (finished.code === 'ok' && hook) {
+      const compensation: CompensationOutcome = result.ok ? { status: 'compensated', steps: result.ran } : { status: 'failed', steps: result.ran, error: result.error };
+      await this.runOnFailure(deserializeError(reasonJson), info, input, compensation);
+    }
+    return finished.next;
+  }
+
+  /**
+   * Runs the handler within the run's timeout: a run claimed past its deadline (a waiting run woken
+   * by it, or a retry due after it) fails before its handler runs; one still running when the
+   * deadline passes has its attempt aborted with `RunTimeoutError`, which fails it for good
+   * through `fail()`, like any final failure.
+   */
+  private async withinDeadline<T>(info: RunInfo, handler: () => Promise<T> | T): Promise<T> {
+    if (!this.deadline) return handler();
+    const timeoutMs = Number(this.claimed.hash.timeout) || 0;
+    const timedOut = () => new RunTimeoutError(this.runId, info.workflow, timeoutMs);
+    if (this.host.clock.now() >= this.deadline) throw timedOut();
+    let cancel: () => void = noop;
+    const arm = () => {
+      const left = this.deadline - this.host.clock.now();
+      // Node.js timers overflow past MAX_TIMER_MS: a longer wait is armed again when it ends.
+      if (left > 0) cancel = this.host.clock.setTimer(Math.min(left, MAX_TIMER_MS), arm);
+      else this.timeOut(timedOut());
+    };
+    arm();
+    try {
+      const output = await handler();
+      if (this.stopReason instanceof RunTimeoutError) throw this.stopReason;
+      return output;
+    } finally {
+      cancel();
+    }
+  }
+
+  /** The run's timeout passed while it ran: its signal aborts and its running steps reject with it. */
+  private timeOut(error: RunTimeoutError): void {
+    if (this.stopReason) return;
+    this.stopReason = error;
+    this.controller?.abort(error);
+    this.steps?.interrupt(error);
+  }
+
+  /** A due time (0 = none) no later than the run's deadline, so that a waiting run wakes to fail on time. */
+  private notAfterDeadline(dueAt: number): number {
+    if (!this.deadline) return dueAt;
+    return dueAt === 0 ? this.deadline : Math.min(dueAt, this.deadline);
   }
 
   /**
@@ -234,26 +406,49 @@ export class RunExecutor {
 
   /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
   private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
-    const result = await this.finish('wait', '', suspension.dueAt, suspension.waitFields);
+    const dueAt = this.notAfterDeadline(suspension.dueAt);
+    const result = await this.finish('wait', '', dueAt, suspension.waitFields);
     this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
-    if (result.code === 'ok' && suspension.dueAt > 0) this.host.runScheduled(queue, suspension.dueAt);
+    if (result.code === 'ok' && dueAt > 0) this.host.runScheduled(queue, dueAt);
     return result.next;
   }
 
   private async fail(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
     if (this.abandoned) return null;
+    if (this.claimed.hash.status === 'compensating') {
+      // A compensating run this worker cannot replay (its workflow is not registered here, its hash
+      // is damaged): it must not end as if compensated. It needs a person; resume retries it.
+      if (this.halted) return null;
+      const reasonJson = this.claimed.hash.error || serializeError(error);
+      return this.endCompensation(this.claimed.hash.compensate === 'canceled' ? 'canceled' : 'failed', reasonJson, { ok: false, ran: [], step: '', error }, info, input);
+    }
     let due: number | null;
     try {
       due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());
+      if (due !== null) due = this.notAfterDeadline(due);
     } catch (policyError) {
       due = null;
       error = policyError;
     }
+    const definition = this.host.registry.get(info.workflow);
+    if (due === null && !this.halted && this.steps && definition) {
+      const journal = this.steps.journal();
+      if (dueCompensations(this.runId, journal).length) {
+        const errorJson = serializeError(error);
+        const result = await this.finish('compensate', errorJson, 0, undefined, false);
+        if (result.code !== 'ok') {
+          this.outcome = { outcome: result.code };
+          return result.next;
+        }
+        this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: false, durationMs: Date.now() - this.startedAt });
+        return this.compensate(definition, info, input, errorJson, 'failed', journal);
+      }
+    }
     // A run claimed by this finish would wait, unrenewed, while onFailure runs: claim none then.
-    const hook = due === null && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
+    const hook = due === null && Boolean(definition?.options.onFailure);
     const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
-    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
+    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
     if (result.code !== 'ok') return result.next;
     this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: due !== null, retryAt: due ?? undefined, durationMs: Date.now() - this.startedAt });
     if (due !== null) {
@@ -264,19 +459,20 @@ export class RunExecutor {
     return result.next;
   }
 
-  private async runOnFailure(error: unknown, info: RunInfo, input: unknown): Promise<void> {
+  private async runOnFailure(error: unknown, info: RunInfo, input: unknown, compensation?: CompensationOutcome): Promise<void> {
     const onFailure = this.host.registry.get(info.workflow)?.options.onFailure;
     if (!onFailure) return;
     try {
-      await onFailure({ error, run: info, input });
+      await onFailure(compensation ? { error, run: info, input, compensation } : { error, run: info, input });
     } catch (hookError) {
       this.host.logger.error(`onFailure of workflow "${info.workflow}" threw for run "${this.runId}": ${(hookError as Error)?.message}`, (hookError as Error)?.stack);
     }
   }
 
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true): Promise<FinishResult> {
+  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true, extra: string[] = []): Promise<FinishResult> {
     if (this.abandoned) return { code: 'lost', next: null };
     const records = this.steps ? this.steps.takePending() : [];
+    records.push(...extra);
     const result = await this.redisCall(() => this.host.scripts.finish({
       runId: this.runId,
       queue: this.queue,

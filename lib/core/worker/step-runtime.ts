@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { dueAt, idempotencyTtlSec, timeOption, toMs, type Duration } from '../definition/duration';
-import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, TimeoutError } from '../errors';
+import { CanceledError, ConfigurationError, CorruptRunDataError, IdempotencyConflictError, isRetryable, PayloadTooLargeError, RetryAfterError, StepHeartbeatTimeoutError, TimeoutError } from '../errors';
 import { dynamicFlowError, flowControlFor } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
+  type CheckedStepRetry,
+  checkHeartbeatTimeout,
   checkIdempotencyKey,
   checkUserName,
   checkStepRetry,
@@ -18,6 +20,9 @@ import {
 import { eventFields, matchKey } from '../definition/event-match';
 import type { RedisScripts, StepTarget } from '../store/redis-scripts';
 import {
+  COMPENSATION_COMMITTED,
+  COMPENSATION_FIELD_PREFIX,
+  COMPENSATION_PENDING,
   decodeStepRecord,
   DETERMINISTIC_FIELD_PREFIX,
   encodeFailureRecord,
@@ -27,6 +32,9 @@ import {
   encodeTriesRecord,
   parseTriesRecord,
   PROGRESS_FIELD,
+  RACE_FIELD_PREFIX,
+  type RaceBranchRecord,
+  encodeRaceRecord,
   STEP_FIELD_PREFIX,
   TRIES_FIELD_PREFIX,
   VALUE_FIELD_PREFIX,
@@ -41,12 +49,32 @@ import { traceFields } from '../store/run-record';
 export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
-import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
+import type { CompensationContext } from '../definition/workflow-types';
+import { childBranch, eventBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../definition/race';
+import type { RaceBranch, RaceResult } from '../definition/workflow-types';
+import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepRunContext, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
 export class SuspendSignal extends Error {
   override name = 'SuspendSignal';
 }
+
+/**
+ * Thrown through the handler of a replay that only collects compensations (a compensating run):
+ * the replay reached a step that did not complete, and goes no further.
+ */
+export class ReplayEndSignal extends SuspendSignal {
+  override name = 'ReplayEndSignal';
+}
+
+/** A compensation a step registered when it was reached: its function and retry policy. */
+export interface RegisteredCompensation {
+  fn: (output: unknown, ctx: CompensationContext) => unknown;
+  retries: CheckedStepRetry;
+}
+
+/** Default retries of a compensation: three tries, 1 s then 2 s apart. */
+const DEFAULT_COMPENSATE_RETRIES = { maxAttempts: 3 };
 
 /** Rejects a sibling step after another branch of the same attempt failed. */
 export class SiblingStepFailedError extends Error {
@@ -124,6 +152,10 @@ export class StepRuntime {
   /** The answers of `step.patched` in this attempt, by field. */
   private readonly patches = new Map<string, boolean>();
   private readonly inflight = new Set<InflightStep>();
+  /** The compensations of the steps reached so far, by step name. */
+  readonly compensations = new Map<string, RegisteredCompensation>();
+  /** Every field this attempt wrote (step, tries, compensation records...), for the journal a compensation phase reads. */
+  private readonly written = new Map<string, string>();
   private readonly effects = new Set<Promise<unknown>>();
   private pending: string[] = [];
   private flushing: Promise<void> = Promise.resolve();
@@ -132,9 +164,15 @@ export class StepRuntime {
   private closed = false;
   private seq: number;
 
+  /**
+   * `replayOnly`: a replay that only collects the compensations of completed steps (a compensating
+   * run): stored results come back as usual, and the first step that did not complete ends the
+   * replay (`ReplayEndSignal`) without running anything or writing anything.
+   */
   constructor(
     private readonly ctx: AttemptContext,
     private readonly stored: Map<string, string>,
+    private readonly replayOnly = false,
   ) {
     this.api = {
       run: (options, fn) => this.run(options, fn),
@@ -153,6 +191,12 @@ export class StepRuntime {
       random: () => this.journaled('random', () => Math.random()),
       uuid: () => this.journaled('uuid', () => randomUUID()),
       patched: (id) => this.patched(id),
+      commit: (name) => this.track(this.commit(name)),
+      waitForAny: <B extends Record<string, RaceBranch>>(options: StepOptions | string, branches: B) => this.track(this.waitForAny(options, branches)) as Promise<RaceResult<B>>,
+      signal: (name) => raceBranch({ kind: 'signal', signal: name }),
+      timer: (target) => raceBranch({ kind: 'timer', target }),
+      child: (workflow, input, options) => raceBranch(childBranch(workflow as WorkflowTarget, input, options)),
+      event: (event, options) => raceBranch(eventBranch(event, options)),
     };
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
@@ -181,6 +225,7 @@ export class StepRuntime {
       if (typeof value !== (kind === 'uuid' ? 'string' : 'number')) throw new CorruptRunDataError(this.ctx.runId, `field "${field}" (the value of step.${kind}()) is not a ${kind === 'uuid' ? 'string' : 'number'}`);
       return value as T;
     }
+    this.endReplay();
     const value = make();
     this.record(field, JSON.stringify(value));
     return value;
@@ -204,6 +249,7 @@ export class StepRuntime {
     } else if (stored !== undefined) {
       throw new CorruptRunDataError(this.ctx.runId, `field "${field}" (the answer of step.patched("${id}")) is not "1" or "0"`);
     } else {
+      this.endReplay();
       answer = true;
       for (const key of this.stored.keys()) {
         if (key.startsWith(STEP_FIELD_PREFIX) && !this.reached.has(key)) {
@@ -278,8 +324,10 @@ export class StepRuntime {
     return { opts, name, field, record };
   }
 
-  private async run<T>(options: RunStepOptions | string, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
+  private async run<T>(options: RunStepOptions | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T> {
     const { opts, name, field, record } = this.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
+    const compensable = this.registerCompensation(name, opts);
+    const heartbeatMs = opts.heartbeatTimeout === undefined ? undefined : checkHeartbeatTimeout(opts.heartbeatTimeout, `heartbeatTimeout of step "${name}"`);
     if (record?.kind === 'succeeded') return record.output as T;
     const policy = opts.retries === undefined ? undefined : checkStepRetry(opts.retries, `retries of step "${name}"`);
     const triesField = TRIES_FIELD_PREFIX + name;
@@ -296,7 +344,7 @@ export class StepRuntime {
       this.ctx.hooks.emit('onStepStart', hook);
       const span = this.ctx.span?.startStep({ step: name, stepAttempt: failures + 1 });
       try {
-        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, fn)) : this.execute(name, field, opts.timeoutMs, fn));
+        const output = await (span ? span.activate(() => this.execute(name, field, opts.timeoutMs, heartbeatMs, fn, compensable)) : this.execute(name, field, opts.timeoutMs, heartbeatMs, fn, compensable));
         span?.end({ outcome: 'succeeded' });
         this.ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
         return output;
@@ -326,6 +374,52 @@ export class StepRuntime {
     }
   }
 
+  /**
+   * Checks a step's `compensate` option and keeps the function under the step's name, whether the
+   * step runs now or is replayed: a failing run compensates from this map. True when it has one.
+   */
+  private registerCompensation(name: string, opts: RunStepOptions): boolean {
+    if (opts.compensate === undefined) {
+      if (opts.compensateRetries !== undefined) throw new ConfigurationError(`Step "${name}" has compensateRetries but no compensate function: add compensate, or drop compensateRetries.`);
+      return false;
+    }
+    if (typeof opts.compensate !== 'function') {
+      throw new ConfigurationError(`The compensate option of step "${name}" must be a function (output, ctx) => ..., got ${typeof opts.compensate}.`);
+    }
+    const retries = checkStepRetry(opts.compensateRetries ?? DEFAULT_COMPENSATE_RETRIES, `compensateRetries of step "${name}"`);
+    this.compensations.set(name, { fn: opts.compensate as RegisteredCompensation['fn'], retries });
+    return true;
+  }
+
+  /**
+   * `step.commit(name)`: every compensation due so far (stored, or written by this attempt) becomes
+   * final (`c:<step>` = "x") in one checkpoint with the commit's own step record, after every earlier
+   * step is stored. Steps that complete after it stay compensable.
+   */
+  private async commit(options: string): Promise<void> {
+    const { field, record } = this.begin('commit', options);
+    if (record?.kind === 'succeeded') return;
+    await this.ready();
+    for (const [key, value] of this.journal()) {
+      if (key.startsWith(COMPENSATION_FIELD_PREFIX) && value === COMPENSATION_PENDING) this.record(key, COMPENSATION_COMMITTED);
+    }
+    const now = Date.now();
+    this.record(field, encodeSuccessRecord(++this.seq, this.ctx.attempt, now, 0, ''));
+    await this.durable();
+  }
+
+  /** The run's journal as this attempt leaves it: the stored fields with every field it wrote over them. */
+  journal(): Map<string, string> {
+    const all = new Map(this.stored);
+    for (const [field, value] of this.written) all.set(field, value);
+    return all;
+  }
+
+  /** In a replay that only collects compensations, reaching anything new ends the replay. */
+  private endReplay(): void {
+    if (this.replayOnly) throw new ReplayEndSignal(`The replay of run "${this.ctx.runId}" reached a step that did not complete.`);
+  }
+
   /** Waits `ms` in process (a short step retry delay); rejects when the attempt must stop. */
   private pause(ms: number): Promise<void> {
     if (ms <= 0) return Promise.resolve();
@@ -350,6 +444,7 @@ export class StepRuntime {
    * which is sent now. Resolves once it is stored.
    */
   private setField(field: string, value: unknown, what: string, limit: number): Promise<void> {
+    if (this.replayOnly) return Promise.resolve();
     let json: string;
     try {
       this.throwIfStopped();
@@ -375,6 +470,7 @@ export class StepRuntime {
     } else if (record?.kind === 'succeeded') {
       return;
     } else {
+      this.endReplay();
       this.throwIfStopped();
       wakeAt = target instanceof Date ? timeOption(target, what) : this.ctx.clock.now() + toMs(target, what);
       this.record(field, encodeSleepRecord(++this.seq, this.ctx.attempt, wakeAt));
@@ -419,6 +515,97 @@ export class StepRuntime {
     assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
     const match = matchKey(waitOptions.match, `the match of step "${name}"`);
     return this.awaitExternal('event', record, waitOptions.timeout, name, field, (target, deadline) => this.ctx.scripts.waitEvent(target, event, deadline, this.ctx.clock.now(), match));
+  }
+
+  /**
+   * `step.waitForAny`: the stored winner on replay; else the children of child branches start (once:
+   * their ids are deterministic) and `wait-any` decides the race if a branch is ready, or records
+   * and registers it, and the run suspends until a branch wins (a signal or a child's end, written
+   * by `signal` / `notify_waiters`) or its earliest timer is due. A winner found next to the race's
+   * branches field was written while the run waited: `wait-any` ends the race (unregisters the
+   * branches, cancels or abandons losing children) before the step returns it.
+   */
+  private async waitForAny(options: StepOptions | string, branches: unknown): Promise<unknown> {
+    const { name, field, record } = this.begin('waitForAny', options);
+    const what = `step.waitForAny "${name}"`;
+    const specs = raceBranches(branches, what);
+    const signals = new Map<string, string>();
+    for (const [key, spec] of specs) {
+      checkUserName(key, `A branch key of ${what}`, STEP_NAME_RULES);
+      if (spec.kind === 'signal') {
+        checkUserName(spec.signal, `The signal name of branch "${key}" of ${what}`);
+        const other = signals.get(spec.signal);
+        if (other !== undefined) throw new ConfigurationError(`Branches "${other}" and "${key}" of ${what} both wait for signal "${spec.signal}": give each signal one branch.`);
+        signals.set(spec.signal, key);
+      }
+      if (spec.kind === 'event') checkEventName(spec.event, `The event name of branch "${key}" of ${what}`);
+    }
+    // A winner next to the branches field: the race is not over until the lease holder ends it
+    // (a compensating replay writes nothing, so it takes the winner as it is).
+    const pending = this.stored.has(RACE_FIELD_PREFIX + name) && !this.replayOnly;
+    if (!pending && record?.kind === 'succeeded') return record.output;
+    if (!pending && record?.kind === 'failed') throw deserializeError(JSON.stringify(record.error));
+    if (record && record.kind !== 'race' && record.kind !== 'succeeded' && record.kind !== 'failed') {
+      throw new CorruptRunDataError(this.ctx.runId, `field "${field}" holds a ${record.kind} record, not the race of step.waitForAny "${name}"`);
+    }
+    await this.ready();
+    const target = this.target(field);
+    let race: { record: string; branches: string } | undefined;
+    if (record === undefined) {
+      const now = this.ctx.clock.now();
+      const dues = new Map<string, number>();
+      for (const [key, spec] of specs) {
+        if (spec.kind === 'timer') dues.set(key, spec.target instanceof Date ? timeOption(spec.target, `timer of branch "${key}" of ${what}`) : now + toMs(spec.target, `timer of branch "${key}" of ${what}`));
+      }
+      const stored: RaceBranchRecord[] = [];
+      for (const [key, spec] of specs) {
+        if (spec.kind === 'signal') stored.push([key, 's', spec.signal]);
+        else if (spec.kind === 'timer') stored.push([key, 't', dues.get(key)!]);
+        else if (spec.kind === 'event') {
+          const { shape, hash } = matchKey(spec.match, `the match of branch "${key}" of ${what}`);
+          stored.push([key, 'e', spec.event, shape, hash]);
+        }
+        else stored.push([key, 'c', await this.startRaceChild(target, name, key, spec), spec.onLose]);
+      }
+      race = encodeRaceRecord(target.seq, this.ctx.attempt, dues.size ? Math.min(...dues.values()) : 0, stored);
+    }
+    const result = await this.ctx.call(() => this.ctx.scripts.waitAny(target, this.ctx.clock.now(), race));
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'corrupt') throw new CorruptRunDataError(this.ctx.runId, `field "${field}" or "${RACE_FIELD_PREFIX}${name}" is not the race of step.waitForAny "${name}"`);
+    const stored = decodeStepRecord(this.ctx.runId, field, result.record);
+    if (stored.kind === 'race') this.suspend(stored.deadline, field);
+    if (stored.kind === 'succeeded') return stored.output;
+    if (stored.kind === 'failed') throw deserializeError(JSON.stringify(stored.error));
+    throw new CorruptRunDataError(this.ctx.runId, `field "${field}" holds a ${stored.kind} record after the race of step.waitForAny "${name}"`);
+  }
+
+  /** Starts (or finds, on a replay) the child run of a waitForAny branch; returns its id. */
+  private async startRaceChild(target: StepTarget, name: string, key: string, spec: Extract<RaceBranchSpec, { kind: 'child' }>): Promise<string> {
+    const definition = typeof spec.workflow === 'string' ? this.ctx.registry.get(spec.workflow) : spec.workflow;
+    const workflowName = typeof spec.workflow === 'string' ? spec.workflow : spec.workflow.name;
+    if (definition) await validateInput(workflowName, definition.options.schema, spec.input);
+    const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], spec.input);
+    const result = await this.ctx.call(() => this.ctx.scripts.startChild({
+      step: target,
+      now: this.ctx.clock.now(),
+      mode: 'race',
+      childId: `${this.ctx.runId}.${name}.${key}`,
+      workflow: workflowName,
+      queue: definition?.queue ?? '',
+      maxAttempts: definition ? String(definition.maxAttempts) : '',
+      input: encodeInput(workflowName, spec.input, `The input of child workflow "${workflowName}" (branch "${key}" of step "${name}")`, this.ctx.maxPayloadBytes),
+      runAt: 0,
+      idempotencyKey: '',
+      idempotencyTtlSec: 1,
+      deadline: 0,
+      localFlow: definition !== undefined,
+      debounce: flow.debounce,
+      extra: this.withTrace(flow.extra),
+    }));
+    if (result.code === 'lost') this.lost();
+    if (result.code === 'unknown') throw this.ctx.registry.unknownWorkflow(workflowName);
+    if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
+    return result.childId;
   }
 
   /** A child run's extra fields with the active trace context (the attempt's or a step's span), when tracing is on. */
@@ -493,6 +680,7 @@ export class StepRuntime {
 
   /** Before a step's effect: the attempt must go on, and every earlier step must be stored. */
   private async ready(): Promise<void> {
+    this.endReplay();
     this.throwIfStopped();
     await this.durable();
     this.throwIfStopped();
@@ -512,6 +700,7 @@ export class StepRuntime {
    * waits (Promise.all) combine: the earliest due time, and every awaited child step.
    */
   private suspend(dueAt: number, waitField?: string): never {
+    this.endReplay();
     const signal = new SuspendSignal(`Run "${this.ctx.runId}" is waiting.`);
     const current = this.suspension;
     if (!current) {
@@ -539,15 +728,30 @@ export class StepRuntime {
     for (const other of this.inflight) this.stop(other, sibling);
   }
 
-  /** Runs a step's function once; stores its record when it returns (the caller handles a throw). */
-  private async execute<T>(name: string, field: string, timeoutMs: number | undefined, fn: (ctx: { signal: AbortSignal }) => T | Promise<T>): Promise<T> {
+  /**
+   * Runs a step's function once; stores its record when it returns (the caller handles a throw).
+   * With `heartbeatMs`, the try fails with `StepHeartbeatTimeoutError` once that long passes (real
+   * time, like `timeoutMs`) without a `heartbeat()` call.
+   */
+  private async execute<T>(name: string, field: string, timeoutMs: number | undefined, heartbeatMs: number | undefined, fn: (ctx: StepRunContext) => T | Promise<T>, compensable = false): Promise<T> {
     const startedAt = Date.now();
     const step: InflightStep = { reject: noop };
+    let heartbeatTimer: NodeJS.Timeout | undefined;
+    let running = false;
+    const heartbeat =
+      heartbeatMs === undefined
+        ? noop
+        : () => {
+            if (!running) return;
+            clearTimeout(heartbeatTimer);
+            heartbeatTimer = setTimeout(() => this.stop(step, new StepHeartbeatTimeoutError(name, heartbeatMs)), heartbeatMs);
+          };
     // The signal is created only if the step function reads it: most steps never do.
-    const stepContext = {
+    const stepContext: StepRunContext = {
       get signal(): AbortSignal {
         return (step.controller ??= new AbortController()).signal;
       },
+      heartbeat,
     };
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -556,6 +760,8 @@ export class StepRuntime {
         step.reject = reject;
         this.inflight.add(step);
         if (timeoutMs !== undefined) timer = setTimeout(() => this.stop(step, new TimeoutError(`Step "${name}"`, timeoutMs)), timeoutMs);
+        running = true;
+        heartbeat();
         if (mock) {
           if ('output' in mock) resolve(mock.output as T);
           else reject(mock.error instanceof Error ? mock.error : new Error(String(mock.error)));
@@ -571,12 +777,16 @@ export class StepRuntime {
       const encoded = encodeJson(result, `The output of step "${name}"`, this.ctx.maxPayloadBytes);
       const finishedAt = Date.now();
       this.record(field, encodeSuccessRecord(++this.seq, this.ctx.attempt, finishedAt, finishedAt - startedAt, encoded));
+      // In the same batch as the step's record: a stored step is never without its compensation.
+      if (compensable) this.record(COMPENSATION_FIELD_PREFIX + name, COMPENSATION_PENDING);
       return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
     } catch (error) {
       this.inflight.delete(step);
       throw error;
     } finally {
+      running = false;
       clearTimeout(timer);
+      clearTimeout(heartbeatTimer);
     }
   }
 
@@ -593,8 +803,9 @@ export class StepRuntime {
   }
 
   private record(field: string, json: string): void {
-    if (this.closed) return;
+    if (this.closed || this.replayOnly) return;
     this.pending.push(field, json);
+    this.written.set(field, json);
     if (!this.flushQueued) {
       this.flushQueued = true;
       // Handlers that return right after their last step carry its record in the finish script;

@@ -8,7 +8,7 @@
   const notice = document.getElementById('notice');
   const POLL_MS = 1500;
   const MAX_BACKOFF_MS = 30000;
-  const STATUSES = ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled', 'terminated'];
+  const STATUSES = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
   let meta = { readOnly: true, prefix: '' };
   let timer;
   let failures = 0;
@@ -154,7 +154,8 @@
     const { run, steps, children, moreChildren } = await api(`/run?${runQuery(id)}`);
     const live = ['scheduled', 'queued', 'running'].includes(run.status);
     const message = el('span', { class: 'error', 'data-testid': 'action-message' });
-    const endedBadly = ['failed', 'canceled', 'terminated'].includes(run.status);
+    // A compensating run is not canceled, but a terminate ends it at once.
+    const terminable = live || run.status === 'compensating';
     const action = async (kind, extra = '') => {
       try {
         const result = await act(`/run/${kind}?${runQuery(id)}${extra}`);
@@ -172,12 +173,12 @@
       el('p', {}, statusEl(run.status), ' · ', run.workflow, ' on queue ', run.queue, ' · attempt ', `${run.attempt}/${run.maxAttempts}`),
       el('p', {},
         el('button', { 'data-testid': 'cancel', disabled: meta.readOnly || !live, onclick: () => action('cancel') }, 'Cancel'), ' ',
-        el('button', { 'data-testid': 'terminate', title: 'End it now: no cleanup, no onFailure', disabled: meta.readOnly || !live,
+        el('button', { 'data-testid': 'terminate', title: 'End it now: no cleanup, no onFailure', disabled: meta.readOnly || !terminable,
           onclick: () => window.confirm(`Terminate run ${run.id} now, without cleanup?`) && action('terminate') }, 'Terminate'), ' ',
-        el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !endedBadly, onclick: () => action('rerun') }, 'Re-run'), ' ',
-        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step, under the same id', disabled: meta.readOnly || !endedBadly, onclick: () => action('resume') }, 'Resume'), ' ',
-        el('button', { 'data-testid': 'delete', title: live ? 'Terminate it and delete it with its steps' : 'Delete it with its steps', disabled: meta.readOnly,
-          onclick: () => window.confirm(live ? `Terminate and delete run ${run.id}?` : `Delete run ${run.id} and its steps?`) && action('delete', live ? '&force=1' : '') }, 'Delete'), ' ',
+        el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !['failed', 'canceled', 'terminated'].includes(run.status), onclick: () => action('rerun') }, 'Re-run'), ' ',
+        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step (or compensation), under the same id', disabled: meta.readOnly || !['failed', 'canceled', 'compensation_failed', 'terminated'].includes(run.status), onclick: () => action('resume') }, 'Resume'), ' ',
+        el('button', { 'data-testid': 'delete', title: terminable ? 'Terminate it and delete it with its steps' : 'Delete it with its steps', disabled: meta.readOnly,
+          onclick: () => window.confirm(terminable ? `Terminate and delete run ${run.id}?` : `Delete run ${run.id} and its steps?`) && action('delete', terminable ? '&force=1' : '') }, 'Delete'), ' ',
         message),
       el('table', {}, el('tbody', {},
         el('tr', {}, el('th', {}, 'Created'), el('td', {}, time(run.createdAt))),
@@ -185,7 +186,9 @@
         el('tr', {}, el('th', {}, 'Finished'), el('td', {}, time(run.finishedAt))),
         run.parentId ? el('tr', {}, el('th', {}, 'Parent'), el('td', {}, runLink(run.parentId))) : null,
         children.length ? el('tr', {}, el('th', {}, 'Children'), el('td', {}, children.map((c) => el('div', {}, runLink(c))), moreChildren ? el('div', { class: 'muted' }, `and ${moreChildren} more`) : null)) : null,
-        run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null)),
+        run.cancelReason ? el('tr', {}, el('th', {}, 'Cancel reason'), el('td', {}, run.cancelReason)) : null,
+        run.compensated ? el('tr', {}, el('th', {}, 'Compensated'), el('td', { 'data-testid': 'run-compensated' }, 'yes: every compensation of its completed steps ran')) : null,
+        run.compensationError ? el('tr', {}, el('th', {}, 'Compensation error'), el('td', { class: 'error', 'data-testid': 'run-compensation-error' }, `${run.compensationError.name}: ${run.compensationError.message}`)) : null)),
       run.progress !== undefined ? [el('h3', {}, 'Progress'), payload(run.progress, run.id, 'progress', 'run-progress')] : null,
       el('h3', {}, 'Input'), payload(run.input, run.id, 'input', 'run-input'),
       run.output !== undefined ? [el('h3', {}, 'Output'), payload(run.output, run.id, 'output', 'run-output')] : null,

@@ -1,5 +1,5 @@
-import type { RunStepOptions, StepRetryPolicy } from '../../core';
-import { assertKnownKeys, checkDuration, checkStepRetry, checkUserName, RUN_STEP_OPTION_KEYS } from '../../core/definition/option-checks';
+import { ConfigurationError, type Duration, type RunStepOptions, type StepRetryPolicy } from '../../core';
+import { assertKnownKeys, checkDuration, checkHeartbeatTimeout, checkStepRetry, checkUserName, RUN_STEP_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
 import { methodLabel } from './workflow.decorator';
@@ -11,13 +11,27 @@ export interface StepDecoratorOptions {
   timeoutMs?: number;
   /** Retries this step by its own policy before the run-level retry applies (see `step.run`). */
   retries?: StepRetryPolicy;
+  /**
+   * Fails a try with `StepHeartbeatTimeoutError` when the method goes this long without calling
+   * `currentStep()?.heartbeat()` (see `step.run`); `retries` then apply. @default no heartbeat check
+   */
+  heartbeatTimeout?: Duration;
+  /**
+   * The name of a method of the same provider that undoes this step (saga): called with the
+   * step's output and a `CompensationContext` when the run fails for good or is canceled with
+   * `{ compensate: true }` (see `step.run`'s `compensate`). It runs on the provider, with its
+   * injected dependencies.
+   */
+  compensate?: string;
+  /** How the compensation is retried. @default { maxAttempts: 3 } */
+  compensateRetries?: StepRetryPolicy;
 }
 
 /**
  * Makes every call of this method inside a running workflow a durable step (`step.run`
  * semantics: stored once, replayed afterwards; repeated calls get `#2`, `#3` suffixes). Called
  * outside a run, the method just runs. Unknown options, a name with `#` or `|`, or an invalid
- * `timeoutMs` throw `ConfigurationError` when the class is decorated.
+ * `timeoutMs` or `heartbeatTimeout` throw `ConfigurationError` when the class is decorated.
  */
 export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecorator {
   return (target, key, descriptor: PropertyDescriptor) => {
@@ -25,18 +39,33 @@ export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecor
     const options = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : (nameOrOptions ?? {});
     assertKnownKeys(`@Step options of ${where}`, options, RUN_STEP_OPTION_KEYS);
     if (options.retries !== undefined) checkStepRetry(options.retries, `@Step retries of ${where}`);
+    if (options.heartbeatTimeout !== undefined) checkHeartbeatTimeout(options.heartbeatTimeout, `@Step heartbeatTimeout of ${where}`);
     const name = checkUserName(options.name ?? String(key), `@Step name of ${where}`, {
       forbid: '#|',
       reason: '"#" is reserved for the "#2" suffix of repeated calls and "|" separates stored fields; choose another character',
     });
+    const compensate = options.compensate;
+    if (compensate !== undefined && (typeof compensate !== 'string' || typeof (target as Record<string, unknown>)[compensate] !== 'function')) {
+      throw new ConfigurationError(
+        `@Step compensate of ${where} must name a method of the same class, got ${JSON.stringify(compensate)}: add the method (it receives the step's output), or fix the name.`,
+      );
+    }
+    if (options.compensateRetries !== undefined) {
+      if (compensate === undefined) throw new ConfigurationError(`@Step of ${where} has compensateRetries but no compensate method: add compensate, or drop compensateRetries.`);
+      checkStepRetry(options.compensateRetries, `@Step compensateRetries of ${where}`);
+    }
     const stepOptions: RunStepOptions = {
       name,
       timeoutMs: options.timeoutMs === undefined ? undefined : checkDuration(options.timeoutMs, `@Step timeoutMs of ${where}`, { timer: true }),
       ...(options.retries === undefined ? {} : { retries: options.retries }),
+      ...(options.compensateRetries === undefined ? {} : { compensateRetries: options.compensateRetries }),
+      ...(options.heartbeatTimeout === undefined ? {} : { heartbeatTimeout: options.heartbeatTimeout }),
     };
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const durable = function (this: unknown, ...args: unknown[]) {
-      return runAsStep(stepOptions, () => original.apply(this, args));
+      // The compensation runs on the provider the step ran on: `this`, with its dependencies.
+      const options: RunStepOptions = compensate === undefined ? stepOptions : { ...stepOptions, compensate: (output, ctx) => (this as Record<string, (...a: unknown[]) => unknown>)[compensate](output, ctx) };
+      return runAsStep(options, () => original.apply(this, args));
     };
     Object.defineProperty(durable, 'name', { value: original.name });
     Reflect.defineMetadata(REDFLOW_STEP, stepOptions, durable);

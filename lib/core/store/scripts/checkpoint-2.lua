@@ -1,5 +1,5 @@
--- checkpoint: stores completed step records and extends the lease, only while the caller still
--- holds the run's lease. The reply tells the worker whether the run was canceled meanwhile.
+-- checkpoint: stores completed step records (or compensation records, for a compensating run) and
+-- extends the lease, only while the caller still holds the run's lease. The reply tells the worker whether the run was canceled meanwhile.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- ARGV[1] run id              ARGV[2] lease token  ARGV[3] lease expiry (ms, real time)
 -- ARGV[4] now (ms, workflow time)  ARGV[5] base ("{prefix}:")
@@ -8,17 +8,23 @@
 -- Deletes the run's `crashes` (lease expiries in a row, counted by reap).
 -- Writes step.completed / step.failed / retry.scheduled to the event stream (run-events.lua), at the
 -- time of each step record (a retry: at `now`).
+--!include keys.lua
+--!include status.lua
 --!include run-events.lua
 
 local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow')
-if run[1] ~= 'running' or run[2] ~= ARGV[2] then
+if not HELD[run[1]] or run[2] ~= ARGV[2] then
   if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
   return 'lost'
 end
 for i = 6, #ARGV, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
-redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
+if run[1] == 'compensating' then
+  redis.call('ZADD', k_comp_leases(ARGV[5]), 'XX', ARGV[3], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
+end
 -- The attempt made progress: the crashes counted by reap are no longer in a row.
 redis.call('HDEL', KEYS[1], 'crashes')
 emit_step_events(ARGV[5], ARGV[1], run[3], tonumber(ARGV[4]), ARGV, 6)

@@ -6,6 +6,12 @@
 --   wait:  back to scheduled (step.waitFor, or children to finish), the attempt not counted. When
 --          one of the waiting step records named in ARGV[10] was already resolved (a finished
 --          child, a signal), the run is queued again at once instead.
+--   compensate: the run failed for good and has compensations to run (saga): `compensating`, its
+--          error (ARGV[6]) stored, `compensate` = 'failed' (the status it ends in); the caller
+--          keeps the lease and runs the compensations.
+-- A compensating run (held by the caller) ends with 'failed' or 'canceled' (its compensations all
+-- ran; the caller sends `compensated` among the fields) or 'compensation_failed'; ARGV[6] is then
+-- the run's original error.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- KEYS[3] queue ready list    KEYS[4] queue scheduled zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] now (ms)
@@ -17,6 +23,7 @@
 -- Returns { code } or { code, nextRunId, next flat run hash }
 --   code: 'ok' | 'canceled' | 'terminated' (the run ended so meanwhile) | 'lost' (lease taken over or run gone)
 --!include writable.lua
+--!include status.lua
 --!include index.lua
 --!include end-run.lua
 --!include claim.lua
@@ -28,7 +35,7 @@ assert_writable(base)
 local runKey = KEYS[1]
 local code = 'ok'
 local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
-if run[1] ~= 'running' or run[2] ~= token then
+if not HELD[run[1]] or run[2] ~= token then
   code = 'lost'
   if run[1] == 'canceled' or run[1] == 'terminated' then code = run[1] end
 else
@@ -37,9 +44,19 @@ else
   local fields = {}
   for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
   local stepRetryAt = emit_step_events(base, runId, run[4], now, fields, 1)
-  if outcome == 'succeeded' or outcome == 'failed' then
-    end_run(base, runId, { from = 'running', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[2] },
+  if TERMINAL[outcome] then
+    end_run(base, runId, { from = run[1], workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[2] },
       outcome, now, ARGV[6], fields)
+  elseif outcome == 'compensate' then
+    table.insert(fields, 'error'); table.insert(fields, ARGV[6])
+    table.insert(fields, 'compensate'); table.insert(fields, 'failed')
+    table.insert(fields, 'status'); table.insert(fields, 'compensating')
+    redis.call('HSET', runKey, unpack(fields))
+    move_index(base, runId, run[4], 'running', 'compensating', run[3])
+    -- The lease stays, in the compensating runs' leases zset.
+    redis.call('ZADD', k_comp_leases(base), redis.call('ZSCORE', KEYS[2], runId) or ARGV[9], runId)
+    redis.call('ZREM', KEYS[2], runId)
+    emit_event(base, 'run.compensating', runId, run[4], now, { 'error', error_message(ARGV[6]) })
   else
     local status = 'scheduled'
     if outcome == 'retry' then
@@ -58,7 +75,8 @@ else
           found = true
           if is_child_wait(awaited) then waitingFor = 'child'
           elseif is_signal_wait(awaited) then waitingFor = 'signal'
-          elseif is_event_wait(awaited) then waitingFor = 'event' end
+          elseif is_event_wait(awaited) then waitingFor = 'event'
+          elseif is_race_wait(awaited) then waitingFor = 'race' end
         end
       end
       emit_event(base, 'run.waiting', runId, run[4], now, { 'waitingFor', waitingFor,

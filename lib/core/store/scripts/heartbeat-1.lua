@@ -5,6 +5,7 @@
 -- Returns the ids of runs the worker no longer holds (canceled, taken over or gone); a terminated
 -- run's as "<id>\nterminated", so its attempt stops as terminated.
 --!include keys.lua
+--!include status.lua
 
 -- No write check here: a heartbeat must keep leases alive while Redis is full, so that a worker
 -- waiting to store a step does not lose its run. PERSIST of the leases zset (which has no TTL)
@@ -15,8 +16,8 @@ local lost = {}
 for i = 3, #ARGV, 2 do
   local runId = ARGV[i]
   local run = redis.call('HMGET', k_run(ARGV[1], runId), 'status', 'lease')
-  if run[1] == 'running' and run[2] == ARGV[i + 1] then
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], runId)
+  if HELD[run[1]] and run[2] == ARGV[i + 1] then
+    redis.call('ZADD', run[1] == 'compensating' and k_comp_leases(ARGV[1]) or KEYS[1], 'XX', ARGV[2], runId)
   elseif run[1] == 'terminated' then
     lost[#lost + 1] = runId .. '\nterminated'
   else

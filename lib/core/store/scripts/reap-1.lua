@@ -2,9 +2,10 @@
 -- queue, releasing their mutex and concurrency slot. The interrupted attempt is not counted;
 -- completed steps stay and are not run again. `recoveries` counts every expiry; `crashes` those in
 -- a row (a checkpoint or finish by the lease holder deletes it). A run whose leases expired more
--- than ARGV[4] times in a row fails with
--- RunCrashedError instead, naming the worker of its last attempt, so a run that kills its worker
--- every time cannot crash-loop the fleet.
+-- than ARGV[4] times in a row fails with RunCrashedError instead, naming the worker of its last
+-- attempt, so a run that kills its worker every time cannot crash-loop the fleet.
+-- Compensating runs (their leases in `comp-leases`) go back to their queue still compensating, or
+-- end `compensation_failed` once interrupted more than ARGV[4] times (`recoveries`).
 -- KEYS[1] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size   ARGV[4] max recoveries
 -- Returns the ids of the recovered (or failed) runs.
@@ -15,8 +16,34 @@
 
 local base = ARGV[1]
 assert_writable(base)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 local recovered = {}
+local batch = tonumber(ARGV[3])
+
+-- Compensating runs whose worker died: back to the front of their queue, still compensating; the
+-- next worker replays the run and runs the compensations not stored as done.
+local compLeases = k_comp_leases(base)
+for _, runId in ipairs(redis.call('ZRANGEBYSCORE', compLeases, '-inf', ARGV[2], 'LIMIT', 0, batch)) do
+  redis.call('ZREM', compLeases, runId)
+  local runKey = k_run(base, runId)
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
+  if run[1] == 'compensating' then
+    local recoveries = redis.call('HINCRBY', runKey, 'recoveries', 1)
+    if recoveries > tonumber(ARGV[4]) then
+      local message = 'The compensations of run "' .. runId .. '" were interrupted ' .. recoveries .. ' times: the worker ' ..
+        'running them died or stopped renewing its lease each time. Fix the cause, then resume the run to run the ' ..
+        'compensations that did not complete.'
+      end_run(base, runId, { from = 'compensating', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7] },
+        'compensation_failed', ARGV[2], redis.call('HGET', runKey, 'error') or '{}',
+        { 'compError', cjson.encode({ name = 'RunStalledError', message = message }) })
+    else
+      stop_running(base, runId, compLeases, run[4], run[5], run[6])
+      redis.call('LPUSH', k_ready(base, run[2]), runId)
+    end
+    recovered[#recovered + 1] = runId
+  end
+end
+
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, batch)
 for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)

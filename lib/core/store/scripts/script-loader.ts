@@ -45,6 +45,7 @@ export const SCRIPTS = {
   signal: 2,
   'wait-signal': 2,
   'wait-event': 1,
+  'wait-any': 2,
   'register-cancel-on': 1,
 } as const;
 

@@ -2,13 +2,15 @@
 -- its id is deterministic, or comes from an idempotency key) and writes the parent's step record
 -- in the same call, so a replayed or recovered parent never starts a second child.
 --   mode 'emit': the step's output is the child's id.
+--   mode 'race': a branch of step.waitForAny: the child is linked to the parent (cancel cascades to
+--   it) and no step record is written; wait-any-2.lua then records the race.
 --   mode 'wait': the child is linked to the parent (cancel cascades to it, its result is written
 --   into the parent's step record when it ends). If the child already ended, its result is the
 --   step record now; otherwise the record says "waiting" until it ends or the deadline passes.
 -- KEYS[1] parent run hash
 -- ARGV[1] base "{prefix}:"    ARGV[2] parent run id   ARGV[3] parent lease token
 -- ARGV[4] step field          ARGV[5] step seq        ARGV[6] attempt     ARGV[7] now (ms)
--- ARGV[8] mode 'wait' | 'emit'                        ARGV[9] child run id (when no idempotency key)
+-- ARGV[8] mode 'wait' | 'emit' | 'race'              ARGV[9] child run id (when no idempotency key)
 -- ARGV[10] workflow           ARGV[11] queue or ''    ARGV[12] maxAttempts or ''
 -- ARGV[13] input JSON         ARGV[14] runAt (ms, 0 = now)
 -- ARGV[15] idempotency key or ''  ARGV[16] idempotency TTL (s)  ARGV[17] wait deadline (ms, 0 = none)
@@ -58,7 +60,11 @@ local childKey = k_run(base, childId)
 
 local field, seq, attempt = ARGV[4], ARGV[5], ARGV[6]
 local record
-if ARGV[8] == 'emit' then
+if ARGV[8] == 'race' then
+  -- A branch of step.waitForAny: linked for cancel; wait-any-2.lua records and registers the race.
+  redis.call('SADD', k_children(base, parentId), childId)
+  return { 'ok', childId, '' }
+elseif ARGV[8] == 'emit' then
   record = step_done(true, seq, attempt, now, cjson.encode(childId))
 else
   redis.call('SADD', k_children(base, parentId), childId)

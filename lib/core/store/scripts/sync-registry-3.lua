@@ -6,7 +6,7 @@
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
 -- ARGV[4] '1' to remove this owner's workflows that are not listed, '0' to keep them
 -- ARGV[5..] one JSON per workflow: { name, queue, maxAttempts, maxConcurrency, events: [name],
---           crons: [{ id, def (JSON text), next }], flow: { mutex?, throttle?, rateLimit?, debounce?, dynamic } }
+--           crons: [{ id, def (JSON text), next }], flow: { mutex?, throttle?, rateLimit?, debounce?, timeout?, dynamic } }
 --           (flow: the static flow-control keys runs started without the definition get)
 -- Returns the names of the pruned workflows.
 --!include writable.lua
@@ -54,7 +54,7 @@ for _, wf in ipairs(workflows) do
   redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,
     'owner', owner, 'updatedAt', now, 'events', table.concat(wf.events, '\n'), 'crons', table.concat(cronIds, '\n'))
   local flow = wf.flow or {}
-  for _, kind in ipairs({ 'mutex', 'throttle', 'rateLimit', 'debounce' }) do
+  for _, kind in ipairs({ 'mutex', 'throttle', 'rateLimit', 'debounce', 'timeout' }) do
     local value = flow[kind]
     if type(value) == 'string' then redis.call('HSET', metaKey, 'f' .. kind, value) else redis.call('HDEL', metaKey, 'f' .. kind) end
   end

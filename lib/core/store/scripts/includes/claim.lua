@@ -5,8 +5,8 @@
 --!include admit.lua
 --!include run-events.lua
 
--- Pops run ids from a queue's ready list until one is admitted, starts it under the given lease
--- token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
+-- Pops run ids from a queue's ready list until one is admitted (or is a compensating run no worker
+-- holds), starts it under the given lease token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
 -- empty. Ids of runs canceled while queued (or already deleted) are dropped here instead of being
 -- searched for in the list when they are canceled.
 -- `now` is workflow time (admission, startedAt); `leaseUntil` is real time, as the reaper's.
@@ -17,9 +17,18 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
     if not runId then return nil end
     local runKey = k_run(base, runId)
     local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
-      'resume', 'waited')
+      'resume', 'waited', 'timeout', 'deadline', 'lease')
     local admitted, slot = false, false
-    if run[1] == 'queued' then
+    if run[1] == 'compensating' then
+      -- A run whose compensations were interrupted (reaped) or that was canceled with compensate:
+      -- a worker takes it to run them, with no admission (it holds no slot or mutex) and the same
+      -- attempt. An id popped while a worker holds it already is dropped.
+      if not run[12] then
+        redis.call('HSET', runKey, 'lease', token, 'startedAt', now)
+        redis.call('ZADD', k_comp_leases(base), tonumber(leaseUntil), runId)
+        return { runId, redis.call('HGETALL', runKey) }
+      end
+    elseif run[1] == 'queued' then
       admitted, slot = admit(base, runId, runKey, run, now)
     elseif run[1] then
       -- Canceled while queued: it may have been the run woken for a freed slot or mutex.
@@ -39,6 +48,8 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       else
         redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
       end
+      -- A run timeout counts from the first start: only the first claim sets the deadline.
+      if run[10] and not run[11] then redis.call('HSET', runKey, 'deadline', now + tonumber(run[10])) end
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
       emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })

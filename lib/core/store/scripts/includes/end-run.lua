@@ -34,9 +34,10 @@ local function publish_ended(base, runId, to, result, fields)
   redis.call('PUBLISH', k_ended_channel(base), message)
 end
 
--- Ends a run for good: `to` is 'succeeded', 'failed', 'canceled' or 'terminated'; `result` is its output JSON
--- (succeeded) or error JSON; `fields` more hash fields (pairs) written with the status.
---   from running:   gives back its lease, mutex and slot (stop_running);
+-- Ends a run for good: `to` is 'succeeded', 'failed', 'canceled', 'compensation_failed' or
+-- 'terminated'; `result` is its output JSON (succeeded) or error JSON; `fields` more hash fields
+-- (pairs) written with the status.
+--   from running or compensating: gives back its lease, mutex and slot (stop_running);
 --   from scheduled: leaves its queue's schedule;
 --   from queued:    its id stays in the ready list, dropped by the next claim; but when the id was
 --                   already popped (`r.popped`: refused at admission), the capacity it was woken
@@ -48,6 +49,8 @@ end
 local function end_run(base, runId, r, to, now, result, fields)
   if r.from == 'running' then
     stop_running(base, runId, r.leasesKey, r.workflow, r.mutex, r.slot)
+  elseif r.from == 'compensating' then
+    stop_running(base, runId, k_comp_leases(base), r.workflow, r.mutex, r.slot)
   elseif r.from == 'scheduled' then
     redis.call('ZREM', k_scheduled(base, r.queue), runId)
   elseif r.popped then

@@ -21,12 +21,20 @@ local function deliver_event(base, event, payload, fields, now)
       unregister_event_wait(base, runId, event, shape, hash, field)
     else
       local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow')
-      local waiting = redis.call('HGET', runKey, field)
+      -- An event branch of step.waitForAny registers '<step field>|<branch key>' ('|' is in neither).
+      local stepField, branchKey = string.match(field, '^([^|]*)|(.*)$')
+      local waiting = redis.call('HGET', runKey, stepField or field)
       local record = nil
-      if run[1] and not TERMINAL[run[1]] and is_event_wait(waiting) then record = resolved_record(waiting, true, payload, now) end
+      if run[1] and not TERMINAL[run[1]] then
+        if branchKey then
+          if is_race_wait(waiting) then record = race_won(waiting, branchKey, true, payload, now) end
+        elseif is_event_wait(waiting) then
+          record = resolved_record(waiting, true, payload, now)
+        end
+      end
       unregister_event_wait(base, runId, event, shape, hash, field)
       if record then
-        redis.call('HSET', runKey, field, record)
+        redis.call('HSET', runKey, stepField or field, record)
         emit_event(base, 'run.signaled', runId, run[4], now, { 'event', event })
         if run[1] == 'scheduled' then wake(base, runId, run) end
       end

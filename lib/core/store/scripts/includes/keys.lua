@@ -15,7 +15,7 @@ local function k_mutex_parked(base, key) return base .. 'mutex-parked:' .. key e
 local function k_children(base, runId) return base .. 'children:' .. runId end
 local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
--- Runs of a workflow in a status. The status is one of seven words without ':', and the workflow
+-- Runs of a workflow in a status. The status is one of the status words, without ':', and the workflow
 -- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named
 -- 'a:b' in status 'failed' is 'wfstatus:failed:a:b', which no other (status, workflow) pair builds.
 local function k_workflow_status(base, status, workflow) return base .. 'wfstatus:' .. status .. ':' .. workflow end
@@ -38,6 +38,8 @@ local function k_event_shapes(base, event) return base .. 'evshapes:' .. event e
 -- A run's event-wait registrations, to drop when the run ends: '<field>\n<hash>\n<event>\n<shape>'.
 local function k_event_waits_of(base, runId) return base .. 'evwaits:' .. runId end
 local function k_leases(base) return base .. 'leases' end
+-- Leases of compensating runs a worker holds: apart, so `leases` lists only running runs.
+local function k_comp_leases(base) return base .. 'comp-leases' end
 -- Pub/sub channel of running runs just canceled.
 local function k_cancel_channel(base) return base .. 'cancel' end
 -- Pub/sub channel of ended runs: "<id>\n<status>[\n<output JSON | error JSON | cancel reason>]".

@@ -62,11 +62,12 @@ local function debounce_start(base, d, runId, input, now, availableAt)
 end
 
 -- The flow control of a workflow as its registry entry holds it (static keys only): extra run
--- fields (mutex, throttle, rateLimit pairs), a debounce spec or nil, and whether the definition
+-- fields (timeout, mutex, throttle, rateLimit pairs), a debounce spec or nil, and whether the definition
 -- computes a key with a function (which only a process holding the definition can run).
 local function registry_flow(base, workflow)
-  local f = redis.call('HMGET', k_meta(base, workflow), 'fmutex', 'fthrottle', 'frateLimit', 'fdebounce', 'fdynamic')
+  local f = redis.call('HMGET', k_meta(base, workflow), 'fmutex', 'fthrottle', 'frateLimit', 'fdebounce', 'fdynamic', 'ftimeout')
   local extra = {}
+  if f[6] then extra[#extra + 1] = 'timeout'; extra[#extra + 1] = f[6] end
   if f[1] then extra[#extra + 1] = 'mutex'; extra[#extra + 1] = f[1] end
   if f[2] then extra[#extra + 1] = 'throttle'; extra[#extra + 1] = f[2] end
   if f[3] then extra[#extra + 1] = 'rateLimit'; extra[#extra + 1] = f[3] end

@@ -27,11 +27,11 @@ local function step_waiting_event(seq, attempt, event, deadline, matchJson)
 end
 
 -- True for the record of a step still waiting for something else to happen: a child run ([3),
--- a signal ([4) or an event ([5).
+-- a signal ([4), an event ([5) or the first of several branches (step.waitForAny, [6).
 local function is_waiting(record)
   if record == nil or record == false then return false end
   local head = string.sub(record, 1, 2)
-  return head == '[3' or head == '[4' or head == '[5'
+  return head == '[3' or head == '[4' or head == '[5' or head == '[6'
 end
 
 -- True for the record of a step still waiting for an event.
@@ -49,6 +49,55 @@ local function is_child_wait(record)
   return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[3'
 end
 
+-- True for the record of a step.waitForAny whose race no branch has won yet: [6, seq, attempt,
+-- deadline]. Its branches are in the run-hash field race_field(step field).
+local function is_race_wait(record)
+  return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[6'
+end
+
+-- The run-hash field holding the branches of the race of step field "s:<name>": "r:<name>", a JSON
+-- array of [key, 's', signal name], [key, 't', due ms], [key, 'c', child run id, 'cancel' |
+-- 'abandon'] and [key, 'e', event, match shape, match hash]. It stays until the lease holder has
+-- unregistered the branches (wait-any-2.lua).
+local function race_field(field)
+  return 'r:' .. string.sub(field, 3)
+end
+
+-- The branches of a race, decoded from the JSON of its branches field: a list of { key, 's', name },
+-- { key, 't', due }, { key, 'c', child id, onLose } and { key, 'e', event, shape, hash }; nil when
+-- it is missing or damaged. Decoded in a protected call: a damaged field cannot raise an error
+-- after the script has written.
+local function race_branches(json)
+  if not json then return nil end
+  local ok, branches = pcall(cjson.decode, json)
+  if not ok or type(branches) ~= 'table' then return nil end
+  for _, branch in ipairs(branches) do
+    if type(branch) ~= 'table' or type(branch[1]) ~= 'string' or type(branch[3]) ~= (branch[2] == 't' and 'number' or 'string') then return nil end
+    if branch[2] == 'e' and (type(branch[4]) ~= 'string' or type(branch[5]) ~= 'string') then return nil end
+  end
+  return branches
+end
+
+-- The key of the race branch of `kind` ('s' or 'c') waiting for `id` (a signal name or a child run
+-- id) in the branches JSON `json`, or nil.
+local function race_branch_key(json, kind, id)
+  for _, branch in ipairs(race_branches(json) or {}) do
+    if branch[2] == kind and branch[3] == id then return branch[1] end
+  end
+  return nil
+end
+
+-- The record of a race that branch `key` won: [1, ..., { key, value }] with the branch's payload
+-- (JSON text; '' is null), or, for a child that failed or was canceled, [0, ..., error]. nil for a
+-- damaged race record.
+local function race_won(waiting, key, ok, payload, now)
+  local seq, attempt = string.match(waiting, '^%[6,(%d+),(%d+),')
+  if not seq then return nil end
+  if not ok then return step_done(false, seq, attempt, now, payload) end
+  if payload == '' then payload = 'null' end
+  return step_done(true, seq, attempt, now, '{"key":' .. cjson.encode(key) .. ',"value":' .. payload .. '}')
+end
+
 -- The record that replaces a waiting record once what it waited for happened (the child ended,
 -- the signal came, or the wait timed out). Parsed with a pattern, not
 -- cjson, so a damaged record cannot raise an error after this script has written: it returns nil
@@ -59,13 +108,13 @@ local function resolved_record(waiting, ok, payload, now)
   return step_done(ok, seq, attempt, now, payload)
 end
 
--- The deadline (ms) of a waiting record ([3, [4 or [5), 0 when it has none or is not one. Read with
+-- The deadline (ms) of a waiting record ([3, [4, [5 or [6), 0 when it has none or is not one. Read with
 -- a pattern, not cjson, so a damaged record cannot raise an error after the script has written.
 local function record_deadline(record)
   local head, deadline = string.sub(record, 1, 2), nil
   if head == '[5' then
     deadline = string.match(record, '^%[5,%d+,%d+,"[^"]*",(%d+),')
-  elseif head == '[3' or head == '[4' then
+  elseif head == '[3' or head == '[4' or head == '[6' then
     deadline = string.match(record, ',(%d+)%]$')
   end
   return tonumber(deadline or '0')

@@ -4,7 +4,8 @@
 --!include step-record.lua
 --!include wake.lua
 
--- A run ended: hand its result to every parent waiting on it (step.runWorkflow), and wake those
+-- A run ended: hand its result to every parent waiting on it (step.runWorkflow, or a branch of
+-- step.waitForAny), and wake those
 -- parents that are suspended. Callers check the run's `waited` field first (set by start-child),
 -- so runs nobody waits on pay nothing here.
 local function notify_waiters(base, runId, ok, payload, now)
@@ -20,6 +21,15 @@ local function notify_waiters(base, runId, ok, payload, now)
         local record = resolved_record(waiting, ok, payload, now)
         if record then redis.call('HSET', parentKey, field, record) end
         if parent[1] == 'scheduled' then wake(base, parentId, parent) end
+      elseif is_race_wait(waiting) then
+        -- A branch of step.waitForAny: this child wins the race (the parent's worker unregisters the
+        -- other branches and cancels or abandons the losing children).
+        local key = race_branch_key(redis.call('HGET', parentKey, race_field(field)), 'c', runId)
+        local record = key and race_won(waiting, key, ok, payload, now)
+        if record then
+          redis.call('HSET', parentKey, field, record)
+          if parent[1] == 'scheduled' then wake(base, parentId, parent) end
+        end
       end
     end
   end
