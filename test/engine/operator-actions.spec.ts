@@ -1,4 +1,4 @@
-import { ConfigurationError, RunNotEndedError, RunNotFoundError, RunTerminatedError, type WorkflowContext } from '../../lib';
+import { ConfigurationError, NonRetriableError, RunNotEndedError, RunNotFoundError, RunTerminatedError, type WorkflowContext } from '../../lib';
 import { scanPrefix } from '../../lib/core/store/prefix-scan';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -53,6 +53,8 @@ describe('terminate and deleteRun', () => {
         { onFailure: () => void ran.push('onFailure') },
         async ({ step }: WorkflowContext) => {
           try {
+            // A completed step with a compensation: a terminated run never runs it.
+            await step.run({ name: 'prepare', compensate: () => void ran.push('undo prepare') }, () => 'prepared');
             await step.run('reserve', ({ signal }) => {
               signal.addEventListener('abort', () => aborted.resolve(signal.reason));
               inStep.resolve();
@@ -86,7 +88,7 @@ describe('terminate and deleteRun', () => {
       // The only worker slot is free again; by the time another run went through, the attempt is over.
       await expect((await engine.client.start(other, {})).result({ timeoutMs: 5_000 })).resolves.toBe('other done');
       expect(ran).toEqual([]);
-      expect((await engine.client.getRunSteps(handle.id)).map((s) => s.name)).toEqual([]);
+      expect((await engine.client.getRunSteps(handle.id)).map((s) => s.name)).toEqual(['prepare']);
       expect(await statusOf(handle.id)).toBe('terminated');
       expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
       expect(await engine.client.countRuns({ status: 'terminated' })).toBe(1);
@@ -146,6 +148,49 @@ describe('terminate and deleteRun', () => {
       await expect(engine.client.terminate('r', { reason: '' })).rejects.toThrow('terminate reason must be a non-empty string');
       await expect(engine.client.deleteRun('r', bad({ froce: true }))).rejects.toThrow('Unknown option "froce" in deleteRun options');
       await expect(engine.client.deleteRun('r', { force: bad('yes') })).rejects.toThrow(new ConfigurationError('deleteRun option "force" must be a boolean, got "yes".'));
+    });
+
+    it('ends a compensating run at once: the signal of the running compensation aborts and the compensations left never run', async () => {
+      const inCompensation = deferred();
+      const aborted = deferred<unknown>();
+      const compensated: string[] = [];
+      const checkout = engine.registry.define('checkout', {}, async ({ step }) => {
+        await step.run({ name: 'charge', compensate: () => void compensated.push('charge') }, () => 'charged');
+        await step.run(
+          {
+            name: 'reserve',
+            compensate: (_output, ctx) =>
+              new Promise<never>((_, reject) => {
+                ctx.signal.addEventListener('abort', () => {
+                  aborted.resolve(ctx.signal.reason);
+                  reject(ctx.signal.reason);
+                });
+                inCompensation.resolve();
+              }),
+          },
+          () => 'reserved',
+        );
+        await step.run('ship', () => {
+          throw new NonRetriableError('the carrier is down');
+        });
+      });
+      const other = engine.registry.define('other', {}, () => 'other done');
+      await engine.worker({ concurrency: 1 });
+      const handle = await engine.client.start(checkout, {});
+      await inCompensation.promise;
+      expect(await statusOf(handle.id)).toBe('compensating');
+      // A compensating run is not canceled again, but it is terminated.
+      expect(await engine.client.cancelRun(handle.id)).toBe(false);
+      expect(await engine.client.terminate(handle.id)).toBe(true);
+      expect(await statusOf(handle.id)).toBe('terminated');
+      expect(await aborted.promise).toBeInstanceOf(RunTerminatedError);
+      await expect(handle.result({ timeoutMs: 2_000 })).rejects.toBeInstanceOf(RunTerminatedError);
+
+      await expect((await engine.client.start(other, {})).result({ timeoutMs: 5_000 })).resolves.toBe('other done');
+      expect(compensated).toEqual([]);
+      expect(await statusOf(handle.id)).toBe('terminated');
+      expect(await engine.redis.zscore(engine.client.keys.compensationLeases(), handle.id)).toBeNull();
+      expect(await engine.client.countRuns({ status: 'compensating' })).toBe(0);
     });
 
     it('terminates the unfinished children a run waits on, and a parent waiting on a terminated child gets a failed step', async () => {
