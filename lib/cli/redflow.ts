@@ -7,6 +7,8 @@
  *   redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]
  *   redflow runs show <id>
  *   redflow runs cancel <id> [--reason R]
+ *   redflow runs terminate <id> [--reason R]
+ *   redflow runs delete <id> [--force]
  *   redflow runs rerun <id>
  *   redflow runs resume <id>
  *   redflow workflows
@@ -35,7 +37,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { RedisOptions } from 'ioredis';
 import { WorkflowClient } from '../core/client/workflow-client';
-import { CorruptRunDataError, RunNotResumableError } from '../core/errors';
+import { CorruptRunDataError, RunNotEndedError, RunNotFoundError, RunNotResumableError } from '../core/errors';
 import { openConnection, type RedisConnection } from '../core/store/connection';
 import { RUN_STATUSES, type RunState, type RunStatus, type StepState } from '../core/definition/types';
 import { createDashboardHandler } from '../dashboard/dashboard-handler';
@@ -47,6 +49,8 @@ const USAGE = `Usage:
   redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]
   redflow runs show <id>
   redflow runs cancel <id> [--reason R]
+  redflow runs terminate <id> [--reason R]    end it now: no cooperative cancel, no cleanup, no onFailure
+  redflow runs delete <id> [--force]          delete an ended run with its steps; --force terminates a live one first
   redflow runs rerun <id>
   redflow runs resume <id>
   redflow workflows
@@ -505,12 +509,12 @@ function runText(run: RunState, steps: StepState[]): string {
     .join('\n');
 }
 
-/** `client.resume`, with the refusal of a run that is not failed, canceled or compensation_failed as a one-sentence CLI error. */
+/** `client.resume`, with the refusal of a run that is not failed, canceled, compensation_failed or terminated as a one-sentence CLI error. */
 async function resumeRun(client: WorkflowClient, id: string): Promise<boolean> {
   try {
     return await client.resume(id);
   } catch (error) {
-    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed, canceled or compensation_failed run can be resumed.`);
+    if (error instanceof RunNotResumableError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only a failed, canceled, compensation_failed or terminated run can be resumed.`);
     throw error;
   }
 }
@@ -534,13 +538,14 @@ async function main(argv: string[]): Promise<void> {
       limit: { type: 'string', default: '20' },
       offset: { type: 'string', default: '0' },
       reason: { type: 'string' },
+      force: { type: 'boolean', default: false },
       redact: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   const [command, sub, id] = positionals;
   if (values.help || !command) return out(USAGE);
-  const known = ['dashboard', 'workflows'].includes(command) || (command === 'runs' && ['list', 'show', 'cancel', 'rerun', 'resume'].includes(sub ?? ''));
+  const known = ['dashboard', 'workflows'].includes(command) || (command === 'runs' && ['list', 'show', 'cancel', 'terminate', 'delete', 'rerun', 'resume'].includes(sub ?? ''));
   if (!known) throw new CliError(`Unknown command "${printable(positionals.join(' '))}".\n${USAGE}`);
   checkRedisUrl(values.redis!);
   const redact = loadRedact(values.redact);
@@ -589,7 +594,7 @@ async function main(argv: string[]): Promise<void> {
       if (!id) throw new CliError('Give the run id: redflow runs rerun <id>.');
       const stored = await client.getRun(id);
       if (!stored) throw missing(id);
-      if (stored.status !== 'failed' && stored.status !== 'canceled') throw new CliError(`Run "${printable(id)}" is ${stored.status}: only a failed or canceled run can be re-run.`);
+      if (!['failed', 'canceled', 'terminated'].includes(stored.status)) throw new CliError(`Run "${printable(id)}" is ${stored.status}: only a failed, canceled or terminated run can be re-run.`);
       const { id: runId } = await client.rerun(id);
       print({ id, runId }, () => `Re-ran run ${printable(id)} as a new run ${printable(runId)}, with the same input.`);
     } else if (sub === 'resume') {
@@ -597,6 +602,29 @@ async function main(argv: string[]): Promise<void> {
       const resumed = await resumeRun(client, id);
       if (!resumed) throw missing(id);
       print({ id, resumed }, () => `Resumed run ${printable(id)}: it goes on from its first incomplete step.`);
+    } else if (sub === 'terminate') {
+      if (!id) throw new CliError('Give the run id: redflow runs terminate <id>.');
+      let terminated: boolean;
+      try {
+        terminated = await client.terminate(id, { reason: values.reason ?? 'terminated from the CLI' });
+      } catch (error) {
+        if (error instanceof RunNotFoundError) throw missing(id);
+        throw error;
+      }
+      // Terminating a run that already ended is done (exit 0), as with cancel.
+      const status = terminated ? 'terminated' : await client.getRun(id).then((run) => run?.status ?? 'deleted', () => 'unreadable');
+      print({ id, terminated }, () => (terminated ? `Terminated run ${printable(id)}.` : `Run ${printable(id)} was not terminated: it already ended (${status}).`));
+    } else if (sub === 'delete') {
+      if (!id) throw new CliError('Give the run id: redflow runs delete <id> [--force].');
+      let deleted: boolean;
+      try {
+        deleted = await client.deleteRun(id, { force: values.force });
+      } catch (error) {
+        if (error instanceof RunNotEndedError) throw new CliError(`Run "${printable(id)}" is ${error.status}: only an ended run can be deleted. Terminate or cancel it first, or pass --force.`);
+        throw error;
+      }
+      if (!deleted) throw missing(id);
+      print({ id, deleted }, () => `Deleted run ${printable(id)} and everything it stored.`);
     } else {
       if (!id) throw new CliError('Give the run id: redflow runs cancel <id>.');
       const canceled = await client.cancelRun(id, { reason: values.reason ?? 'canceled from the CLI' });

@@ -193,8 +193,55 @@ export class CorruptRunDataError extends RedflowError {
   }
 }
 
-/** The run's worker died (or stalled) more than `maxRecoveries` times while running it: it failed. */
+/**
+ * The run's worker died (or stalled) more than `maxRecoveries` times while running it: it failed.
+ * Runs fail with its subclass `RunCrashedError` now; runs stored by older versions still read back
+ * as this class.
+ */
 export class RunStalledError extends RedflowError {}
+
+/**
+ * The run's attempts kept dying with their worker (a crash, out of memory, a blocked event loop):
+ * its lease expired `crashes` times in a row, more than the workers' `maxRecoveries`, so it failed
+ * instead of taking more workers down. An attempt that stores a step or ends resets the count.
+ * Stored by the reaper's script; `workerId` is the worker that held the last attempt.
+ */
+export class RunCrashedError extends RunStalledError {
+  constructor(
+    readonly runId: string,
+    /** Leases that expired in a row, the last one included. */
+    readonly crashes: number,
+    /** The id of the worker that held the last attempt (from its lease token). */
+    readonly workerId: string,
+  ) {
+    super(
+      `Run "${runId}" crashed its worker ${crashes} times in a row (last on worker "${workerId}"): each attempt died or stopped renewing its lease (a crash, out of memory, or a blocked event loop in this run?). It was failed so it stops taking workers down; fix the cause, then resume or re-run it.`,
+    );
+  }
+}
+
+/** The run was terminated by an operator (`terminate`): it ended at once, without cleanup. */
+export class RunTerminatedError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    readonly reason?: string,
+  ) {
+    super(`Run "${runId}" was terminated${reason ? `: ${reason}` : ''}.`);
+  }
+}
+
+/** `deleteRun` of a run that has not ended, without `{ force: true }`: nothing was deleted. */
+export class RunNotEndedError extends RedflowError {
+  constructor(
+    readonly runId: string,
+    /** The run's status when it was refused. */
+    readonly status: string,
+  ) {
+    super(
+      `Run "${runId}" is ${status}: only an ended run can be deleted. End it first (cancelRun or terminate), or pass { force: true } to terminate and delete it in one step.`,
+    );
+  }
+}
 
 /** No run has this id under the client's prefix. */
 export class RunNotFoundError extends RedflowError {
@@ -203,7 +250,7 @@ export class RunNotFoundError extends RedflowError {
   }
 }
 
-/** `resume` of a run that is not failed or canceled: a live run goes on by itself, a succeeded one is done. */
+/** `resume` of a run that is not failed, canceled or terminated: a live run goes on by itself, a succeeded one is done. */
 export class RunNotResumableError extends RedflowError {
   constructor(
     readonly runId: string,
@@ -216,7 +263,7 @@ export class RunNotResumableError extends RedflowError {
         : status === 'compensating'
           ? 'Its compensations are running: wait for it to end.'
           : 'Wait for it to end, or cancel it first (cancelRun) and then resume it.';
-    super(`Run "${runId}" is ${status}: only a failed, canceled or compensation_failed run can be resumed. ${fix}`);
+    super(`Run "${runId}" is ${status}: only a failed, canceled, compensation_failed or terminated run can be resumed. ${fix}`);
   }
 }
 
@@ -397,6 +444,9 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RunNotFoundError, retryable: false },
   { cls: SignalBufferFullError, retryable: false },
   { cls: RunNotResumableError, retryable: false },
+  { cls: RunTerminatedError, retryable: false },
+  { cls: RunCrashedError, retryable: false },
+  { cls: RunNotEndedError, retryable: false },
   // A run's timeout counts from its first start: another attempt would start past it.
   { cls: RunTimeoutError, retryable: false },
   { cls: NonDeterminismError, retryable: false },

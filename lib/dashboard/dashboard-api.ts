@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import type { WorkflowClient } from '../core/client/workflow-client';
-import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotResumableError } from '../core/errors';
+import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotEndedError, RunNotResumableError } from '../core/errors';
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
 import { RUN_STATUSES, type RedflowLogger, type RunStatus, type RunSummary, type StepState } from '../core/definition/types';
 import { DashboardHttpError } from './dashboard-http-error';
@@ -11,6 +11,9 @@ import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options
 import { redactRun, redactSummary } from './redact';
 import { checkActionRequest, CsrfTokens } from './request-checks';
 
+
+/** The statuses a re-run or a resume starts from. */
+const ENDED_BADLY: ReadonlySet<string> = new Set(['failed', 'canceled', 'terminated']);
 /**
  * What the dashboard serves, independent of the HTTP framework: the page, its assets and the JSON
  * API, each a method that returns data or throws `DashboardHttpError`. The plain Node handler and
@@ -203,22 +206,51 @@ export class DashboardApi {
     return { canceled: await this.read(() => this.client.cancelRun(id, { reason: 'canceled from the dashboard' })) };
   }
 
+  /** Terminates a live run at once (no compensation, no onFailure); `terminated: false` when it had already ended. */
+  async terminate(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ terminated: boolean }> {
+    const id = await this.checkAction(query, headers);
+    await this.loadRun(id);
+    return { terminated: await this.read(() => this.client.terminate(id, { reason: 'terminated from the dashboard' })) };
+  }
+
+  /**
+   * Deletes a run with everything it owns. A live run only with `force=1` (it is terminated and
+   * deleted at once); without it, 409 `NOT_ENDED`.
+   */
+  async deleteRun(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ deleted: boolean }> {
+    const id = await this.checkAction(query, headers);
+    const force = param(query, 'force');
+    if (force !== undefined && force !== '1' && force !== '0') throw new DashboardHttpError(400, 'BAD_REQUEST', 'The query parameter "force" must be 1 or 0.');
+    await this.loadRun(id);
+    let deleted: boolean;
+    try {
+      deleted = await this.read(() => this.client.deleteRun(id, { force: force === '1' }));
+    } catch (error) {
+      if (error instanceof RunNotEndedError) {
+        throw new DashboardHttpError(409, 'NOT_ENDED', `Run "${id}" is ${error.status}: only an ended run can be deleted. Terminate it first, or delete it with force.`);
+      }
+      throw error;
+    }
+    if (!deleted) throw runNotFound(id);
+    return { deleted };
+  }
+
   async rerun(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
     const id = await this.checkAction(query, headers);
     const run = await this.loadRun(id);
-    if (run.status !== 'failed' && run.status !== 'canceled') {
-      throw new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${run.status}: only failed or canceled runs can be re-run.`);
+    if (!ENDED_BADLY.has(run.status)) {
+      throw new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${run.status}: only failed, canceled or terminated runs can be re-run.`);
     }
     const handle = await this.read(() => this.client.rerun(id));
     return { runId: handle.id };
   }
 
-  /** Resumes a failed, canceled or compensation_failed run in place; answers with its (unchanged) id. */
+  /** Resumes a failed, canceled, compensation_failed or terminated run in place; answers with its (unchanged) id. */
   async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
     const id = await this.checkAction(query, headers);
     const run = await this.loadRun(id);
-    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled or compensation_failed runs can be resumed.`);
-    if (run.status !== 'failed' && run.status !== 'canceled' && run.status !== 'compensation_failed') throw refused(run.status);
+    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled, compensation_failed or terminated runs can be resumed.`);
+    if (!ENDED_BADLY.has(run.status) && run.status !== 'compensation_failed') throw refused(run.status);
     let resumed: boolean;
     try {
       resumed = await this.read(() => this.client.resume(id));

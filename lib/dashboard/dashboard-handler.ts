@@ -30,6 +30,8 @@ const ROUTES: Record<string, Partial<Record<'GET' | 'POST', Route>>> = {
   '/api/run/cancel': { POST: async (api, query, req) => ({ json: await api.cancel(query, req.headers) }) },
   '/api/run/rerun': { POST: async (api, query, req) => ({ json: await api.rerun(query, req.headers), status: 201 }) },
   '/api/run/resume': { POST: async (api, query, req) => ({ json: await api.resume(query, req.headers) }) },
+  '/api/run/terminate': { POST: async (api, query, req) => ({ json: await api.terminate(query, req.headers) }) },
+  '/api/run/delete': { POST: async (api, query, req) => ({ json: await api.deleteRun(query, req.headers) }) },
 };
 
 function send(res: ServerResponse, status: number, body: string, type: string, headers: Record<string, string> = {}): void {

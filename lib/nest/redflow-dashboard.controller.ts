@@ -91,6 +91,18 @@ export class RedflowDashboardController {
   resume(@Query() query: Query, @Req() request: NestRequest) {
     return this.api.resume(query, nodeRequest(request).headers);
   }
+
+  @Post('api/run/terminate')
+  @HttpCode(200)
+  terminate(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.terminate(query, nodeRequest(request).headers);
+  }
+
+  @Post('api/run/delete')
+  @HttpCode(200)
+  deleteRun(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.deleteRun(query, nodeRequest(request).headers);
+  }
 }
 
 /** The dashboard controller on `path`: a subclass per module instance, so two apps never share one. */

@@ -372,6 +372,37 @@ describeBrowser('dashboard in chromium', () => {
     expect(main.hits.filter((h) => h.route === '/api/run/cancel').map((h) => [h.method, h.query.get('id'), h.status])).toEqual([['POST', ids.blocked, 200]]);
   });
 
+  it('terminates a running run and then deletes it, each after a confirmation', async () => {
+    const id = await startBlocked();
+    await waitUntilBlocked(id);
+    await openRun(id);
+    expect(await page.getByTestId('terminate').isEnabled()).toBe(true);
+    const confirmations: string[] = [];
+    const accept = (dialog: { message(): string; accept(): Promise<void> }) => {
+      confirmations.push(dialog.message());
+      void dialog.accept();
+    };
+    page.on('dialog', accept);
+    try {
+      await page.getByTestId('terminate').click();
+      await runStatus().filter({ hasText: /^terminated$/ }).waitFor();
+      expect(await page.getByTestId('terminate').isDisabled()).toBe(true);
+      expect(await page.getByTestId('resume').isEnabled()).toBe(true);
+      expect(await engine.client.getRun(id)).toMatchObject({ status: 'terminated', cancelReason: 'terminated from the dashboard' });
+
+      await page.getByTestId('delete').click();
+      await eventually(() => page.url() === `${url}#/runs`, UI_TIMEOUT_MS);
+      expect(await engine.client.getRun(id)).toBeNull();
+    } finally {
+      page.off('dialog', accept);
+    }
+    expect(confirmations).toEqual([`Terminate run ${id} now, without cleanup?`, `Delete run ${id} and its steps?`]);
+    expect(main.hits.filter((h) => h.route === '/api/run/terminate' || h.route === '/api/run/delete').map((h) => [h.route, h.query.get('id'), h.status])).toEqual([
+      ['/api/run/terminate', id, 200],
+      ['/api/run/delete', id, 200],
+    ]);
+  });
+
   it('renders a run input and error holding markup as literal text', async () => {
     await openRun(ids.xss);
     expect(await runStatus().textContent()).toBe('failed');

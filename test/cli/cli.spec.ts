@@ -158,7 +158,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(failedRuns[0]).toMatchObject({ id: ids.explode, workflow: 'explode', status: 'failed', input: { order: 7 }, attempt: 2, maxAttempts: 2, error: { name: 'Error', message: 'kaboom' } });
     expect(json<RunState[]>(page).map((r) => r.id)).toEqual([ids.parked[1], ids.parked[0]]);
     expect(none).toEqual({ code: 0, stdout: 'No runs match.\n', stderr: '' });
-    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed.\n' });
+    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.\n' });
   });
 
   it('runs list: --limit abc is a one-line error without a stack trace, and --limit 0 lists nothing', async () => {
@@ -229,6 +229,36 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(other.id)).toMatchObject({ status: 'canceled', cancelReason: 'duplicate order' });
   });
 
+  it('runs terminate: ends a queued run at once; a second terminate says it already ended; a missing run is one sentence and exit 1', async () => {
+    const { id } = await engine.client.runByName('parked-job', { terminate: 'me' });
+    expect(await redflow('runs', 'terminate', id)).toEqual({ code: 0, stdout: `Terminated run ${id}.\n`, stderr: '' });
+    expect(await engine.client.getRun(id)).toMatchObject({ status: 'terminated', cancelReason: 'terminated from the CLI', error: { name: 'RunTerminatedError' } });
+    expect(await redflow('runs', 'terminate', id)).toEqual({ code: 0, stdout: `Run ${id} was not terminated: it already ended (terminated).\n`, stderr: '' });
+    expect(await redflow('runs', 'terminate', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'terminate')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs terminate <id>.\n' });
+
+    const other = await engine.client.runByName('parked-job', { terminate: 'with reason' });
+    expect(json(await redflow('runs', 'terminate', other.id, '--reason', 'stuck on the gateway', '--json'))).toEqual({ id: other.id, terminated: true });
+    expect(await engine.client.getRun(other.id)).toMatchObject({ status: 'terminated', cancelReason: 'stuck on the gateway' });
+    const listed = await redflow('runs', 'list', '--status', 'terminated', '--json');
+    expect(json<Array<{ id: string }>>(listed).map((r) => r.id).sort()).toEqual([id, other.id].sort());
+  });
+
+  it('runs delete: deletes an ended run; a live run is refused (exit 1, nothing changed) unless --force; a missing run is one sentence and exit 1', async () => {
+    const { id } = await engine.client.runByName('parked-job', { delete: 'me' });
+    expect(await redflow('runs', 'delete', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only an ended run can be deleted. Terminate or cancel it first, or pass --force.\n` });
+    expect((await engine.client.getRun(id))!.status).toBe('queued');
+    expect(json(await redflow('runs', 'delete', id, '--force', '--json'))).toEqual({ id, deleted: true });
+    expect(await engine.client.getRun(id)).toBeNull();
+
+    const ended = await engine.client.runByName('parked-job', { delete: 'ended' });
+    await engine.client.cancelRun(ended.id);
+    expect(await redflow('runs', 'delete', ended.id)).toEqual({ code: 0, stdout: `Deleted run ${ended.id} and everything it stored.\n`, stderr: '' });
+    expect(await engine.client.getRun(ended.id)).toBeNull();
+    expect(await redflow('runs', 'delete', ended.id)).toEqual({ code: 1, stdout: '', stderr: `Run "${ended.id}" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'delete')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs delete <id> [--force].\n' });
+  });
+
   it('runs resume: queues a canceled run again under its id; a live or missing run is one sentence and exit 1', async () => {
     const { id } = await engine.client.runByName('parked-job', { resume: 'me' });
     await engine.client.cancelRun(id);
@@ -236,7 +266,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'queued', attempt: 0, maxAttempts: 1 });
     expect((await engine.client.getRun(id))?.cancelReason).toBeUndefined();
 
-    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled or compensation_failed run can be resumed.\n` });
+    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled, compensation_failed or terminated run can be resumed.\n` });
     expect(await redflow('runs', 'resume', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
     expect(await redflow('runs', 'resume')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs resume <id>.\n' });
 
@@ -255,7 +285,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     await engine.client.handle(newId).result({ timeoutMs: 5000 }).catch(() => undefined);
 
     const { id } = await engine.client.runByName('parked-job', { rerun: 'me' });
-    expect(await redflow('runs', 'rerun', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed or canceled run can be re-run.\n` });
+    expect(await redflow('runs', 'rerun', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled or terminated run can be re-run.\n` });
     await engine.client.cancelRun(id);
     const asJson = json<{ id: string; runId: string }>(await redflow('runs', 'rerun', id, '--json'));
     expect(asJson).toEqual({ id, runId: expect.any(String) });

@@ -38,10 +38,10 @@ async function pageToken(server: Server, path = '/redflow/', headers: Record<str
 }
 
 /** An action as the page sends it: same origin, JSON, with the page's token. */
-async function act(server: Server, id: string, action: 'cancel' | 'rerun' | 'resume') {
+async function act(server: Server, id: string, action: 'cancel' | 'rerun' | 'resume' | 'terminate' | 'delete', extra = '') {
   const token = await pageToken(server);
   return request(server)
-    .post(`/redflow/api/run/${action}?id=${encodeURIComponent(id)}`)
+    .post(`/redflow/api/run/${action}?id=${encodeURIComponent(id)}${extra}`)
     .set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token })
     .send({});
 }
@@ -215,7 +215,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       const before = Date.now();
       const res = await get('/redflow/api/overview').expect(200);
       const after = Date.now();
-      expect(res.body.byStatus).toEqual({ scheduled: 1, queued: 4, running: 1, compensating: 0, succeeded: 5, failed: 1, canceled: 1, compensation_failed: 0 });
+      expect(res.body.byStatus).toEqual({ scheduled: 1, queued: 4, running: 1, compensating: 0, succeeded: 5, failed: 1, canceled: 1, compensation_failed: 0, terminated: 0 });
       expect(res.body.byWorkflow).toEqual({ boom: 1, child: 1, hold: 1, idle: 6, ok: 3, parent: 1, ticker: 0 });
 
       const perMinute = res.body.perMinute as Array<{ minute: number; succeeded: number; failed: number }>;
@@ -326,7 +326,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(await bad('status=done')).toEqual({
         statusCode: 400,
         code: 'BAD_REQUEST',
-        message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed.',
+        message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.',
       });
       const notWhole = (name: string) => ({ statusCode: 400, code: 'BAD_REQUEST', message: `The query parameter "${name}" must be a whole number >= 0.` });
       expect(await bad('limit=-1')).toEqual(notWhole('limit'));
@@ -594,10 +594,10 @@ describe('dashboard access control', () => {
       expect(res.body).toEqual(denied);
       expect(res.text).not.toContain('never runs');
     }
-    for (const action of ['cancel', 'rerun', 'resume']) {
+    for (const action of ['cancel', 'rerun', 'resume', 'terminate', 'delete']) {
       expect((await request(server).post(`/redflow/api/run/${action}?id=${queuedId}`).set(SAME_ORIGIN_JSON).send({}).expect(403)).body).toEqual(denied);
     }
-    expect(seen.length).toBe(paths.length + 3);
+    expect(seen.length).toBe(paths.length + 5);
     expect(seen.every((req) => typeof req.headers === 'object')).toBe(true);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect(await engine.client.listRuns()).toHaveLength(1);
@@ -703,7 +703,7 @@ describe('dashboard actions', () => {
     expect((await engine.client.getRun(id))!.status).toBe('canceled');
   });
 
-  it('readOnly: meta says so, and cancel, re-run and resume are refused with 403 READ_ONLY, changing nothing', async () => {
+  it('readOnly: meta says so, and cancel, re-run, resume, terminate and delete are refused with 403 READ_ONLY, changing nothing', async () => {
     const queued = await engine.client.runByName('idle', { i: 3 });
     const failed = await engine.client.runByName('boom', { i: 3 });
     await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
@@ -713,9 +713,59 @@ describe('dashboard actions', () => {
     expect((await act(readOnly, queued.id, 'cancel')).body).toEqual(refused);
     expect((await act(readOnly, failed.id, 'rerun')).body).toEqual(refused);
     expect((await act(readOnly, failed.id, 'resume')).body).toEqual(refused);
+    expect((await act(readOnly, queued.id, 'terminate')).body).toEqual(refused);
+    expect((await act(readOnly, failed.id, 'delete')).body).toEqual(refused);
+    expect((await act(readOnly, queued.id, 'delete', '&force=1')).body).toEqual(refused);
     expect((await engine.client.getRun(queued.id))!.status).toBe('queued');
     expect((await engine.client.getRun(failed.id))!.status).toBe('failed');
     expect((await engine.client.listRuns()).map((r) => r.id)).toEqual(before);
+  });
+
+  it('terminate: ends a queued run at once ({ terminated: true }); a second terminate answers { terminated: false }; a missing run is 404', async () => {
+    const { id } = await engine.client.runByName('idle', { i: 10 });
+    const res = await act(server, id, 'terminate');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe(JSON_TYPE);
+    expect(res.body).toEqual({ terminated: true });
+    expect(await engine.client.getRun(id)).toMatchObject({ status: 'terminated', cancelReason: 'terminated from the dashboard', error: { name: 'RunTerminatedError' } });
+    expect((await act(server, id, 'terminate')).body).toEqual({ terminated: false });
+    expect((await act(server, 'missing', 'terminate')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' });
+    // A terminated run can be re-run and resumed like a failed one.
+    expect((await act(server, id, 'rerun')).status).toBe(201);
+    expect((await act(server, id, 'resume')).body).toEqual({ runId: id });
+    expect((await engine.client.getRun(id))!.status).toBe('queued');
+  });
+
+  it('delete: deletes an ended run ({ deleted: true }); a live run is 409 NOT_ENDED and stays, unless force=1', async () => {
+    const done = await engine.client.runByName('ok', { v: 'delete me' });
+    await done.result({ timeoutMs: 5000 });
+    const res = await act(server, done.id, 'delete');
+    expect([res.status, res.body]).toEqual([200, { deleted: true }]);
+    expect(await engine.client.getRun(done.id)).toBeNull();
+    expect((await act(server, done.id, 'delete')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: `Run "${done.id}" does not exist.` });
+
+    const { id: queuedId } = await engine.client.runByName('idle', { i: 11 });
+    const refused = await act(server, queuedId, 'delete');
+    expect([refused.status, refused.body]).toEqual([
+      409,
+      { statusCode: 409, code: 'NOT_ENDED', message: `Run "${queuedId}" is queued: only an ended run can be deleted. Terminate it first, or delete it with force.` },
+    ]);
+    expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
+    expect((await act(server, queuedId, 'delete', '&force=yes')).body).toEqual({ statusCode: 400, code: 'BAD_REQUEST', message: 'The query parameter "force" must be 1 or 0.' });
+    expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
+    expect((await act(server, queuedId, 'delete', '&force=1')).body).toEqual({ deleted: true });
+    expect(await engine.client.getRun(queuedId)).toBeNull();
+  });
+
+  it('terminate and delete need a same-origin JSON request with the page token, like every action', async () => {
+    const { id } = await engine.client.runByName('idle', { i: 12 });
+    const token = await pageToken(server);
+    for (const path of [`/redflow/api/run/terminate?id=${id}`, `/redflow/api/run/delete?id=${id}&force=1`]) {
+      expect((await request(server).post(path).set(SAME_ORIGIN_JSON).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
+      expect((await request(server).post(path).set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code).toBe('CROSS_ORIGIN');
+      expect((await request(server).get(path).expect(405)).body.code).toBe('METHOD_NOT_ALLOWED');
+    }
+    expect((await engine.client.getRun(id))!.status).toBe('queued');
   });
 
   it('re-run of a failed run: 201 with the id of a new run of the same workflow and input', async () => {
@@ -747,9 +797,9 @@ describe('dashboard actions', () => {
     await done.result({ timeoutMs: 5000 });
     const before = (await engine.client.listRuns({ limit: 200 })).length;
     const conflict = await act(server, done.id, 'rerun');
-    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed or canceled runs can be re-run.` }]);
+    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled or terminated runs can be re-run.` }]);
     const { id: queuedId } = await engine.client.runByName('idle', { i: 5 });
-    expect((await act(server, queuedId, 'rerun')).body.message).toBe(`Run "${queuedId}" is queued: only failed or canceled runs can be re-run.`);
+    expect((await act(server, queuedId, 'rerun')).body.message).toBe(`Run "${queuedId}" is queued: only failed, canceled or terminated runs can be re-run.`);
     expect((await engine.client.listRuns({ limit: 200 })).length).toBe(before + 1);
     const missing = { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' };
     expect((await act(server, 'missing', 'rerun')).body).toEqual(missing);
@@ -788,10 +838,10 @@ describe('dashboard actions', () => {
     const done = await engine.client.runByName('ok', { v: 2 });
     await done.result({ timeoutMs: 5000 });
     const conflict = await act(server, done.id, 'resume');
-    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled or compensation_failed runs can be resumed.` }]);
+    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.` }]);
     const { id: queuedId } = await engine.client.runByName('idle', { i: 7 });
     const live = await act(server, queuedId, 'resume');
-    expect([live.status, live.body.message]).toEqual([409, `Run "${queuedId}" is queued: only failed, canceled or compensation_failed runs can be resumed.`]);
+    expect([live.status, live.body.message]).toEqual([409, `Run "${queuedId}" is queued: only failed, canceled, compensation_failed or terminated runs can be resumed.`]);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect((await act(server, 'missing', 'resume')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' });
   });
@@ -861,7 +911,7 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
     // The resume route reaches the API: a succeeded run is refused with its sentence.
     const token = await pageToken(nest.getHttpServer(), '/ops/redflow/', { 'x-user': 'admin' });
     const resumed = await http().post(`/ops/redflow/api/run/resume?id=${runId}`).set({ ...SAME_ORIGIN_JSON, 'x-user': 'admin', 'x-redflow-csrf': token }).send({}).expect(409);
-    expect(resumed.body).toEqual({ statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${runId}" is succeeded: only failed, canceled or compensation_failed runs can be resumed.` });
+    expect(resumed.body).toEqual({ statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${runId}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.` });
 
     // The app's own routes and 404s are untouched.
     expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });

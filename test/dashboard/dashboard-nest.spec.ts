@@ -217,6 +217,15 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     const host = 'dashboard.internal:8080';
     await http().post(`/redflow/api/run/cancel?id=${other.id}`).set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token }).send({}).expect(200);
     expect((await engine.client.getRun(other.id))!.status).toBe('canceled');
+
+    // Terminate and delete are Nest routes too, under the same checks.
+    const doomed = await engine.client.runByName('idle', { csrf: 3 });
+    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}&force=1`).set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ terminated: true });
+    expect((await engine.client.getRun(doomed.id))!.status).toBe('terminated');
+    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ deleted: true });
+    expect(await engine.client.getRun(doomed.id)).toBeNull();
   });
 
   it('refuses to start a dashboard without authorize, naming the option and showing examples', async () => {
@@ -267,7 +276,7 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     // The dashboard's refusals are HttpExceptions, so the app's filter shapes them.
     expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({ wrapped: { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' } });
     expect((await http().get('/redflow/api/runs?status=done').expect(400)).body).toEqual({
-      wrapped: { statusCode: 400, code: 'BAD_REQUEST', message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed.' },
+      wrapped: { statusCode: 400, code: 'BAD_REQUEST', message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.' },
     });
   });
 

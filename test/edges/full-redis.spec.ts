@@ -159,6 +159,8 @@ describe('scripts on a Redis that refuses writes', () => {
       ['promote', scripts.promote('default', now + 10_000, 10)],
       ['reap', scripts.reap(now + 10_000, 10, 10)],
       ['cancel', scripts.cancel(queued.id, now, '{}', 'test')],
+      ['terminate', scripts.terminate(queued.id, now, '{}', 'test')],
+      ['delete-run', scripts.deleteRun(queued.id, now, true, '{}', 'test')],
       ['resume', scripts.resume(queued.id, now)],
       ['emit-event', scripts.emitEvent({ eventId: 'ev1', event: 'e', payload: '{"a":1}', fields: 'a\t1', now, emitAt: 0, idempotencyKey: '', idempotencyTtlSec: 1 })],
       ['wait-event', scripts.waitEvent({ runId: queued.id, token: 't', field: 's:x', seq: 1, attempt: 1 }, 'e', 0, now, { shape: '', hash: 'h', json: '{}' })],

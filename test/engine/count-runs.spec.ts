@@ -72,7 +72,7 @@ describe('countRuns', () => {
     await expect(client.countRuns({ state: 'failed' } as never)).rejects.toThrow('Unknown option "state" in countRuns options. Did you mean "status"?');
     await expect(client.countRuns({ limit: 10 } as never)).rejects.toThrow('Unknown option "limit" in countRuns options.');
     await expect(client.countRuns({ status: 'done' as never })).rejects.toThrow(
-      'countRuns status must be one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, got "done".',
+      'countRuns status must be one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated, got "done".',
     );
     await expect(client.countRuns({ workflow: 42 as never })).rejects.toThrow(new ConfigurationError('countRuns workflow must be a workflow name, got number.'));
     await expect(client.countRuns('failed' as never)).rejects.toThrow('countRuns options must be an object, got "failed".');

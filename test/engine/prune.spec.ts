@@ -35,6 +35,10 @@ describe('prune', () => {
       await Promise.all(ids.map((id) => client.scripts.cancel(id, finishedAt, ERROR, 'old')));
       return ids;
     }
+    if (status === 'terminated') {
+      await Promise.all(ids.map((id) => client.scripts.terminate(id, finishedAt, ERROR, 'old')));
+      return ids;
+    }
     await Promise.all(
       ids.map(async () => {
         const token = `t${++tokens}`;
@@ -99,16 +103,16 @@ describe('prune', () => {
     const { client } = engine;
     const old = Date.now() - 8 * DAY_MS;
     const recent = Date.now() - 60_000;
-    const oldRuns = [...(await ended('charge', 'succeeded', 3, old)), ...(await ended('charge', 'failed', 2, old)), ...(await ended('charge', 'canceled', 2, old))];
-    const recentRuns = [...(await ended('charge', 'succeeded', 2, recent)), ...(await ended('charge', 'failed', 1, recent)), ...(await ended('charge', 'canceled', 1, recent))];
+    const oldRuns = [...(await ended('charge', 'succeeded', 3, old)), ...(await ended('charge', 'failed', 2, old)), ...(await ended('charge', 'canceled', 2, old)), ...(await ended('charge', 'terminated', 1, old))];
+    const recentRuns = [...(await ended('charge', 'succeeded', 2, recent)), ...(await ended('charge', 'failed', 1, recent)), ...(await ended('charge', 'canceled', 1, recent)), ...(await ended('charge', 'terminated', 1, recent))];
     // Live runs: one running (claimed), one queued, one scheduled.
     const running = (await client.runByName('charge', {})).id;
     expect((await client.scripts.claim('default', 'live', Date.now(), LEASE_MS))?.runId).toBe(running);
     const queued = (await client.runByName('charge', {})).id;
     const scheduled = (await client.runByName('charge', {}, { runAt: Date.now() + DAY_MS })).id;
-    expect(await client.countRuns()).toBe(14);
+    expect(await client.countRuns()).toBe(16);
 
-    await expect(client.prune({ olderThan: '7d' })).resolves.toEqual({ deleted: 7 });
+    await expect(client.prune({ olderThan: '7d' })).resolves.toEqual({ deleted: 8 });
 
     for (const id of oldRuns) expect(await client.getRun(id)).toBeNull();
     const left = await statuses();
@@ -116,16 +120,17 @@ describe('prune', () => {
       succeeded: recentRuns.slice(0, 2).sort(),
       failed: [recentRuns[2]],
       canceled: [recentRuns[3]],
+      terminated: [recentRuns[4]],
       running: [running],
       queued: [queued],
       scheduled: [scheduled],
     });
-    expect(await client.countRuns()).toBe(7);
-    expect(await client.countRuns({ workflow: 'charge' })).toBe(7);
+    expect(await client.countRuns()).toBe(8);
+    expect(await client.countRuns({ workflow: 'charge' })).toBe(8);
     expect(await dangling()).toEqual([]);
 
     // Even with olderThan 0, every ended run goes and every live run stays.
-    await expect(client.prune({ olderThan: 0 })).resolves.toEqual({ deleted: 4 });
+    await expect(client.prune({ olderThan: 0 })).resolves.toEqual({ deleted: 5 });
     expect(await statuses()).toEqual({ running: [running], queued: [queued], scheduled: [scheduled] });
     await expect(client.prune({ olderThan: 0 })).resolves.toEqual({ deleted: 0 });
     expect(await dangling()).toEqual([]);
@@ -221,10 +226,10 @@ describe('prune', () => {
     await expect(bad({ olderThan: '7 days' })).rejects.toThrow('prune olderThan must be a duration >= 0 and at most 10 years (a number of ms or a string like "5s"), got "7 days".');
     await expect(bad({ olderThan: -1 })).rejects.toThrow(ConfigurationError);
     await expect(bad({ olderThan: '1d', statuses: ['failed', 'running'] })).rejects.toThrow(
-      new ConfigurationError('prune statuses may hold only succeeded, failed, canceled, got "running": runs that have not ended are never pruned (cancel them first).'),
+      new ConfigurationError('prune statuses may hold only succeeded, failed, canceled, terminated, got "running": runs that have not ended are never pruned (cancel them first).'),
     );
-    await expect(bad({ olderThan: '1d', statuses: [] })).rejects.toThrow('prune statuses must be a non-empty array of succeeded, failed, canceled, got an array.');
-    await expect(bad({ olderThan: '1d', statuses: 'failed' })).rejects.toThrow('prune statuses must be a non-empty array of succeeded, failed, canceled, got "failed".');
+    await expect(bad({ olderThan: '1d', statuses: [] })).rejects.toThrow('prune statuses must be a non-empty array of succeeded, failed, canceled, terminated, got an array.');
+    await expect(bad({ olderThan: '1d', statuses: 'failed' })).rejects.toThrow('prune statuses must be a non-empty array of succeeded, failed, canceled, terminated, got "failed".');
     await expect(bad({ olderThan: '1d', workflow: '' })).rejects.toThrow('prune workflow must be a workflow name, got "".');
     await expect(bad({ olderThan: '1d', workflow: 7 })).rejects.toThrow(ConfigurationError);
     expect(await client.countRuns()).toBe(2);

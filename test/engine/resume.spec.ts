@@ -154,7 +154,7 @@ describe('resume', () => {
     const second = engine.client.resume(handle.id);
     await expect(second).rejects.toThrow(RunNotResumableError);
     await expect(engine.client.resume(handle.id)).rejects.toThrow(
-      `Run "${handle.id}" is queued: only a failed, canceled or compensation_failed run can be resumed. Wait for it to end, or cancel it first (cancelRun) and then resume it.`,
+      `Run "${handle.id}" is queued: only a failed, canceled, compensation_failed or terminated run can be resumed. Wait for it to end, or cancel it first (cancelRun) and then resume it.`,
     );
     await expect(engine.client.resume(handle.id)).rejects.toMatchObject({ name: 'RunNotResumableError', runId: handle.id, status: 'queued' });
     // Queued once: the second resume changed nothing.
@@ -165,7 +165,7 @@ describe('resume', () => {
     await engine.worker();
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('done');
     await expect(engine.client.resume(handle.id)).rejects.toThrow(
-      `Run "${handle.id}" is succeeded: only a failed, canceled or compensation_failed run can be resumed. Use rerun() to run its workflow again as a new run.`,
+      `Run "${handle.id}" is succeeded: only a failed, canceled, compensation_failed or terminated run can be resumed. Use rerun() to run its workflow again as a new run.`,
     );
 
     expect(await engine.client.resume('no-such-run')).toBe(false);

@@ -37,7 +37,7 @@ describe('run event stream', () => {
 
   const typesOf = (events: RunEvent[], runId: string) => events.filter((e) => e.runId === runId).map((e) => e.type);
 
-  it('tells every transition of real runs: steps, failure, retry, sleep, signal, event, resume, cancel', async () => {
+  it('tells every transition of real runs: steps, failure, retry, sleep, signal, event, resume, cancel, terminate', async () => {
     let tries = 0;
     const order = engine.registry.define('order', { retries: { maxAttempts: 2, delay: 20 } }, async ({ step }: WorkflowContext<unknown>) => {
       await step.run('reserve', () => 'r');
@@ -73,8 +73,11 @@ describe('run event stream', () => {
     const waiting = await engine.client.start(idle, {});
     await eventually(async () => (await engine.client.getRun(waiting.id))?.status === 'scheduled');
     await engine.client.cancelRun(waiting.id);
+    const stuck = await engine.client.start(idle, {});
+    await eventually(async () => (await engine.client.getRun(stuck.id))?.status === 'scheduled');
+    expect(await engine.client.terminate(stuck.id, { reason: 'stuck' })).toBe(true);
 
-    const events = await collect(stream, (all) => all.some((e) => e.type === 'run.canceled'));
+    const events = await collect(stream, (all) => all.some((e) => e.type === 'run.terminated'));
     const seen = new Set(events.map((e) => e.type));
     // The compensation events (run.compensating, run.compensation_failed) are told in sagas.spec.ts.
     expect(RUN_EVENT_TYPES.filter((t) => !seen.has(t) && !t.startsWith('run.compensat'))).toEqual([]);
@@ -106,6 +109,8 @@ describe('run event stream', () => {
     expect(of('run.signaled', listening.id)[0]).toMatchObject({ event: 'order.paid', workflow: 'listener' });
     expect(of('run.signaled', listening.id)[0].signal).toBeUndefined();
     expect(of('run.canceled', waiting.id)).toHaveLength(1);
+    expect(typesOf(events, stuck.id)).toEqual(['run.created', 'run.started', 'run.waiting', 'run.terminated']);
+    expect(of('run.terminated', stuck.id)[0]).toMatchObject({ workflow: 'idle', error: `Run "${stuck.id}" was terminated: stuck.` });
     for (const e of events) {
       expect(e.at).toBeGreaterThan(Date.now() - 60_000);
       expect(JSON.stringify(e)).not.toContain('"r"');

@@ -7,6 +7,7 @@ import {
   PayloadTooLargeError,
   RetryAfterError,
   RunStalledError,
+  RunCrashedError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRegistry,
@@ -292,7 +293,7 @@ describe('worker', () => {
   });
 
   describe('runs that keep killing their worker', () => {
-    it('fails a run with RunStalledError once its lease expired more than maxRecoveries times', async () => {
+    it('fails a run with RunCrashedError (a RunStalledError) once its lease expired more than maxRecoveries times in a row', async () => {
       const wf = engine.registry.define('poison', {}, () => 1);
       const handle = await engine.client.start(wf, {});
       const { scripts } = engine.client;
@@ -305,7 +306,8 @@ describe('worker', () => {
       }
       const error = await handle.result({ timeoutMs: 1000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RunStalledError);
-      expect((error as Error).message).toMatch(new RegExp(`^Run "${handle.id}" was interrupted 3 times: its worker died or stopped renewing its lease each time`));
+      expect(error).toBeInstanceOf(RunCrashedError);
+      expect(error).toMatchObject({ runId: handle.id, crashes: 3, workerId: 'dead-worker', message: new RunCrashedError(handle.id, 3, 'dead-worker').message });
       expect(await handle.getState()).toMatchObject({ status: 'failed', attempt: 1 });
       expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
     });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
-import { startWorker, WorkflowRegistry, type RedisConnection } from '../../lib';
+import { startWorker, WorkflowRegistry, type RedisConnection, type WorkerRuntimeOptions } from '../../lib';
 import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing/core';
 import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
@@ -84,6 +84,8 @@ export function runFixtureWorker(options: {
   name: string;
   prefixEnv: string;
   concurrency: number;
+  /** Worker runtime options over FAST_RUNTIME. */
+  runtime?: WorkerRuntimeOptions;
   define: (registry: WorkflowRegistry, redis: RedisConnection, prefix: string) => void;
   started?: (redis: RedisConnection, prefix: string) => Promise<unknown>;
 }): void {
@@ -94,7 +96,7 @@ export function runFixtureWorker(options: {
     const registry = new WorkflowRegistry();
     options.define(registry, redis, prefix);
     // The worker's timers and connections keep the process alive until it is killed.
-    await startWorker({ app: options.name, redis, prefix, registry, concurrency: options.concurrency, runtime: FAST_RUNTIME });
+    await startWorker({ app: options.name, redis, prefix, registry, concurrency: options.concurrency, runtime: { ...FAST_RUNTIME, ...options.runtime } });
     await options.started?.(redis, prefix);
   };
   start().catch((error: unknown) => {

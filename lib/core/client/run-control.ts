@@ -1,4 +1,4 @@
-import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotFoundError, RunNotResumableError, SignalBufferFullError } from '../errors';
+import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotEndedError, RunNotFoundError, RunNotResumableError, RunTerminatedError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
 import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
@@ -13,7 +13,7 @@ export const MAX_BUFFERED_SIGNALS = 1_000;
 /** Runs `prune` deletes per atomic call at most, so that Redis is never blocked for long. */
 const PRUNE_BATCH = 500;
 
-/** The `statuses` of `prune`, checked: ended statuses only, all three by default. */
+/** The `statuses` of `prune`, checked: ended statuses only, all four by default. */
 function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
   if (statuses === undefined) return new Set(ENDED_STATUSES);
   if (!Array.isArray(statuses) || statuses.length === 0) {
@@ -29,7 +29,7 @@ function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
   return new Set(statuses as EndedStatus[]);
 }
 
-/** Controlling runs: cancel (with the children it waits on), re-run, resume, signal, and prune ended runs. */
+/** Controlling runs: cancel or terminate (with the children they wait on), re-run, resume, signal, delete and prune ended runs. */
 export class RunControl extends RunProducer {
   /**
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
@@ -72,7 +72,7 @@ export class RunControl extends RunProducer {
   }
 
   /**
-   * Restarts a failed or canceled run in place, under the same id, from its first incomplete step:
+   * Restarts a failed, canceled or terminated run in place, under the same id, from its first incomplete step:
    * steps that succeeded are not run again (the replay returns their stored outputs), failed ones
    * are. Attempts count on (the next is the last one + 1) with a fresh budget of the workflow's
    * `maxAttempts`, and the run queues like a new one, so its mutex, concurrency, throttle and rate
@@ -112,7 +112,46 @@ export class RunControl extends RunProducer {
   }
 
   /**
-   * Deletes ended runs (`statuses`, by default succeeded, failed and canceled) that finished more
+   * Ends a run at once, as `terminated`: not cooperative like `cancelRun`, and nothing of the
+   * workflow runs after it (no `onFailure`, no compensation). A running attempt's `AbortSignal`
+   * aborts with `RunTerminatedError` and no later step starts; the unfinished children it waits on
+   * are terminated too, and parents waiting on it get a failed step (`RunTerminatedError`).
+   * Resolves `true` when this call terminated it, `false` when the run had already ended (its status
+   * is unchanged); throws `RunNotFoundError` when there is no such run.
+   */
+  async terminate(id: string, options: { reason?: string } = {}): Promise<boolean> {
+    assertKnownKeys('terminate options', options, ['reason']);
+    if (options.reason !== undefined) checkUserName(options.reason, 'terminate reason', { max: 1000 });
+    if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
+    const error = serializeError(new RunTerminatedError(id, options.reason));
+    const result = await this.call(() => this.scripts.terminate(id, this.clock.now(), error, options.reason ?? ''));
+    if (result === 'missing') throw new RunNotFoundError(id);
+    return result === 'ok';
+  }
+
+  /**
+   * Deletes one ended run and everything it owns (step records, index entries, idempotency key,
+   * children, waiters and signals), as retention does. A run that has not ended is refused with
+   * `RunNotEndedError` and left as it was, unless `force: true`: then it is terminated (as
+   * `terminate` does, children included) and deleted in one atomic call. Resolves `true` when
+   * deleted, `false` when there is no such run.
+   */
+  async deleteRun(id: string, options: { force?: boolean } = {}): Promise<boolean> {
+    assertKnownKeys('deleteRun options', options, ['force']);
+    if (options.force !== undefined && typeof options.force !== 'boolean') {
+      throw new ConfigurationError(`deleteRun option "force" must be a boolean, got ${describeValue(options.force)}.`);
+    }
+    if (!isPossibleRunId(id)) return false;
+    const force = options.force === true;
+    const error = force ? serializeError(new RunTerminatedError(id, 'deleted with force')) : '';
+    const result = await this.call(() => this.scripts.deleteRun(id, this.clock.now(), force, error, force ? 'deleted with force' : ''));
+    if (result === 'ok') return true;
+    if (result === 'missing') return false;
+    throw new RunNotEndedError(id, result);
+  }
+
+  /**
+   * Deletes ended runs (`statuses`, by default succeeded, failed, canceled and terminated) that finished more
    * than `olderThan` ago, each with everything it owns (step records, index entries, idempotency
    * key, children and waiters sets), as retention does; with `workflow`, only that workflow's.
    * Runs that have not ended are never deleted. Works in atomic batches of 500 runs, oldest first,

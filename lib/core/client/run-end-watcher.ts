@@ -23,7 +23,7 @@ interface Waiter {
 const SWEEP_MS = 15_000;
 /** The subscription outlives its last listener this long, so back-to-back waits do not resubscribe. */
 const LINGER_MS = 2_000;
-const ENDED = new Set<string>(['succeeded', 'failed', 'canceled', 'compensation_failed']);
+const ENDED = new Set<string>(['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated']);
 
 /**
  * Wakes `result()` and `waitForRun` when a run ends, without polling. `end_run` (end-run.lua)

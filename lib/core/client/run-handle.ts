@@ -14,7 +14,7 @@ import { RunReader } from './run-reader';
 import { RunEndWatcher, type EndedRun } from './run-end-watcher';
 import { isPossibleRunId, sleep } from './client-core';
 
-const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled', 'compensation_failed'];
+const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
 
 /** The run hash fields a waiter reads: the status and what each end leaves. */
 const END_FIELDS = ['status', 'output', 'error', 'cancelReason'] as const;
@@ -24,13 +24,14 @@ function endedFrom([status, output, error, reason]: (string | null)[]): EndedRun
   if (status === 'succeeded') return { status, payload: output ?? '' };
   if (status === 'failed' || status === 'compensation_failed') return { status, payload: error ?? '' };
   if (status === 'canceled') return { status, payload: reason ?? '' };
+  if (status === 'terminated') return { status, payload: error ?? '' };
   return undefined;
 }
 
 /** The final state of a run from its status and payload (output JSON, error JSON or cancel reason). */
 function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string): RunOutcome<TOutput> {
   if (status === 'succeeded') return { runId: id, status, output: decodeJson(payload, id, 'output') as TOutput };
-  if (status === 'failed' || status === 'compensation_failed') return { runId: id, status, error: deserializeError(payload) };
+  if (status === 'failed' || status === 'compensation_failed' || status === 'terminated') return { runId: id, status, error: deserializeError(payload) };
   return { runId: id, status, error: new CanceledError(id, payload || undefined), reason: payload || undefined };
 }
 

@@ -137,7 +137,7 @@ export class RunReader extends ClientCore {
   /**
    * How many runs there are, filtered by workflow and/or status, as the indexes `listRuns` reads
    * count them: one `ZCARD` (workflow and status, workflow alone, or status alone), or without a
-   * filter the six status indexes added up in one round trip. O(1) in Redis whatever the number of
+   * filter every status index added up in one round trip. O(1) in Redis whatever the number of
    * runs.
    */
   async countRuns(options: CountRunsOptions = {}): Promise<number> {

@@ -15,7 +15,8 @@ export type RunEventType =
   | 'run.completed'
   | 'run.failed'
   | 'run.canceled'
-  | 'run.compensation_failed';
+  | 'run.compensation_failed'
+  | 'run.terminated';
 
 /** Every `RunEventType`, in the order a run usually meets them. */
 export const RUN_EVENT_TYPES: readonly RunEventType[] = [
@@ -32,6 +33,7 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'run.failed',
   'run.canceled',
   'run.compensation_failed',
+  'run.terminated',
 ];
 
 /** What a waiting run waits for (`run.waiting`). */
@@ -56,7 +58,7 @@ export interface RunEvent {
   step?: string;
   /** The run's attempt (`run.started`, `retry.scheduled`) or the step's (`step.*`). */
   attempt?: number;
-  /** The error message (`step.failed`, `retry.scheduled`, `run.compensating`, `run.failed`, `run.canceled`, `run.compensation_failed`). */
+  /** The error message (`step.failed`, `retry.scheduled`, `run.compensating`, `run.failed`, `run.canceled`, `run.compensation_failed`, `run.terminated`). */
   error?: string;
   /** When the next attempt is due (`retry.scheduled`), or the wake-up time of a timed wait (`run.waiting`). */
   retryAt?: number;

@@ -4,15 +4,16 @@ import type { Duration } from './duration-format';
  * Where a run is in its life. `compensating`: it failed for good or was canceled with
  * `{ compensate: true }`, and the compensations of its completed steps are running (it then ends
  * `failed` or `canceled` with `compensated: true`). `compensation_failed`: a compensation failed
- * after its retries: the run needs a person (`resume` runs the compensations left).
+ * after its retries: the run needs a person (`resume` runs the compensations left). `terminated`:
+ * ended at once by `terminate`, without compensations.
  */
-export type RunStatus = 'scheduled' | 'queued' | 'running' | 'compensating' | 'succeeded' | 'failed' | 'canceled' | 'compensation_failed';
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'compensating' | 'succeeded' | 'failed' | 'canceled' | 'compensation_failed' | 'terminated';
 
 /** Every status. */
-export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed'];
+export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
 
-/** Statuses a run never leaves (a `compensation_failed` run leaves it only when resumed). */
-export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'compensation_failed']);
+/** Statuses a run never leaves (a `compensation_failed` or `terminated` run leaves it only when resumed). */
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated']);
 
 /**
  * An error as stored with a run or step. `fields` holds the own data fields of the library's error
@@ -321,19 +322,19 @@ export interface CountRunsOptions {
  * A status a run ends in, as retention and `prune` delete them. A `compensation_failed` run is
  * never deleted by either: it waits for a person (resume it, or delete it).
  */
-export type EndedStatus = 'succeeded' | 'failed' | 'canceled';
+export type EndedStatus = 'succeeded' | 'failed' | 'canceled' | 'terminated';
 
 /** Every status a run ends in, `compensation_failed` included. */
 export type FinalStatus = EndedStatus | 'compensation_failed';
 
 /** The statuses a run ends in, in the order the scripts that delete ended runs take their indexes. */
-export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled'];
+export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled', 'terminated'];
 
 /** Options of `prune`. */
 export interface PruneOptions {
   /** Deletes runs that finished longer ago than this: ms, or a string such as `"7d"`. */
   olderThan: Duration;
-  /** @default ['succeeded', 'failed', 'canceled'] */
+  /** @default ['succeeded', 'failed', 'canceled', 'terminated'] */
   statuses?: EndedStatus[];
   /** Only this workflow's runs. @default every workflow */
   workflow?: string;
@@ -355,6 +356,7 @@ export type RunOutcome<TOutput = unknown> =
   | { runId: string; status: 'succeeded'; output: TOutput }
   | { runId: string; status: 'failed'; error: Error }
   | { runId: string; status: 'canceled'; error: Error; reason?: string }
+  | { runId: string; status: 'terminated'; error: Error }
   /** A compensation failed after its retries (saga): `error` is the run's own error; `getRun` has the compensation's. */
   | { runId: string; status: 'compensation_failed'; error: Error };
 

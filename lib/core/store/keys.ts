@@ -109,7 +109,7 @@ export class RedflowKeys {
   }
   /**
    * Runs of one workflow in one status, scored like the status indexes (running included, by
-   * creation time). The status is one of six words without `:` and the workflow name ends the key,
+   * creation time). The status is one of the status words, without `:` and the workflow name ends the key,
    * so `wfstatus:<status>:<workflow>` splits one way only; its first segment is its own.
    */
   workflowStatusRuns(status: string, workflow: string): string {

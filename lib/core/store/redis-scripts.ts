@@ -20,7 +20,7 @@ export interface ClaimedRun {
 
 /** Result of ending an attempt. */
 export interface FinishResult {
-  code: 'ok' | 'canceled' | 'lost';
+  code: 'ok' | 'canceled' | 'terminated' | 'lost';
   next: ClaimedRun | null;
 }
 
@@ -160,7 +160,7 @@ export class RedisScripts {
     return toClaimed(reply, 0, token);
   }
 
-  async checkpoint(runId: string, token: string, leaseUntil: number, now: number, records: string[]): Promise<'ok' | 'canceled' | 'lost'> {
+  async checkpoint(runId: string, token: string, leaseUntil: number, now: number, records: string[]): Promise<'ok' | 'canceled' | 'terminated' | 'lost'> {
     return (await this.commands.checkpoint(this.keys.run(runId), this.keys.leases(), runId, token, leaseUntil, now, this.keys.base, ...records)) as 'ok';
   }
 
@@ -206,7 +206,22 @@ export class RedisScripts {
     return (await this.commands.cancel(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason, k.cancelChannel(), compensate ? '1' : '')) as string;
   }
 
-  /** `resume-1.lua`: queues a failed or canceled run again under its id; else 'missing', 'corrupt' or its status. */
+  /** `terminate-2.lua`: ends a live run (and the children it waits on) as terminated; else its terminal status or 'missing'. */
+  async terminate(runId: string, now: number, errorJson: string, reason: string): Promise<string> {
+    const k = this.keys;
+    return (await this.commands.terminate(k.run(runId), k.leases(), k.base, runId, now, errorJson, reason)) as string;
+  }
+
+  /**
+   * `delete-run-2.lua`: deletes an ended run with everything it owns; a live one only with `force`
+   * (terminated first, in the same call). Returns 'ok', 'missing', or the status of a refused live run.
+   */
+  async deleteRun(runId: string, now: number, force: boolean, errorJson: string, reason: string): Promise<string> {
+    const k = this.keys;
+    return (await this.commands['delete-run'](k.run(runId), k.leases(), k.base, runId, now, force ? '1' : '0', errorJson, reason)) as string;
+  }
+
+  /** `resume-1.lua`: queues a failed, canceled or terminated run again under its id; else 'missing', 'corrupt' or its status. */
   async resume(runId: string, now: number): Promise<string> {
     return (await this.commands.resume(this.keys.run(runId), this.keys.base, runId, now)) as string;
   }
@@ -388,7 +403,7 @@ export class RedisScripts {
   }
 
   /**
-   * `prune-3.lua`: deletes up to `batch` ended runs of `statuses` that finished before `cutoff`,
+   * `prune-4.lua`: deletes up to `batch` ended runs of `statuses` that finished before `cutoff`,
    * read from the status indexes or, with `workflow`, from that workflow's (workflow, status)
    * indexes. Returns the runs deleted and the index entries taken (a full batch: call again).
    */

@@ -45,7 +45,7 @@ export interface CompensationHost {
   /** Aborts when the work must stop. */
   signal: AbortSignal;
   /** The checkpoint found the run gone from this worker. */
-  onLost(code: 'canceled' | 'lost'): void;
+  onLost(code: 'canceled' | 'terminated' | 'lost'): void;
 }
 
 /** How a compensation phase ended. */

@@ -1,4 +1,4 @@
-import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTimeoutError } from '../errors';
+import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
 import { MAX_TIMER_MS } from '../definition/duration-format';
 import { parseVersionQueue } from '../definition/option-checks';
 import type { RedisHealth } from '../store/redis-health';
@@ -69,7 +69,7 @@ export class RunExecutor {
   readonly queue: string;
   /** Created only if the handler reads `signal`. */
   private controller: AbortController | undefined;
-  private stopReason: CanceledError | RunTimeoutError | undefined;
+  private stopReason: CanceledError | RunTerminatedError | RunTimeoutError | undefined;
   /** When the run's timeout passes (workflow time, from its first claim); 0 = no timeout. */
   private readonly deadline: number;
   private steps: StepRuntime | undefined;
@@ -79,7 +79,7 @@ export class RunExecutor {
   /** The attempt's span (tracing on), and how the attempt ended, for it. */
   private span: GuardedSpan | undefined;
   /** Set when this worker must leave the run alone (canceled, lost, stopping): ends a compensation phase too. */
-  private halted: CanceledError | undefined;
+  private halted: CanceledError | RunTerminatedError | undefined;
   /** Aborts the compensations' signal when the worker must leave the run. */
   private compensationController: AbortController | undefined;
   private outcome: SpanOutcome = { outcome: 'abandoned' };
@@ -97,16 +97,33 @@ export class RunExecutor {
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
   abort(reason: string): void {
     const error = new CanceledError(this.runId, reason);
-    // A run that timed out goes on to its compensations: only this stops them.
-    if (!this.halted) {
-      this.halted = error;
-      this.compensationController?.abort(error);
-    }
+    this.halt(error);
     if (this.stopReason) return;
-    this.stopReason = error;
     if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
-    this.controller?.abort(this.stopReason);
-    this.steps?.interrupt(this.stopReason);
+    this.stop(error);
+  }
+
+  /**
+   * The run was terminated (`terminate`): it stops as a canceled one does, its signal aborting
+   * with RunTerminatedError; running compensations stop too.
+   */
+  terminated(): void {
+    const error = new RunTerminatedError(this.runId);
+    this.halt(error);
+    if (!this.stopReason) this.stop(error);
+  }
+
+  /** A run that timed out goes on to its compensations: only this stops them. */
+  private halt(error: CanceledError | RunTerminatedError): void {
+    if (this.halted) return;
+    this.halted = error;
+    this.compensationController?.abort(error);
+  }
+
+  private stop(reason: CanceledError | RunTerminatedError): void {
+    this.stopReason = reason;
+    this.controller?.abort(reason);
+    this.steps?.interrupt(reason);
   }
 
   private get signal(): AbortSignal {
@@ -117,8 +134,9 @@ export class RunExecutor {
     return this.controller.signal;
   }
 
-  /** The run was canceled, or another worker holds it now. */
-  lost(code: 'canceled' | 'lost'): void {
+  /** The run was canceled or terminated, or another worker holds it now. */
+  lost(code: 'canceled' | 'terminated' | 'lost'): void {
+    if (code === 'terminated') return this.terminated();
     if (code === 'lost' && !this.stopReason) this.host.leaseLost(this.runId, this.startedAt);
     this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run');
   }

@@ -103,7 +103,7 @@ export interface AttemptContext {
   /** Sends a call that must reach Redis, waiting out outages (see RunExecutor). */
   call<T>(fn: () => Promise<T>): Promise<T>;
   /** Called when a checkpoint finds the run canceled or taken over. */
-  onLost(code: 'canceled' | 'lost'): void;
+  onLost(code: 'canceled' | 'terminated' | 'lost'): void;
   /** The worker's lifecycle hooks (onStepStart, onStepComplete, onStepFailed). */
   hooks: HookRunner;
   /** Tracing, when on: child runs store the active trace context. */

@@ -29,8 +29,9 @@ export interface WorkerRuntimeOptions {
   /** How often ended runs past retention are deleted. @default 60000 */
   cleanupIntervalMs?: number;
   /**
-   * A run whose lease expired more often than this (its worker crashed each time) fails with
-   * RunStalledError instead of being resumed again. @default 10
+   * A run whose lease expired more often than this in a row (its worker crashed each time) fails
+   * with RunCrashedError instead of being resumed again. An attempt that stores a step or ends
+   * resets the count, so ordinary step errors never add to it. @default 5
    */
   maxRecoveries?: number;
 }
@@ -261,7 +262,7 @@ export class Worker implements ExecutorHost {
       throw new ConfigurationError(`runtime.heartbeatMs (${this.heartbeatMs}) must be shorter than runtime.leaseMs (${this.leaseMs}), or every lease expires before it is renewed; a third of leaseMs is the default.`);
     }
     this.reaperIntervalMs = duration(runtime.reaperIntervalMs, 'reaperIntervalMs', 1_000);
-    this.maxRecoveries = checkInteger(runtime.maxRecoveries ?? 10, 'runtime.maxRecoveries', 1, 1_000_000);
+    this.maxRecoveries = checkInteger(runtime.maxRecoveries ?? 5, 'runtime.maxRecoveries', 1, 1_000_000);
     this.blockTimeoutMs = duration(runtime.blockTimeoutMs, 'blockTimeoutMs', 1_000);
     this.cleanupIntervalMs = duration(runtime.cleanupIntervalMs, 'cleanupIntervalMs', 60_000);
     const retentionDays = options.retentionDays ?? Number(process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30);
@@ -340,7 +341,12 @@ export class Worker implements ExecutorHost {
     this.indexing = this.backfillRunIndex();
     const subscriber = duplicateConnection(this.client.redis, this.health);
     this.subscriber = subscriber;
-    subscriber.on('message', (_channel: string, runId: string) => this.active.get(runId)?.abort('canceled'));
+    // "<run id>" for a cancel, "<run id>\nterminated" for a terminate (includes/cancel.lua).
+    subscriber.on('message', (_channel: string, message: string) => {
+      const [runId, how] = message.split('\n');
+      if (how === 'terminated') this.active.get(runId)?.terminated();
+      else this.active.get(runId)?.abort('canceled');
+    });
     await subscriber.subscribe(this.client.keys.cancelChannel());
     for (const queue of this.queues) {
       const connection = duplicateConnection(this.client.redis, this.health);
@@ -613,9 +619,11 @@ export class Worker implements ExecutorHost {
     for (const executor of sent.values()) pairs.push(executor.runId, executor.token);
     const lost = await this.scripts.heartbeat(Date.now() + this.leaseMs, pairs);
     // Only the attempt the heartbeat asked about: the run may have been claimed again meanwhile.
-    for (const runId of lost) {
+    for (const entry of lost) {
+      // A terminated run comes as "<id>\nterminated" (heartbeat-1.lua).
+      const [runId, how] = entry.split('\n');
       const executor = sent.get(runId);
-      if (executor && this.active.get(runId) === executor) executor.lost('lost');
+      if (executor && this.active.get(runId) === executor) executor.lost(how === 'terminated' ? 'terminated' : 'lost');
     }
   }
 

@@ -8,7 +8,7 @@
   const notice = document.getElementById('notice');
   const POLL_MS = 1500;
   const MAX_BACKOFF_MS = 30000;
-  const STATUSES = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed'];
+  const STATUSES = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
   let meta = { readOnly: true, prefix: '' };
   let timer;
   let failures = 0;
@@ -154,11 +154,14 @@
     const { run, steps, children, moreChildren } = await api(`/run?${runQuery(id)}`);
     const live = ['scheduled', 'queued', 'running'].includes(run.status);
     const message = el('span', { class: 'error', 'data-testid': 'action-message' });
-    const action = async (kind) => {
+    // A compensating run is not canceled, but a terminate ends it at once.
+    const terminable = live || run.status === 'compensating';
+    const action = async (kind, extra = '') => {
       try {
-        const result = await act(`/run/${kind}?${runQuery(id)}`);
+        const result = await act(`/run/${kind}?${runQuery(id)}${extra}`);
         // Resume answers with this run's own id: the hash stays, so render again.
-        if (result.runId && result.runId !== id) location.hash = `#/runs/${encodeURIComponent(result.runId)}`;
+        if (result.deleted) location.hash = '#/runs';
+        else if (result.runId && result.runId !== id) location.hash = `#/runs/${encodeURIComponent(result.runId)}`;
         else render();
       } catch (error) {
         message.textContent = error.message;
@@ -170,8 +173,12 @@
       el('p', {}, statusEl(run.status), ' · ', run.workflow, ' on queue ', run.queue, ' · attempt ', `${run.attempt}/${run.maxAttempts}`),
       el('p', {},
         el('button', { 'data-testid': 'cancel', disabled: meta.readOnly || !live, onclick: () => action('cancel') }, 'Cancel'), ' ',
-        el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !['failed', 'canceled'].includes(run.status), onclick: () => action('rerun') }, 'Re-run'), ' ',
-        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step (or compensation), under the same id', disabled: meta.readOnly || !['failed', 'canceled', 'compensation_failed'].includes(run.status), onclick: () => action('resume') }, 'Resume'), ' ',
+        el('button', { 'data-testid': 'terminate', title: 'End it now: no cleanup, no onFailure', disabled: meta.readOnly || !terminable,
+          onclick: () => window.confirm(`Terminate run ${run.id} now, without cleanup?`) && action('terminate') }, 'Terminate'), ' ',
+        el('button', { 'data-testid': 'rerun', disabled: meta.readOnly || !['failed', 'canceled', 'terminated'].includes(run.status), onclick: () => action('rerun') }, 'Re-run'), ' ',
+        el('button', { 'data-testid': 'resume', title: 'Go on from the first incomplete step (or compensation), under the same id', disabled: meta.readOnly || !['failed', 'canceled', 'compensation_failed', 'terminated'].includes(run.status), onclick: () => action('resume') }, 'Resume'), ' ',
+        el('button', { 'data-testid': 'delete', title: terminable ? 'Terminate it and delete it with its steps' : 'Delete it with its steps', disabled: meta.readOnly,
+          onclick: () => window.confirm(terminable ? `Terminate and delete run ${run.id}?` : `Delete run ${run.id} and its steps?`) && action('delete', terminable ? '&force=1' : '') }, 'Delete'), ' ',
         message),
       el('table', {}, el('tbody', {},
         el('tr', {}, el('th', {}, 'Created'), el('td', {}, time(run.createdAt))),

@@ -4,7 +4,8 @@
 -- ARGV[1] run id              ARGV[2] lease token  ARGV[3] lease expiry (ms, real time)
 -- ARGV[4] now (ms, workflow time)  ARGV[5] base ("{prefix}:")
 -- ARGV[6..] pairs of step field ("s:<name>"), step record JSON
--- Returns 'ok' | 'canceled' (run canceled) | 'lost' (lease taken over or run gone)
+-- Returns 'ok' | 'canceled' | 'terminated' (the run ended so meanwhile) | 'lost' (lease taken over or run gone)
+-- Deletes the run's `crashes` (lease expiries in a row, counted by reap).
 -- Writes step.completed / step.failed / retry.scheduled to the event stream (run-events.lua), at the
 -- time of each step record (a retry: at `now`).
 --!include keys.lua
@@ -13,7 +14,7 @@
 
 local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow')
 if not HELD[run[1]] or run[2] ~= ARGV[2] then
-  if run[1] == 'canceled' then return 'canceled' end
+  if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
   return 'lost'
 end
 for i = 6, #ARGV, 2 do
@@ -24,5 +25,7 @@ if run[1] == 'compensating' then
 else
   redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
 end
+-- The attempt made progress: the crashes counted by reap are no longer in a row.
+redis.call('HDEL', KEYS[1], 'crashes')
 emit_step_events(ARGV[5], ARGV[1], run[3], tonumber(ARGV[4]), ARGV, 6)
 return 'ok'

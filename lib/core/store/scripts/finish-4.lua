@@ -21,7 +21,7 @@
 -- ARGV[9] lease expiry (ms, real time)        ARGV[10] awaited child step fields, newline-separated (wait), or ''
 -- ARGV[11..] pairs of step field, step record JSON
 -- Returns { code } or { code, nextRunId, next flat run hash }
---   code: 'ok' | 'canceled' (run was canceled meanwhile) | 'lost' (lease taken over or run gone)
+--   code: 'ok' | 'canceled' | 'terminated' (the run ended so meanwhile) | 'lost' (lease taken over or run gone)
 --!include writable.lua
 --!include status.lua
 --!include index.lua
@@ -37,8 +37,10 @@ local code = 'ok'
 local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
 if not HELD[run[1]] or run[2] ~= token then
   code = 'lost'
-  if run[1] == 'canceled' then code = 'canceled' end
+  if run[1] == 'canceled' or run[1] == 'terminated' then code = run[1] end
 else
+  -- The attempt got to its end: the crashes counted by reap are no longer in a row.
+  redis.call('HDEL', runKey, 'crashes')
   local fields = {}
   for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
   local stepRetryAt = emit_step_events(base, runId, run[4], now, fields, 1)

@@ -2,7 +2,8 @@
 -- KEYS[1] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease expiry (ms)
 -- ARGV[3..] pairs of run id, lease token
--- Returns the ids of runs the worker no longer holds (canceled, taken over or gone).
+-- Returns the ids of runs the worker no longer holds (canceled, taken over or gone); a terminated
+-- run's as "<id>\nterminated", so its attempt stops as terminated.
 --!include keys.lua
 --!include status.lua
 
@@ -17,6 +18,8 @@ for i = 3, #ARGV, 2 do
   local run = redis.call('HMGET', k_run(ARGV[1], runId), 'status', 'lease')
   if HELD[run[1]] and run[2] == ARGV[i + 1] then
     redis.call('ZADD', run[1] == 'compensating' and k_comp_leases(ARGV[1]) or KEYS[1], 'XX', ARGV[2], runId)
+  elseif run[1] == 'terminated' then
+    lost[#lost + 1] = runId .. '\nterminated'
   else
     lost[#lost + 1] = runId
   end

@@ -1,9 +1,11 @@
 -- reap: returns runs whose lease expired (their worker died or stalled) to the front of their
 -- queue, releasing their mutex and concurrency slot. The interrupted attempt is not counted;
--- completed steps stay and are not run again. A run interrupted more than ARGV[4] times fails
--- with RunStalledError instead, so a run that kills its worker every time cannot loop forever.
+-- completed steps stay and are not run again. `recoveries` counts every expiry; `crashes` those in
+-- a row (a checkpoint or finish by the lease holder deletes it). A run whose leases expired more
+-- than ARGV[4] times in a row fails with RunCrashedError instead, naming the worker of its last
+-- attempt, so a run that kills its worker every time cannot crash-loop the fleet.
 -- Compensating runs (their leases in `comp-leases`) go back to their queue still compensating, or
--- end `compensation_failed` past the same limit.
+-- end `compensation_failed` once interrupted more than ARGV[4] times (`recoveries`).
 -- KEYS[1] leases zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size   ARGV[4] max recoveries
 -- Returns the ids of the recovered (or failed) runs.
@@ -45,14 +47,19 @@ local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0
 for _, runId in ipairs(expired) do
   redis.call('ZREM', KEYS[1], runId)
   local runKey = k_run(base, runId)
-  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
+  local run = redis.call('HMGET', runKey, 'status', 'queue', 'createdAt', 'workflow', 'mutex', 'slot', 'waited', 'lease')
   if run[1] == 'running' then
-    local recoveries = redis.call('HINCRBY', runKey, 'recoveries', 1)
-    if recoveries > tonumber(ARGV[4]) then
-      local message = 'Run "' .. runId .. '" was interrupted ' .. recoveries .. ' times: its worker died or stopped ' ..
-        'renewing its lease each time (a crash, out of memory, or a blocked event loop in this run?). It was failed ' ..
-        'so it stops taking workers down; fix the cause, then re-run it.'
-      local errorJson = cjson.encode({ name = 'RunStalledError', message = message })
+    redis.call('HINCRBY', runKey, 'recoveries', 1)
+    local crashes = redis.call('HINCRBY', runKey, 'crashes', 1)
+    if crashes > tonumber(ARGV[4]) then
+      -- A lease token is "<worker id>:<claim counter>" (Worker.nextLeaseToken).
+      local workerId = string.match(run[8] or '', '^(.*):%d+$') or (run[8] or 'unknown')
+      -- The same message as the RunCrashedError constructor (errors.ts) builds.
+      local message = 'Run "' .. runId .. '" crashed its worker ' .. crashes .. ' times in a row (last on worker "' ..
+        workerId .. '"): each attempt died or stopped renewing its lease (a crash, out of memory, or a blocked event ' ..
+        'loop in this run?). It was failed so it stops taking workers down; fix the cause, then resume or re-run it.'
+      local errorJson = cjson.encode({ name = 'RunCrashedError', message = message,
+        fields = { runId = runId, crashes = crashes, workerId = workerId } })
       end_run(base, runId, { from = 'running', workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[1] },
         'failed', ARGV[2], errorJson)
     else

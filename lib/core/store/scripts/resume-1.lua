@@ -1,6 +1,6 @@
--- resume: puts a failed or canceled run back in its queue under the same id, to go on from its
--- first incomplete step (a compensation_failed run: back to compensating, to run the compensations
--- left): its succeeded step records stay (the replay returns them without running
+-- resume: puts a failed, canceled or terminated run back in its queue under the same id, to go on
+-- from its first incomplete step (a compensation_failed run: back to compensating, to run the
+-- compensations left): its succeeded step records stay (the replay returns them without running
 -- them again), failed ones run again. The next claim counts the next attempt (the last + 1), and
 -- the run gets a fresh budget: maxAttempts becomes its attempt + its workflow's maxAttempts (from
 -- the registry; 1 when the workflow is not registered). It is queued like a new run, so admission
@@ -10,7 +10,7 @@
 -- KEYS[1] run hash
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id    ARGV[3] now (ms)
 -- Returns 'ok' when queued, 'missing', 'corrupt' (no workflow or queue), or the status of a run that
--- is not failed or canceled
+-- is not failed, canceled or terminated
 --!include writable.lua
 --!include keys.lua
 --!include index.lua
@@ -21,7 +21,7 @@ assert_writable(base)
 local run = redis.call('HMGET', KEYS[1], 'status', 'queue', 'workflow', 'attempt', 'createdAt')
 local status, queue, workflow = run[1], run[2], run[3]
 if not status then return 'missing' end
-if status ~= 'failed' and status ~= 'canceled' and status ~= 'compensation_failed' then return status end
+if status ~= 'failed' and status ~= 'canceled' and status ~= 'compensation_failed' and status ~= 'terminated' then return status end
 if not queue or not workflow then return 'corrupt' end
 
 if status == 'compensation_failed' then
@@ -39,7 +39,7 @@ local budget = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxAttempts'
 local attempt = tonumber(run[4] or '0') or 0
 -- Without `resume`, claim counts a new attempt and the throttle and rate-limit windows count the
 -- start again, as for any queued run (a run canceled while it waited still holds the field).
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'resume', 'cancelOn', 'deadline')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'crashes', 'resume', 'cancelOn', 'deadline')
 redis.call('HSET', KEYS[1], 'status', 'queued', 'maxAttempts', attempt + budget)
 move_index(base, runId, workflow, status, 'queued', run[5])
 redis.call('RPUSH', k_ready(base, queue), runId)

@@ -5,7 +5,7 @@ import { join } from 'node:path';
  * Bumped whenever a script's KEYS/ARGV contract or the key layout it keeps changes, so that two
  * copies of the library sharing one connection never run each other's scripts. 3: the
  * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN. 5: a script's events share
- * one stream entry.
+ * one stream entry. 6: the `terminated` status (cleanup and prune take its index), `crashes`.
  */
 export const SCRIPT_VERSION = 6;
 
@@ -25,6 +25,8 @@ export const SCRIPTS = {
   checkpoint: 2,
   finish: 4,
   cancel: 2,
+  terminate: 2,
+  'delete-run': 2,
   resume: 1,
   heartbeat: 1,
   promote: 2,
@@ -35,8 +37,8 @@ export const SCRIPTS = {
   'cron-fire': 1,
   schedule: 2,
   unschedule: 2,
-  cleanup: 3,
-  prune: 3,
+  cleanup: 4,
+  prune: 4,
   'sync-registry': 3,
   'backfill-run-index': 2,
   'prune-run-index': 1,

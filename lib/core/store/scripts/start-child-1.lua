@@ -72,7 +72,7 @@ else
   local waiting = step_waiting_child(seq, attempt, childId, ARGV[17])
   if child[1] == 'succeeded' then
     record = resolved_record(waiting, true, child[2] or '', now)
-  elseif child[1] == 'failed' or child[1] == 'canceled' then
+  elseif child[1] == 'failed' or child[1] == 'canceled' or child[1] == 'terminated' then
     record = resolved_record(waiting, false, child[3] or '{}', now)
   else
     redis.call('SADD', k_waiters(base, childId), parentId .. '|' .. field)

@@ -1,5 +1,5 @@
 -- end-run.lua: the one place a run stops running, and the one place a run ends. finish, reap,
--- cancel and the rate-limit refusal in admit.lua all end runs through end_run.
+-- cancel, terminate and the rate-limit refusal in admit.lua all end runs through end_run.
 --!include keys.lua
 --!include index.lua
 --!include capacity.lua
@@ -34,9 +34,9 @@ local function publish_ended(base, runId, to, result, fields)
   redis.call('PUBLISH', k_ended_channel(base), message)
 end
 
--- Ends a run for good: `to` is 'succeeded', 'failed', 'canceled' or 'compensation_failed'; `result`
--- is its output JSON (succeeded) or error JSON; `fields` more hash fields (pairs) written with the
--- status.
+-- Ends a run for good: `to` is 'succeeded', 'failed', 'canceled', 'compensation_failed' or
+-- 'terminated'; `result` is its output JSON (succeeded) or error JSON; `fields` more hash fields
+-- (pairs) written with the status.
 --   from running or compensating: gives back its lease, mutex and slot (stop_running);
 --   from scheduled: leaves its queue's schedule;
 --   from queued:    its id stays in the ready list, dropped by the next claim; but when the id was

@@ -17,7 +17,7 @@ local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 -- Versions of a workflow workers serve: '<version>' -> last seen (ms), '<version>\n<worker id>' -> expiry (ms).
 local function k_workflow_versions(base, workflow) return base .. 'wfversions:' .. workflow end
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
--- Runs of a workflow in a status. The status is one of six words without ':', and the workflow
+-- Runs of a workflow in a status. The status is one of the status words, without ':', and the workflow
 -- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named
 -- 'a:b' in status 'failed' is 'wfstatus:failed:a:b', which no other (status, workflow) pair builds.
 local function k_workflow_status(base, status, workflow) return base .. 'wfstatus:' .. status .. ':' .. workflow end

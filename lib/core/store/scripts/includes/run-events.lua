@@ -91,10 +91,10 @@ local function emit_step_events(base, runId, workflow, now, fields, first)
   return retryAt
 end
 
--- run.completed / run.failed / run.canceled / run.compensation_failed for a run that ends (`to`), with the message of its
--- error JSON (`result`) unless it succeeded. Called by end_run only.
+-- run.completed / run.failed / run.canceled / run.compensation_failed / run.terminated for a run that
+-- ends (`to`), with the message of its error JSON (`result`) unless it succeeded. Called by end_run only.
 local ENDED_EVENT = { succeeded = 'run.completed', failed = 'run.failed', canceled = 'run.canceled',
-  compensation_failed = 'run.compensation_failed' }
+  compensation_failed = 'run.compensation_failed', terminated = 'run.terminated' }
 local function emit_run_ended(base, runId, workflow, to, now, result)
   if EVENTS_MAX_LEN <= 0 then return end
   emit_event(base, ENDED_EVENT[to], runId, workflow, now, { 'error', to ~= 'succeeded' and error_message(result) or nil })
