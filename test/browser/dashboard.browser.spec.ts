@@ -438,9 +438,11 @@ describeBrowser('dashboard in chromium', () => {
     await workflows.waitFor();
     const rowOf = (name: string) => workflows.locator('tbody tr', { has: page.getByRole('link', { name, exact: true }) });
     expect(await workflows.locator('tbody tr td:first-child').allTextContents()).toEqual(['blocked', 'charge', 'greet', 'nightly']);
-    expect(await rowOf('greet').locator('td').nth(4).textContent()).toBe('user.created');
-    expect(await rowOf('blocked').locator('td').nth(3).textContent()).toBe('unlimited');
-    expect(await rowOf('charge').locator('td').nth(3).textContent()).toBe('1');
+    // Columns: workflow, queue, versions, max attempts, max concurrency, events, owner.
+    expect(await rowOf('greet').locator('td').nth(5).textContent()).toBe('user.created');
+    expect(await rowOf('blocked').locator('td').nth(4).textContent()).toBe('unlimited');
+    expect(await rowOf('charge').locator('td').nth(4).textContent()).toBe('1');
+    expect(await rowOf('charge').locator('td').nth(2).textContent()).toContain('v1');
 
     const [cron, schedule] = (await engine.client.listCrons()) as [CronState, CronState];
     expect(cron).toMatchObject({ id: 'nightly-report', source: 'definition', workflow: 'nightly', expression: NIGHTLY });
