@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { ConfigurationError, createDashboardHandler, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
+import { ConfigurationError, createDashboardHandler, NonRetriableError, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -657,10 +657,25 @@ describe('dashboard actions', () => {
       throw new Error('always fails');
     });
     engine.registry.define('idle', { queue: 'parked' }, () => 'never runs');
+    engine.registry.define('saga', {}, async ({ step }) => {
+      await step.run(
+        {
+          name: 'charge',
+          compensateRetries: { maxAttempts: 1 },
+          compensate: () => {
+            if (!refundWorks) throw new Error('the refund was refused');
+          },
+        },
+        () => 'charged',
+      );
+      throw new NonRetriableError('out of stock');
+    });
     await engine.worker({ queues: ['default'], logger: silent });
     server = serve(engine.client);
     readOnly = serve(engine.client, { readOnly: true });
   });
+  /** Whether the compensation of the "saga" workflow succeeds. */
+  let refundWorks = false;
   afterAll(() => engine?.close());
 
   it('cancel: cancels a queued run ({ canceled: true }); a second cancel answers { canceled: false }', async () => {
@@ -824,6 +839,26 @@ describe('dashboard actions', () => {
     await expect(failed.result({ timeoutMs: 5000 })).rejects.toThrow('always fails');
     expect(await engine.client.getRun(failed.id)).toMatchObject({ status: 'failed', attempt: 2, maxAttempts: 2 });
     expect((await engine.client.listRuns({ limit: 200 })).length).toBe(before); // no new run
+  });
+
+  it('a compensation_failed run: listed by its status, shown with both errors; resume runs the compensation left and it ends failed, compensated', async () => {
+    const { id } = await engine.client.runByName('saga', {});
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'compensation_failed');
+    const listed = await request(server).get('/redflow/api/runs?status=compensation_failed').expect(200);
+    expect(listed.body.runs.map((r: RunSummary) => [r.id, r.status])).toEqual([[id, 'compensation_failed']]);
+    const detail = await request(server).get(`/redflow/api/run?id=${id}`).expect(200);
+    expect(detail.body.run).toMatchObject({
+      status: 'compensation_failed',
+      error: { name: 'NonRetriableError', message: 'out of stock' },
+      compensationError: { name: 'Error', message: 'the refund was refused' },
+    });
+    refundWorks = true;
+    const res = await act(server, id, 'resume');
+    expect([res.status, res.body]).toEqual([200, { runId: id }]);
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'failed');
+    const after = await request(server).get(`/redflow/api/run?id=${id}`).expect(200);
+    expect(after.body.run).toMatchObject({ status: 'failed', compensated: true, error: { message: 'out of stock' } });
+    expect(after.body.run.compensationError).toBeUndefined();
   });
 
   it('resume of a canceled run queues it again on its queue', async () => {
