@@ -12,7 +12,7 @@
 --!include status.lua
 --!include run-events.lua
 
-local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow')
+local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow', 'crashes')
 if not HELD[run[1]] or run[2] ~= ARGV[2] then
   if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
   return 'lost'
@@ -26,6 +26,6 @@ else
   redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
 end
 -- The attempt made progress: the crashes counted by reap are no longer in a row.
-redis.call('HDEL', KEYS[1], 'crashes')
+if run[4] then redis.call('HDEL', KEYS[1], 'crashes') end
 emit_step_events(ARGV[5], ARGV[1], run[3], tonumber(ARGV[4]), ARGV, 6)
 return 'ok'

@@ -34,13 +34,13 @@ local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARG
 assert_writable(base)
 local runKey = KEYS[1]
 local code = 'ok'
-local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited')
+local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited', 'crashes')
 if not HELD[run[1]] or run[2] ~= token then
   code = 'lost'
   if run[1] == 'canceled' or run[1] == 'terminated' then code = run[1] end
 else
   -- The attempt got to its end: the crashes counted by reap are no longer in a row.
-  redis.call('HDEL', runKey, 'crashes')
+  if run[8] then redis.call('HDEL', runKey, 'crashes') end
   local fields = {}
   for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
   local stepRetryAt = emit_step_events(base, runId, run[4], now, fields, 1)
