@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import type { RedflowLogger, RunState, StepState, WorkflowContext, WorkflowMeta } from '../../lib';
+import { NonRetriableError, type RedflowLogger, type RunState, type StepState, type WorkflowContext, type WorkflowMeta } from '../../lib';
 import { clusterMode, eventually, TestEngine } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
 
@@ -294,6 +294,39 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
     expect(await redflow('runs', 'rerun', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
     expect(await redflow('runs', 'rerun')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs rerun <id>.\n' });
+  });
+
+  it('runs list --status compensation_failed and runs show: a run whose compensation failed, with both errors; resumed, it shows compensated', async () => {
+    let refundWorks = false;
+    const saga = engine.registry.define('cli-saga', {}, async ({ step }) => {
+      await step.run(
+        {
+          name: 'charge',
+          compensateRetries: { maxAttempts: 1 },
+          compensate: () => {
+            if (!refundWorks) throw new Error('the refund was refused');
+          },
+        },
+        () => 'charged',
+      );
+      throw new NonRetriableError('out of stock');
+    });
+    const { id } = await engine.client.start(saga, {});
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'compensation_failed');
+    const listed = await redflow('runs', 'list', '--status', 'compensation_failed');
+    expect(listed).toMatchObject({ code: 0, stderr: '' });
+    expect(lines(listed.stdout).slice(2).map((line) => cells(line).slice(0, 3))).toEqual([[id, 'cli-saga', 'compensation_failed']]);
+    const shown = await redflow('runs', 'show', id);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(shown.stdout).toContain('error: NonRetriableError: out of stock');
+    expect(shown.stdout).toContain('compensation error: Error: the refund was refused');
+
+    refundWorks = true;
+    expect(await redflow('runs', 'resume', id)).toMatchObject({ code: 0, stderr: '' });
+    await eventually(async () => (await engine.client.getRun(id))?.status === 'failed');
+    const after = await redflow('runs', 'show', id);
+    expect(after.stdout).toContain('compensated: every compensation of its completed steps ran');
+    expect(after.stdout).not.toContain('compensation error');
   });
 
   it('runs list reads summaries for its table (a run with an unreadable input lists fine); a corrupt run is a row marked corrupt, and one sentence with exit 1 where it must be read whole', async () => {
