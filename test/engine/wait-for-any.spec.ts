@@ -106,6 +106,15 @@ describe('step.waitForAny', () => {
     expect(await stepOf(handle.id, 'race')).toMatchObject({ status: 'failed', error: expect.objectContaining({ message: 'child broke' }) });
   });
 
+  it("a child branch of a workflow at version 2 starts on that version's queue and wins", async () => {
+    const child = engine.registry.define('v2-child', { version: 2 }, async () => 'from v2');
+    const parent = engine.registry.define('race-v2', {}, async ({ step }) => step.waitForAny('pick', { child: step.child(child, {}), timeout: step.timer('1h') }));
+    await engine.worker();
+    const handle = await engine.client.start(parent, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ key: 'child', value: 'from v2' });
+    expect(await engine.client.getRun(`${handle.id}.pick.child`)).toMatchObject({ status: 'succeeded', version: 2, queue: 'default' });
+  });
+
   it("onLose: 'abandon': the losing child keeps running and completes", async () => {
     const held = defineHeld();
     const parent = engine.registry.define('parent', {}, async ({ step }) =>

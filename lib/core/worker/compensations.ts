@@ -1,9 +1,7 @@
 import { CanceledError, ConfigurationError, CorruptRunDataError, isRetryable } from '../errors';
 import { stepRetryDelayMs } from '../definition/retry';
-import type { Clock } from '../definition/clock';
-import type { RedisScripts } from '../store/redis-scripts';
 import { COMPENSATION_FIELD_PREFIX, COMPENSATION_PENDING, decodeStepRecord, encodeSuccessRecord, STEP_FIELD_PREFIX } from '../store/step-record';
-import type { RegisteredCompensation } from './step-runtime';
+import type { AttemptContext, RegisteredCompensation } from './step-runtime';
 
 /** A compensation that is due: its step's name, completion order and output. */
 export interface DueCompensation {
@@ -29,24 +27,15 @@ export function dueCompensations(runId: string, journal: ReadonlyMap<string, str
   return due.sort((a, b) => b.seq - a.seq);
 }
 
-/** What running compensations needs from the attempt that holds the run. */
-export interface CompensationHost {
-  runId: string;
-  workflow: string;
-  token: string;
-  attempt: number;
-  leaseMs: number;
-  clock: Clock;
-  scripts: RedisScripts;
-  /** Sends a call that must reach Redis, waiting out outages (see RunExecutor). */
-  call<T>(fn: () => Promise<T>): Promise<T>;
-  /** Why the work must stop (the worker lost the run, or stops), once it must. */
-  stopReason(): Error | undefined;
+/**
+ * What running compensations needs from the attempt that holds the run: the step runtime's
+ * context (ids, lease, clock, scripts, the outage-riding `call`, `onLost`), with its own stop
+ * reason and signal (a run that timed out still compensates; only a cancel or a lost lease stops it).
+ */
+export type CompensationHost = Pick<AttemptContext, 'runId' | 'workflow' | 'token' | 'attempt' | 'leaseMs' | 'clock' | 'scripts' | 'call' | 'stopReason' | 'onLost'> & {
   /** Aborts when the work must stop. */
   signal: AbortSignal;
-  /** The checkpoint found the run gone from this worker. */
-  onLost(code: 'canceled' | 'terminated' | 'lost'): void;
-}
+};
 
 /** How a compensation phase ended. */
 export type CompensationResult = { ok: true; ran: string[] } | { ok: false; ran: string[]; step: string; error: unknown };

@@ -588,23 +588,56 @@ export class StepRuntime {
 
   /** Starts (or finds, on a replay) the child run of a waitForAny branch; returns its id. */
   private async startRaceChild(target: StepTarget, name: string, key: string, spec: Extract<RaceBranchSpec, { kind: 'child' }>): Promise<string> {
-    const definition = typeof spec.workflow === 'string' ? this.ctx.registry.get(spec.workflow) : spec.workflow;
-    const workflowName = typeof spec.workflow === 'string' ? spec.workflow : spec.workflow.name;
-    if (definition) await validateInput(workflowName, definition.options.schema, spec.input);
-    const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], spec.input);
-    const result = await this.ctx.call(() => this.ctx.scripts.startChild({
+    const { result } = await this.callStartChild({
       step: target,
-      now: this.ctx.clock.now(),
       mode: 'race',
       childId: `${this.ctx.runId}.${name}.${key}`,
-      workflow: workflowName,
-      queue: definition?.queue ?? '',
-      maxAttempts: definition ? String(definition.maxAttempts) : '',
-      input: encodeInput(workflowName, spec.input, `The input of child workflow "${workflowName}" (branch "${key}" of step "${name}")`, this.ctx.maxPayloadBytes),
+      workflow: spec.workflow,
+      input: spec.input,
+      what: `branch "${key}" of step "${name}"`,
       runAt: 0,
       idempotencyKey: '',
       idempotencyTtlSec: 1,
       deadline: 0,
+    });
+    return result.childId;
+  }
+
+  /**
+   * Starts (or finds) a child run, validated against its definition when this process has it, on
+   * the queue of that definition's version: what `step.runWorkflow`, `step.emitWorkflow` and the
+   * child branches of `step.waitForAny` share. Throws for a lost lease, an unknown workflow or a
+   * flow-control key this process cannot compute.
+   */
+  private async callStartChild(a: {
+    step: StepTarget;
+    mode: 'wait' | 'emit' | 'race';
+    childId: string;
+    workflow: WorkflowTarget;
+    input: unknown;
+    what: string;
+    runAt: number;
+    idempotencyKey: string;
+    idempotencyTtlSec: number;
+    deadline: number;
+  }) {
+    const definition = typeof a.workflow === 'string' ? this.ctx.registry.get(a.workflow) : a.workflow;
+    const workflowName = typeof a.workflow === 'string' ? a.workflow : a.workflow.name;
+    if (definition) await validateInput(workflowName, definition.options.schema, a.input);
+    const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], a.input);
+    const result = await this.ctx.call(() => this.ctx.scripts.startChild({
+      step: a.step,
+      now: this.ctx.clock.now(),
+      mode: a.mode,
+      childId: a.childId,
+      workflow: workflowName,
+      queue: definition ? versionQueue(definition.queue, definition.version) : '',
+      maxAttempts: definition ? String(definition.maxAttempts) : '',
+      input: encodeInput(workflowName, a.input, `The input of child workflow "${workflowName}" (${a.what})`, this.ctx.maxPayloadBytes),
+      runAt: a.runAt,
+      idempotencyKey: a.idempotencyKey,
+      idempotencyTtlSec: a.idempotencyTtlSec,
+      deadline: a.deadline,
       localFlow: definition !== undefined,
       debounce: flow.debounce,
       extra: this.withTrace(flow.extra),
@@ -612,7 +645,7 @@ export class StepRuntime {
     if (result.code === 'lost') this.lost();
     if (result.code === 'unknown') throw this.ctx.registry.unknownWorkflow(workflowName);
     if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
-    return result.childId;
+    return { result, workflowName };
   }
 
   /** A child run's extra fields with the active trace context (the attempt's or a step's span), when tracing is on. */
@@ -631,31 +664,19 @@ export class StepRuntime {
       this.suspend(deadline, field);
     }
     await this.ready();
-    const definition = typeof workflow === 'string' ? this.ctx.registry.get(workflow) : workflow;
-    const workflowName = typeof workflow === 'string' ? workflow : workflow.name;
-    if (definition) await validateInput(workflowName, definition.options.schema, input);
-    const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], input);
     const deadline = mode === 'wait' && opts.timeoutMs !== undefined ? this.ctx.clock.now() + opts.timeoutMs : 0;
-    const result = await this.ctx.call(() => this.ctx.scripts.startChild({
+    const { result, workflowName } = await this.callStartChild({
       step: this.target(field),
-      now: this.ctx.clock.now(),
       mode,
       childId: `${this.ctx.runId}.${name}`,
-      workflow: workflowName,
-      queue: definition ? versionQueue(definition.queue, definition.version) : '',
-      maxAttempts: definition ? String(definition.maxAttempts) : '',
-      input: encodeInput(workflowName, input, `The input of child workflow "${workflowName}" (step "${name}")`, this.ctx.maxPayloadBytes),
+      workflow,
+      input,
+      what: `step "${name}"`,
       runAt: timeOption(opts.runAt, 'runAt'),
       idempotencyKey: opts.idempotencyKey === undefined ? '' : checkIdempotencyKey(opts.idempotencyKey, `idempotencyKey of step "${name}"`),
       idempotencyTtlSec: idempotencyTtlSec(opts.idempotencyTtl),
       deadline,
-      localFlow: definition !== undefined,
-      debounce: flow.debounce,
-      extra: this.withTrace(flow.extra),
-    }));
-    if (result.code === 'lost') this.lost();
-    if (result.code === 'unknown') throw this.ctx.registry.unknownWorkflow(workflowName);
-    if (result.code === 'dynamic') throw dynamicFlowError(workflowName);
+    });
     if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
     if (mode === 'emit') return result.childId;
     const stored = decodeStepRecord(this.ctx.runId, field, result.record);
