@@ -521,6 +521,79 @@ addStep(
 );
 
 // ---------------------------------------------------------------------------------------------
+// Versions, timeouts, sagas, races and operator actions
+// ---------------------------------------------------------------------------------------------
+const VERSION = 'must be a positive integer (1, 2, 3, ...)';
+add('defineWorkflow version 0', ConfigurationError, ['version of workflow "bad-def-', VERSION, 'got 0'], () => define({ version: 0 }));
+add('defineWorkflow version 1.5', ConfigurationError, ['version of workflow "bad-def-', VERSION, 'got 1.5'], () => define({ version: 1.5 }));
+add('defineWorkflow version "2"', ConfigurationError, ['version of workflow "bad-def-', VERSION, 'got "2"'], () => define({ version: '2' }));
+add('defineWorkflow onNonDeterminism "ignore"', ConfigurationError, ['onNonDeterminism of workflow "bad-def-', "must be 'fail' or 'retry-latest'", 'got "ignore"'], () =>
+  define({ onNonDeterminism: 'ignore' }),
+);
+add('defineWorkflow queue "orders@v2"', ConfigurationError, ['queue of workflow "bad-def-', 'must not contain "@"', '"<queue>@v<N>" is where runs of version N wait'], () =>
+  define({ queue: 'orders@v2' }),
+);
+const RUN_TIMEOUT = 'must be a duration > 0 and at most 10 years';
+add('defineWorkflow timeout 0', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got 0'], () => define({ timeout: 0 }));
+add('defineWorkflow timeout "abc"', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got "abc"'], () => define({ timeout: 'abc' }));
+add('defineWorkflow timeout 1e20', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got 100000000000000000000'], () => define({ timeout: 1e20 }));
+add('start timeout 0', ConfigurationError, ['timeout of the run options', RUN_TIMEOUT, 'got 0'], () => start({}, { timeout: 0 }));
+add('runByName timeout "abc"', ConfigurationError, ['timeout of the run options', RUN_TIMEOUT, 'got "abc"'], () => engine.client.runByName('plain', {}, { timeout: 'abc' }));
+add('start version 0', ConfigurationError, ['The run option version', VERSION, 'got 0'], () => start({}, { version: 0 }));
+add('runByName version 1.5', ConfigurationError, ['The run option version', VERSION, 'got 1.5'], () => engine.client.runByName('plain', {}, { version: 1.5 }));
+add('listRuns version 0', ConfigurationError, ['listRuns version', VERSION, 'got 0'], () => engine.client.listRuns({ workflow: 'plain', version: 0 }));
+add('listRuns version without a workflow', ConfigurationError, ['listRuns version needs a workflow', '{ workflow: "checkout", version: 1 }'], () =>
+  engine.client.listRuns({ version: 2 }),
+);
+add('countRuns version 1.5', ConfigurationError, ['countRuns version', VERSION, 'got 1.5'], () => engine.client.countRuns({ workflow: 'plain', version: 1.5 }));
+add('listRuns status "compensated" (a field, not a status)', ConfigurationError, ['listRuns status must be one of', 'compensation_failed', 'got "compensated"'], () =>
+  engine.client.listRuns({ status: bad('compensated') }),
+);
+add('cancelRun compensate "yes"', ConfigurationError, ['cancelRun compensate must be true or false', 'got "yes"'], () =>
+  engine.client.cancelRun('no-such-run', { compensate: bad('yes') }),
+);
+add('terminate reason ""', ConfigurationError, ['terminate reason must be a non-empty string', 'got ""'], () => engine.client.terminate('no-such-run', { reason: '' }));
+add('terminate unknown option "reasn"', ConfigurationError, ['Unknown option "reasn" in terminate options', 'Did you mean "reason"?'], () =>
+  engine.client.terminate('no-such-run', bad({ reasn: 'stuck' })),
+);
+add('deleteRun force "yes"', ConfigurationError, ['deleteRun option "force" must be a boolean', 'got "yes"'], () => engine.client.deleteRun('no-such-run', { force: bad('yes') }));
+add('deleteRun unknown option "forse"', ConfigurationError, ['Unknown option "forse" in deleteRun options', 'Did you mean "force"?'], () =>
+  engine.client.deleteRun('no-such-run', bad({ forse: true })),
+);
+add('startWorker runtime.maxRecoveries 1.5', ConfigurationError, ['runtime.maxRecoveries must be an integer from 1 to', 'got 1.5'], () =>
+  engine.worker({ runtime: { maxRecoveries: 1.5 } }),
+);
+const HEARTBEAT = 'heartbeatTimeout of step "s" must be a duration > 0 and at most 24 days';
+addStep('step.run heartbeatTimeout 0', ConfigurationError, [HEARTBEAT, 'got 0'], (step) => step.run({ name: 's', heartbeatTimeout: 0 }, () => 1));
+addStep('step.run heartbeatTimeout 1e20', ConfigurationError, [HEARTBEAT, 'got 100000000000000000000'], (step) => step.run({ name: 's', heartbeatTimeout: 1e20 }, () => 1));
+addStep('step.run compensate "refund" (not a function)', ConfigurationError, ['The compensate option of step "s" must be a function', 'got string'], (step) =>
+  step.run({ name: 's', compensate: bad('refund') }, () => 1),
+);
+addStep('step.run compensateRetries without compensate', ConfigurationError, ['Step "s" has compensateRetries but no compensate function'], (step) =>
+  step.run({ name: 's', compensateRetries: { maxAttempts: 2 } }, () => 1),
+);
+addStep('step.run compensateRetries.maxAttempts 0', ConfigurationError, ['compensateRetries of step "s" maxAttempts must be an integer from 1 to', 'got 0'], (step) =>
+  step.run({ name: 's', compensate: () => undefined, compensateRetries: { maxAttempts: 0 } }, () => 1),
+);
+addStep('step.commit name ""', ConfigurationError, ['step.commit needs a non-empty name'], (step) => step.commit(''));
+addStep('step.commit name "a|b"', ConfigurationError, ['The step name of step.commit must not contain "#" or "|"', 'got "a|b"'], (step) => step.commit('a|b'));
+addStep('step.patched id ""', ConfigurationError, ['The id of step.patched must be a non-empty string', 'got ""'], (step) => step.patched(''));
+addStep('step.patched id "a|b"', ConfigurationError, ['The id of step.patched must not contain "#" or "|"', 'got "a|b"'], (step) => step.patched('a|b'));
+const RACE = 'step.waitForAny "race"';
+addStep('step.waitForAny with no branches', ConfigurationError, [`${RACE} has no branches`], (step) => step.waitForAny('race', {}));
+addStep('step.waitForAny branches null', ConfigurationError, [`${RACE} needs an object of branches`, 'got null'], (step) => step.waitForAny('race', bad(null)));
+addStep('step.waitForAny branch 5 (not a branch)', ConfigurationError, [`Branch "a" of ${RACE} is 5, not a branch`, 'step.signal(name)'], (step) =>
+  step.waitForAny('race', { a: bad(5) }),
+);
+addStep('step.timer 1e20 in a race', ConfigurationError, [`timer of branch "t" of ${RACE}`, 'at most 10 years', 'got 100000000000000000000'], (step) =>
+  step.waitForAny('race', { t: step.timer(1e20) }),
+);
+addStep('step.timer "abc" in a race', ConfigurationError, [`timer of branch "t" of ${RACE}`, 'got "abc"'], (step) => step.waitForAny('race', { t: step.timer('abc') }));
+addStep('step.child onLose "keep"', ConfigurationError, ["onLose of step.child must be 'cancel' or 'abandon'", 'got "keep"'], (step) =>
+  step.waitForAny('race', { c: step.child(plain, {}, { onLose: bad('keep') }) }),
+);
+
+// ---------------------------------------------------------------------------------------------
 // RetryAfterError
 // ---------------------------------------------------------------------------------------------
 const RETRY_AFTER = 'RetryAfterError delay';

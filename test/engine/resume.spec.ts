@@ -136,6 +136,60 @@ describe('resume', () => {
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(true);
   });
 
+  describe('a run that waited on a child run', () => {
+    const define = () => {
+      const child = engine.registry.define('child', {}, ({ step }) => step.waitForSignal<string>('await-go', 'go'));
+      const parent = engine.registry.define('parent', { maxAttempts: 1 }, async ({ step }) => `got ${await step.runWorkflow('child', child, {})}`);
+      return { child, parent };
+    };
+    const childOf = async (parentId: string) => (await engine.client.getRunSteps(parentId)).find((s) => s.name === 'child')?.childRunId;
+
+    it('canceled with its child: resume the child, then the parent, which waits on the child again and completes with its result', async () => {
+      const { parent } = define();
+      await engine.worker({ concurrency: 4 });
+      const handle = await engine.client.start(parent, {});
+      const childId = `${handle.id}.child`;
+      await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
+      expect(await childOf(handle.id)).toBe(childId);
+      expect(await engine.client.cancelRun(handle.id)).toBe(true);
+      expect(await statusOf(childId)).toBe('canceled');
+
+      expect(await engine.client.resume(childId)).toBe(true);
+      expect(await engine.client.resume(handle.id)).toBe(true);
+      await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
+      expect(await engine.client.signal(childId, 'go', 'late')).toBe(true);
+      await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('got late');
+      expect(await engine.client.countRuns({ workflow: 'child' })).toBe(1);
+    });
+
+    it('canceled with its child, resumed alone: the child step fails at once with the child\'s CanceledError, instead of waiting forever', async () => {
+      const { parent } = define();
+      await engine.worker({ concurrency: 4 });
+      const handle = await engine.client.start(parent, {});
+      const childId = `${handle.id}.child`;
+      await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
+      expect(await engine.client.cancelRun(handle.id)).toBe(true);
+
+      expect(await engine.client.resume(handle.id)).toBe(true);
+      await expect(handle.result({ timeoutMs: 5_000 })).rejects.toMatchObject({ name: 'CanceledError', message: expect.stringContaining(`Run "${childId}" was canceled because its parent run`) });
+    });
+
+    it('whose child was deleted meanwhile: the resumed parent starts the child again, as a failed step runs again, and completes', async () => {
+      const { parent } = define();
+      await engine.worker({ concurrency: 4 });
+      const handle = await engine.client.start(parent, {});
+      const childId = `${handle.id}.child`;
+      await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
+      expect(await engine.client.cancelRun(handle.id)).toBe(true);
+      expect(await engine.client.deleteRun(childId)).toBe(true);
+
+      expect(await engine.client.resume(handle.id)).toBe(true);
+      await eventually(async () => (await statusOf(childId)) === 'scheduled');
+      expect(await engine.client.signal(childId, 'go', 'again')).toBe(true);
+      await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('got again');
+    });
+  });
+
   it('refuses a live or succeeded run, answers false for a missing one, and a second resume finds the run queued', async () => {
     let broken = true;
     const job = engine.registry.define('job', {}, ({ step }) =>

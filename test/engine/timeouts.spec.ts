@@ -176,6 +176,35 @@ describe('run timeout', () => {
     await expect(engine.client.handle(handle.id).result({ timeoutMs: 5_000 })).resolves.toBe('yes');
   });
 
+  it('a child outlives its parent that timed out, and a resume of the parent takes the child\'s result without starting it again', async () => {
+    const childBodies: string[] = [];
+    const child = engine.registry.define('slow-child', {}, async ({ step }) => {
+      await step.run('work', () => childBodies.push('work'));
+      return step.waitForSignal('await-go', 'go');
+    });
+    const parent = engine.registry.define('parent', { timeout: 300 }, async ({ step }) => {
+      const fromChild = await step.runWorkflow('child', child, {});
+      return `parent got ${String(fromChild)}`;
+    });
+    await engine.worker({ concurrency: 4 });
+    const handle = await engine.client.start(parent, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).rejects.toBeInstanceOf(RunTimeoutError);
+
+    // The child the parent waited on is still waiting for its signal, and ends on its own.
+    const steps = await engine.client.getRunSteps(handle.id);
+    const childRunId = steps.find((s) => s.name === 'child')?.childRunId;
+    expect(childRunId).toEqual(expect.any(String));
+    expect((await engine.client.getRun(childRunId!))?.status).toBe('scheduled');
+    expect(await engine.client.signal(childRunId!, 'go', 'ok')).toBe(true);
+    await expect(engine.client.handle(childRunId!).result({ timeoutMs: 5_000 })).resolves.toBe('ok');
+
+    // The resumed parent finds the child's result: one child run, its body run once.
+    expect(await engine.client.resume(handle.id)).toBe(true);
+    await expect(engine.client.handle(handle.id).result({ timeoutMs: 5_000 })).resolves.toBe('parent got ok');
+    expect(await engine.client.countRuns({ workflow: 'slow-child' })).toBe(1);
+    expect(childBodies).toEqual(['work']);
+  });
+
   it('a rerun keeps the timeout of the run it repeats', async () => {
     const approval = engine.registry.define('approval', { timeout: '1h' }, ({ step }) => step.waitForSignal('await', 'approval'));
     await engine.worker();

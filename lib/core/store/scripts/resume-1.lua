@@ -6,15 +6,49 @@
 -- the registry; 1 when the workflow is not registered). It is queued like a new run, so admission
 -- (mutex, concurrency, throttle, rate limit) applies at claim. An id a cancel left in a ready or
 -- parked list stays there: claim starts a queued run once and drops it when popped again. A run
--- with a timeout gets a new deadline from its next claim.
+-- with a timeout gets a new deadline from its next claim. The child runs it waited on are linked
+-- to it again (relink_children).
 -- KEYS[1] run hash
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id    ARGV[3] now (ms)
 -- Returns 'ok' when queued, 'missing', 'corrupt' (no workflow or queue), or the status of a run that
 -- is not failed, canceled or terminated
 --!include writable.lua
 --!include keys.lua
+--!include status.lua
 --!include index.lua
+--!include step-record.lua
 --!include run-events.lua
+
+-- The child runs (step.runWorkflow) the run still waited on when it ended. One that ended since
+-- could not write its result into an ended parent (notify_waiters skips it), so its result is
+-- written now, as it would have been; one still going gets the run back as its waiter; one that
+-- no longer exists (deleted, pruned) leaves a failed record (RunNotFoundError), so the replay runs
+-- the step again, starting the child anew, as for any failed step. Without this, the replay would
+-- wait for a child whose end had already passed.
+local function relink_children(base, runId, runKey, now)
+  local all = redis.call('HGETALL', runKey)
+  for i = 1, #all, 2 do
+    local field, waiting = all[i], all[i + 1]
+    local childId = child_wait_id(waiting)
+    if childId then
+      local child = redis.call('HMGET', k_run(base, childId), 'status', 'output', 'error')
+      local record
+      if child[1] == 'succeeded' then
+        record = resolved_record(waiting, true, child[2] or '', now)
+      elseif child[1] and TERMINAL[child[1]] then
+        record = resolved_record(waiting, false, child[3] or '{}', now)
+      elseif child[1] then
+        redis.call('SADD', k_waiters(base, childId), runId .. '|' .. field)
+        redis.call('HSET', k_run(base, childId), 'waited', '1')
+      else
+        record = resolved_record(waiting, false, cjson.encode({ name = 'RunNotFoundError', fields = { runId = childId },
+          message = 'Run "' .. childId .. '" does not exist: the child run this step waited on was deleted while its parent "' ..
+            runId .. '" was over; the resumed parent starts it again.' }), now)
+      end
+      if record then redis.call('HSET', runKey, field, record) end
+    end
+  end
+end
 
 local base, runId = ARGV[1], ARGV[2]
 assert_writable(base)
@@ -41,6 +75,7 @@ local attempt = tonumber(run[4] or '0') or 0
 -- start again, as for any queued run (a run canceled while it waited still holds the field).
 redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'crashes', 'resume', 'cancelOn', 'deadline')
 redis.call('HSET', KEYS[1], 'status', 'queued', 'maxAttempts', attempt + budget)
+relink_children(base, runId, KEYS[1], tonumber(ARGV[3]))
 move_index(base, runId, workflow, status, 'queued', run[5])
 redis.call('RPUSH', k_ready(base, queue), runId)
 emit_event(base, 'run.resumed', runId, workflow, tonumber(ARGV[3]))

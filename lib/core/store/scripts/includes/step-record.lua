@@ -49,6 +49,16 @@ local function is_child_wait(record)
   return record ~= nil and record ~= false and string.sub(record, 1, 2) == '[3'
 end
 
+-- The child run id of the record of a step still waiting for a child run ([3, seq, attempt,
+-- "<id>", deadline]), else nil. Decoded in a protected call: a damaged record cannot raise an
+-- error after the script has written.
+local function child_wait_id(record)
+  if not is_child_wait(record) then return nil end
+  local ok, decoded = pcall(cjson.decode, record)
+  if ok and type(decoded) == 'table' and type(decoded[4]) == 'string' then return decoded[4] end
+  return nil
+end
+
 -- True for the record of a step.waitForAny whose race no branch has won yet: [6, seq, attempt,
 -- deadline]. Its branches are in the run-hash field race_field(step field).
 local function is_race_wait(record)
