@@ -137,22 +137,22 @@ describe('resume', () => {
   });
 
   describe('a run that waited on a child run', () => {
-    const define = () => {
+    /** A parent waiting on its child, which waits for signal "go"; both scheduled, then canceled together. */
+    const canceledWithChild = async () => {
       const child = engine.registry.define('child', {}, ({ step }) => step.waitForSignal<string>('await-go', 'go'));
       const parent = engine.registry.define('parent', { maxAttempts: 1 }, async ({ step }) => `got ${await step.runWorkflow('child', child, {})}`);
-      return { child, parent };
-    };
-    const childOf = async (parentId: string) => (await engine.client.getRunSteps(parentId)).find((s) => s.name === 'child')?.childRunId;
-
-    it('canceled with its child: resume the child, then the parent, which waits on the child again and completes with its result', async () => {
-      const { parent } = define();
       await engine.worker({ concurrency: 4 });
       const handle = await engine.client.start(parent, {});
       const childId = `${handle.id}.child`;
       await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
-      expect(await childOf(handle.id)).toBe(childId);
+      expect((await engine.client.getRunSteps(handle.id)).find((s) => s.name === 'child')?.childRunId).toBe(childId);
       expect(await engine.client.cancelRun(handle.id)).toBe(true);
       expect(await statusOf(childId)).toBe('canceled');
+      return { handle, childId };
+    };
+
+    it('canceled with its child: resume the child, then the parent, which waits on the child again and completes with its result', async () => {
+      const { handle, childId } = await canceledWithChild();
 
       expect(await engine.client.resume(childId)).toBe(true);
       expect(await engine.client.resume(handle.id)).toBe(true);
@@ -163,24 +163,14 @@ describe('resume', () => {
     });
 
     it('canceled with its child, resumed alone: the child step fails at once with the child\'s CanceledError, instead of waiting forever', async () => {
-      const { parent } = define();
-      await engine.worker({ concurrency: 4 });
-      const handle = await engine.client.start(parent, {});
-      const childId = `${handle.id}.child`;
-      await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
-      expect(await engine.client.cancelRun(handle.id)).toBe(true);
+      const { handle, childId } = await canceledWithChild();
 
       expect(await engine.client.resume(handle.id)).toBe(true);
       await expect(handle.result({ timeoutMs: 5_000 })).rejects.toMatchObject({ name: 'CanceledError', message: expect.stringContaining(`Run "${childId}" was canceled because its parent run`) });
     });
 
     it('whose child was deleted meanwhile: the resumed parent starts the child again, as a failed step runs again, and completes', async () => {
-      const { parent } = define();
-      await engine.worker({ concurrency: 4 });
-      const handle = await engine.client.start(parent, {});
-      const childId = `${handle.id}.child`;
-      await eventually(async () => (await statusOf(handle.id)) === 'scheduled' && (await statusOf(childId)) === 'scheduled');
-      expect(await engine.client.cancelRun(handle.id)).toBe(true);
+      const { handle, childId } = await canceledWithChild();
       expect(await engine.client.deleteRun(childId)).toBe(true);
 
       expect(await engine.client.resume(handle.id)).toBe(true);

@@ -361,6 +361,26 @@ describe('durable waits and child workflows', () => {
         expect(await engine.client.getRunSteps(h.id)).toEqual([expect.objectContaining({ name: 'get-report', status: 'succeeded', output: 'report 2024-05' })]);
       }
     });
+    it('gives a parent whose idempotencyKey names a child that already ended compensation_failed that failure at once', async () => {
+      const shared = engine.registry.define('refundable', {}, async ({ step }) => {
+        await step.run({ name: 'charge', compensateRetries: { maxAttempts: 1 }, compensate: () => { throw new Error('the refund API is down'); } }, () => 'charged');
+        throw new NonRetriableError('out of stock');
+      });
+      const requester = engine.registry.define('requester', { maxAttempts: 1 }, ({ step }) =>
+        step.runWorkflow({ name: 'order', idempotencyKey: 'order-7' }, shared, { sku: 'a' }),
+      );
+      await engine.worker({ concurrency: 4 });
+      const first = await engine.client.start(shared, { sku: 'a' }, { idempotencyKey: 'order-7' });
+      await expect(engine.client.waitForRun(first.id, { throwOnFailure: false })).resolves.toMatchObject({ status: 'compensation_failed' });
+
+      const handle = await engine.client.start(requester, {});
+      await expect(handle.result({ timeoutMs: 5000 })).rejects.toThrow('out of stock');
+      expect(await engine.client.getRunSteps(handle.id)).toEqual([
+        expect.objectContaining({ name: 'order', status: 'failed', error: expect.objectContaining({ name: 'NonRetriableError', message: 'out of stock' }) }),
+      ]);
+      // The parent reached the existing child, started no other, and left it for a person.
+      expect((await engine.client.listRuns({ workflow: 'refundable' })).map((r) => [r.id, r.status])).toEqual([[first.id, 'compensation_failed']]);
+    });
   });
 
   describe('parallel child runs', () => {

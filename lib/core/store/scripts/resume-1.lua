@@ -16,36 +16,23 @@
 --!include keys.lua
 --!include status.lua
 --!include index.lua
---!include step-record.lua
+--!include child-wait.lua
 --!include run-events.lua
 
 -- The child runs (step.runWorkflow) the run still waited on when it ended. One that ended since
 -- could not write its result into an ended parent (notify_waiters skips it), so its result is
 -- written now, as it would have been; one still going gets the run back as its waiter; one that
--- no longer exists (deleted, pruned) leaves a failed record (RunNotFoundError), so the replay runs
--- the step again, starting the child anew, as for any failed step. Without this, the replay would
--- wait for a child whose end had already passed.
+-- no longer exists (deleted, pruned) leaves a failed record, so the replay runs the step again,
+-- as for any failed step (wait_on_child). Without this, the replay would wait for a child whose
+-- end had already passed.
 local function relink_children(base, runId, runKey, now)
   local all = redis.call('HGETALL', runKey)
   for i = 1, #all, 2 do
     local field, waiting = all[i], all[i + 1]
     local childId = child_wait_id(waiting)
     if childId then
-      local child = redis.call('HMGET', k_run(base, childId), 'status', 'output', 'error')
-      local record
-      if child[1] == 'succeeded' then
-        record = resolved_record(waiting, true, child[2] or '', now)
-      elseif child[1] and TERMINAL[child[1]] then
-        record = resolved_record(waiting, false, child[3] or '{}', now)
-      elseif child[1] then
-        redis.call('SADD', k_waiters(base, childId), runId .. '|' .. field)
-        redis.call('HSET', k_run(base, childId), 'waited', '1')
-      else
-        record = resolved_record(waiting, false, cjson.encode({ name = 'RunNotFoundError', fields = { runId = childId },
-          message = 'Run "' .. childId .. '" does not exist: the child run this step waited on was deleted while its parent "' ..
-            runId .. '" was over; the resumed parent starts it again.' }), now)
-      end
-      if record then redis.call('HSET', runKey, field, record) end
+      local record = wait_on_child(base, runId, field, childId, waiting, now)
+      if record ~= waiting then redis.call('HSET', runKey, field, record) end
     end
   end
 end

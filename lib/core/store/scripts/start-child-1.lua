@@ -25,6 +25,7 @@
 --!include keys.lua
 --!include start-run.lua
 --!include step-record.lua
+--!include child-wait.lua
 
 local base, parentId, now = ARGV[1], ARGV[2], tonumber(ARGV[7])
 assert_writable(base)
@@ -56,7 +57,6 @@ if redis.call('EXISTS', k_run(base, childId)) == 0 then
   if outcome == 'created' and idemKey ~= '' then redis.call('SET', idemRedisKey, childId .. '|' .. inputHash, 'EX', ARGV[16]) end
   childId = id
 end
-local childKey = k_run(base, childId)
 
 local field, seq, attempt = ARGV[4], ARGV[5], ARGV[6]
 local record
@@ -68,17 +68,7 @@ elseif ARGV[8] == 'emit' then
   record = step_done(true, seq, attempt, now, cjson.encode(childId))
 else
   redis.call('SADD', k_children(base, parentId), childId)
-  local child = redis.call('HMGET', childKey, 'status', 'output', 'error')
-  local waiting = step_waiting_child(seq, attempt, childId, ARGV[17])
-  if child[1] == 'succeeded' then
-    record = resolved_record(waiting, true, child[2] or '', now)
-  elseif child[1] == 'failed' or child[1] == 'canceled' or child[1] == 'terminated' then
-    record = resolved_record(waiting, false, child[3] or '{}', now)
-  else
-    redis.call('SADD', k_waiters(base, childId), parentId .. '|' .. field)
-    redis.call('HSET', childKey, 'waited', '1')
-    record = waiting
-  end
+  record = wait_on_child(base, parentId, field, childId, step_waiting_child(seq, attempt, childId, ARGV[17]), now)
 end
 redis.call('HSET', KEYS[1], field, record)
 return { 'ok', childId, record }

@@ -24,6 +24,7 @@
 --!include step-record.lua
 --!include cancel.lua
 --!include event-waits.lua
+--!include child-wait.lua
 
 local base, runId, token, field, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 assert_writable(base)
@@ -85,8 +86,7 @@ if is_race_wait(record) then
       if branch[2] == 's' then
         redis.call('HSET', KEYS[1], 'sigwait:' .. branch[3], field)
       elseif branch[2] == 'c' then
-        redis.call('SADD', k_waiters(base, branch[3]), runId .. '|' .. field)
-        redis.call('HSET', k_run(base, branch[3]), 'waited', '1')
+        add_child_waiter(base, branch[3], runId, field)
       elseif branch[2] == 'e' then
         register_event_wait(base, runId, branch[3], branch[4], branch[5], field .. '|' .. branch[1])
       end
