@@ -123,16 +123,74 @@ describe('workflow versions', () => {
     const mixedWorker = await engine.worker({ app: 'mixed', registry: mixed, logger: mixedLog, concurrency: 4 });
     expect(mixedWorker.liveness.queues.sort()).toEqual(['default', 'default@v2']);
     const handles = await Promise.all(Array.from({ length: 5 }, () => engine.client.runByName('a', {}, { version: 1 })));
-    // Only the mixed worker runs: it hands a's v1 runs back instead of running them, and warns once.
-    await eventually(() => mixedLog.warnings.some((w) => w.includes('claimed a run of workflow "a" v1 but has v2')));
-    expect(mixedLog.warnings.filter((w) => w.includes('hands such runs back'))).toHaveLength(1);
+    // Only the mixed worker runs: its claims leave a's v1 runs queued, never started, and it warns once.
+    await eventually(() => mixedLog.warnings.some((w) => w.includes('has workflow "a" at v2, and claims from queue "default"')));
     const b = await engine.client.runByName('b', {});
     await expect(b.result({ timeoutMs: 5_000 })).resolves.toBe('b v1');
+    expect(mixedLog.warnings.filter((w) => w.includes('runs of "a" v1 wait: it leaves them there for a worker with version 1'))).toHaveLength(1);
+    for (const handle of handles) expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'queued', attempt: 0 });
     await engine.worker({ app: 'old', registry: oldA });
-    for (const handle of handles) await expect(handle.result({ timeoutMs: 10_000 })).resolves.toBe('a v1');
+    for (const handle of handles) await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('a v1');
     expect(handles.map((h) => ranBy.get(h.id))).toEqual(Array(5).fill('a v1'));
     for (const handle of handles) expect((await engine.client.getRun(handle.id))?.attempt).toBe(1);
   }, 20_000);
+
+  it('hands back, never runs, a v1 run a worker claimed for a workflow defined at v2 in its registry after it started', async () => {
+    const late = new WorkflowRegistry();
+    late.define('b', {}, () => 'b v1');
+    const lateLog = recordingLogger();
+    await engine.worker({ app: 'late', registry: late, logger: lateLog });
+    let ranV2 = 0;
+    late.define('a', { version: 2 }, () => ++ranV2);
+    const oldA = new WorkflowRegistry();
+    oldA.define('a', {}, () => 'a v1');
+    await engine.client.syncRegistry(oldA, { owner: 'old' });
+    const handle = await engine.client.runByName('a', {}, { version: 1 });
+    await eventually(() => lateLog.warnings.some((w) => w.includes('claimed a run of workflow "a" v1 but has v2: it hands such runs back for a worker with version 1, and its claims leave them from now on')));
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ attempt: 1 });
+    await engine.worker({ app: 'old', registry: oldA });
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('a v1');
+    expect(ranV2).toBe(0);
+  });
+
+  it('a claim that leaves runs of another version puts them back in their order, takes the run behind them, and says so when it takes none', async () => {
+    engine.registry.define('a', {}, () => 'a');
+    engine.registry.define('b', {}, () => 'b');
+    await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+    const [a1, b1, a2, a3] = [
+      await engine.client.runByName('a', {}),
+      await engine.client.runByName('b', {}),
+      await engine.client.runByName('a', {}),
+      await engine.client.runByName('a', {}),
+    ];
+    const { scripts, keys } = engine.client;
+    const ready = () => engine.redis.lrange(keys.ready('default'), 0, -1);
+    // No worker: claims are made by hand, as a worker that has "a" at v2 makes them on "default".
+    expect((await scripts.claim('default', 'w:1', Date.now(), 60_000, ['a']))).toMatchObject({ runId: b1.id });
+    expect(await ready()).toEqual([a1.id, a2.id, a3.id]);
+    expect(await scripts.claim('default', 'w:2', Date.now(), 60_000, ['a'])).toEqual({ skipped: 'a' });
+    expect(await ready()).toEqual([a1.id, a2.id, a3.id]);
+    for (const handle of [a1, a2, a3]) expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'queued', attempt: 0 });
+    // A worker with "a" at v1 takes them in order.
+    expect((await scripts.claim('default', 'w:3', Date.now(), 60_000))?.runId).toBe(a1.id);
+    expect(await ready()).toEqual([a2.id, a3.id]);
+    await engine.redis.del(keys.ready('default'));
+    expect(await scripts.claim('default', 'w:4', Date.now(), 60_000, ['a'])).toBeNull();
+  });
+
+  it('a claim that pops 1,000 runs of another version in a row moves them behind the rest, so the next claim reaches the run after them', async () => {
+    engine.registry.define('a', {}, () => 'a');
+    engine.registry.define('b', {}, () => 'b');
+    await engine.client.syncRegistry(engine.registry, { owner: 'test-app' });
+    const left = await Promise.all(Array.from({ length: 1_001 }, () => engine.client.runByName('a', {})));
+    const b = await engine.client.runByName('b', {});
+    const { scripts, keys } = engine.client;
+    expect(await scripts.claim('default', 'w:1', Date.now(), 60_000, ['a'])).toEqual({ skipped: 'a' });
+    const ids = left.map((h) => h.id);
+    expect(await engine.redis.lrange(keys.ready('default'), 0, -1)).toEqual([ids[1_000], b.id, ...ids.slice(0, 1_000)]);
+    expect((await scripts.claim('default', 'w:2', Date.now(), 60_000, ['a']))).toMatchObject({ runId: b.id });
+    expect(await engine.redis.llen(keys.ready('default'))).toBe(1_001);
+  });
 
   it('refuses a version that is not a positive integer, and a version filter without a workflow, with ConfigurationError', async () => {
     const registry = new WorkflowRegistry();

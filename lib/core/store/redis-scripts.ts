@@ -18,6 +18,11 @@ export interface ClaimedRun {
   hash: Record<string, string>;
 }
 
+/** A claim that took no run, but left runs of `skipped` (a workflow of another version) in the list. */
+export interface SkippedClaim {
+  skipped: string;
+}
+
 /** Result of ending an attempt. */
 export interface FinishResult {
   code: 'ok' | 'canceled' | 'terminated' | 'lost';
@@ -153,10 +158,17 @@ export class RedisScripts {
     return { kind: reply[0] as 'created', runId: reply[1] };
   }
 
-  /** `now` is workflow time; the lease of `leaseMs` runs from real time (leases detect dead processes). */
-  async claim(queue: string, token: string, now: number, leaseMs: number): Promise<ClaimedRun | null> {
+  /**
+   * `now` is workflow time; the lease of `leaseMs` runs from real time (leases detect dead processes).
+   * `skip`: workflows whose queued runs are left in the list for a worker with their version; when
+   * nothing was claimed but such a run was left, the reply is `{ skipped: workflow }`.
+   */
+  async claim(queue: string, token: string, now: number, leaseMs: number): Promise<ClaimedRun | null>;
+  async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[]): Promise<ClaimedRun | SkippedClaim | null>;
+  async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[] = []): Promise<ClaimedRun | SkippedClaim | null> {
     const k = this.keys;
-    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, Date.now() + leaseMs)) as unknown[] | null;
+    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, Date.now() + leaseMs, ...skip)) as unknown[] | null;
+    if (reply?.[0] === '') return { skipped: String(reply[1]) };
     return toClaimed(reply, 0, token);
   }
 

@@ -36,6 +36,8 @@ export interface ExecutorHost {
   readonly logger: RedflowLogger;
   /** False while the worker is stopping: finishing then claims no next run. */
   readonly claiming: boolean;
+  /** Per list, the workflows whose runs a claim leaves there for another version; finishing a run of such a list claims no next run (the queue loop's claim does). */
+  readonly claimSkips: ReadonlyMap<string, readonly string[]>;
   /** A lease token no other claim has used: the worker's id and a counter. */
   nextLeaseToken(): string;
   /** Called after a run was scheduled (retry, wait), so the worker can promote it on time. */
@@ -52,8 +54,11 @@ export interface ExecutorHost {
   readonly tracing?: GuardedTracing;
   /** The queue of the latest registered version of a workflow (its registry entry), or null. */
   latestQueue(workflow: string): Promise<string | null>;
-  /** A run of a version this worker does not have was claimed: it is handed back (warned once). */
-  versionMismatch(workflow: string, runVersion: number, ownVersion: number): void;
+  /**
+   * A run of a version this worker does not have was claimed from `list` (its workflow was defined
+   * after the worker started): it is handed back (warned once), and later claims leave such runs.
+   */
+  versionMismatch(list: string, workflow: string, runVersion: number, ownVersion: number): void;
 }
 
 /** How long a run claimed by a worker without its version waits before it is offered again. */
@@ -198,7 +203,7 @@ export class RunExecutor {
       // (A compensating run, which only a worker on a version-1 queue shared with other versions
       // can meet, is compensated here: it holds no slot to wait in.)
       const runVersion = parseVersionQueue(info.queue).version;
-      if (runVersion !== definition.version) return await this.handBack(info.workflow, runVersion, definition.version);
+      if (runVersion !== definition.version) return await this.handBack(info.queue, info.workflow, runVersion, definition.version);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
@@ -432,8 +437,8 @@ export class RunExecutor {
   }
 
   /** A run of another version: back to scheduled for HAND_BACK_MS, its attempt unchanged. */
-  private async handBack(workflow: string, runVersion: number, ownVersion: number): Promise<ClaimedRun | null> {
-    this.host.versionMismatch(workflow, runVersion, ownVersion);
+  private async handBack(list: string, workflow: string, runVersion: number, ownVersion: number): Promise<ClaimedRun | null> {
+    this.host.versionMismatch(list, workflow, runVersion, ownVersion);
     const result = await this.finish('wait', '', this.host.clock.now() + HAND_BACK_MS, [], false);
     this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
     return null;
@@ -528,7 +533,7 @@ export class RunExecutor {
       outcome,
       payload,
       dueAt,
-      nextToken: claimNext && this.host.claiming ? this.host.nextLeaseToken() : '',
+      nextToken: claimNext && this.host.claiming && !this.host.claimSkips.has(queue) ? this.host.nextLeaseToken() : '',
       leaseMs: this.host.leaseMs,
       waitFields,
       records,

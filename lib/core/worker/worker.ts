@@ -4,7 +4,7 @@ import { WorkflowClient, createClient, RUN_INDEX_LEASE_MS, type ClientOptions } 
 import { fireDueCrons } from './cron-ticker';
 import { closeConnection, duplicateConnection, type ConnectionOptions } from '../store/connection';
 import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys, versionQueue } from '../definition/option-checks';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys, parseVersionQueue, versionQueue } from '../definition/option-checks';
 import { withTimeout, type RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
 import { RunExecutor, type ExecutorHost } from './run-executor';
@@ -148,6 +148,8 @@ export interface WorkerLiveness {
 const STOPPED = Symbol('stopped');
 
 const PROMOTE_BATCH = 100;
+/** How often a list holding runs left for another version is claimed from (it cannot be blocked on). */
+const LEFT_RUNS_POLL_MS = 1_000;
 const REAP_BATCH = 100;
 const CLEANUP_BATCH = 500;
 const DAY_MS = 86_400_000;
@@ -165,6 +167,21 @@ function versionQueues(queues: string[], registry: WorkflowRegistry): string[] {
     for (const version of versions) served.add(versionQueue(queue, version));
   }
   return [...served];
+}
+
+/**
+ * For each list a worker claims from, the workflows of its registry on the same queue at another
+ * version (a version-1 queue shared by workflow B at v1 and workflow A at v2): their runs in that
+ * list are left by the claim for a worker with their version. Only lists that have some.
+ */
+function claimSkips(lists: string[], registry: WorkflowRegistry): Map<string, string[]> {
+  const skips = new Map<string, string[]>();
+  for (const list of lists) {
+    const { queue, version } = parseVersionQueue(list);
+    const others = registry.list().filter((d) => d.queue === queue && d.version !== version).map((d) => d.name);
+    if (others.length) skips.set(list, others);
+  }
+  return skips;
 }
 
 /**
@@ -224,8 +241,10 @@ export class Worker implements ExecutorHost {
   private lastLagWarningAt = 0;
   private lagTimer: NodeJS.Timeout | undefined;
   private indexing: Promise<void> = Promise.resolve();
-  /** `<workflow> v<N>` of versions warned about (no worker, or claimed here without the code). */
+  /** `<workflow> v<N>` of versions warned about (no worker, runs left in a list, or claimed here without the code). */
   private readonly warnedVersions = new Set<string>();
+  /** ExecutorHost: per list, the workflows whose runs the claim leaves there (see claimSkips; versionMismatch adds). */
+  readonly claimSkips: Map<string, readonly string[]>;
   private lastVersionCheckAt = 0;
 
   constructor(
@@ -251,6 +270,7 @@ export class Worker implements ExecutorHost {
     this.queues = (options.queues ?? this.registry.queues()).map((q, i) => checkResourceName(q, `startWorker queues[${i}]`));
     if (!this.queues.length) this.queues = ['default'];
     this.queues = versionQueues(this.queues, this.registry);
+    this.claimSkips = claimSkips(this.queues, this.registry);
     this.concurrency = checkInteger(options.concurrency ?? 1, 'Worker concurrency', 1, 100_000);
     const runtime = options.runtime ?? {};
     assertKnownKeys('startWorker runtime options', runtime, WORKER_RUNTIME_KEYS);
@@ -483,12 +503,14 @@ export class Worker implements ExecutorHost {
       try {
         this.reserved++;
         let claimed: ClaimedRun | null = null;
+        let left: string | undefined;
         try {
           // While Redis is unreachable a call waits for the reconnection: stop() must not wait on it.
           // A claim answered after the stop is left to the reaper when its lease expires.
-          const reply = await this.untilStopped(this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs));
+          const reply = await this.untilStopped(this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs, this.claimSkips.get(queue) ?? []));
           if (reply === STOPPED) break;
-          claimed = reply;
+          if (reply && 'skipped' in reply) left = reply.skipped;
+          else claimed = reply;
         } finally {
           this.reserved--;
           // The slot reserved for this claim is free again: other queues' loops may use it.
@@ -505,8 +527,14 @@ export class Worker implements ExecutorHost {
         const { moved, nextDue } = promoted;
         if (moved || this.stopping) continue;
         const waitMs = nextDue < 0 ? this.blockTimeoutMs : Math.min(this.blockTimeoutMs, nextDue - now);
-        // A connection that is reconnecting when it is closed never answers: stop() must not wait on it.
-        if (waitMs >= 1) await Promise.race([blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000), this.stopRequested.promise]);
+        if (left !== undefined) {
+          // The list holds runs left for another version: blocking on it would return at once.
+          this.leftForVersion(queue, left);
+          await Promise.race([sleep(Math.min(waitMs, LEFT_RUNS_POLL_MS)), this.stopRequested.promise]);
+        } else if (waitMs >= 1) {
+          // A connection that is reconnecting when it is closed never answers: stop() must not wait on it.
+          await Promise.race([blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000), this.stopRequested.promise]);
+        }
       } catch (error) {
         if (this.stopping) break;
         if (this.health.report(error)) continue;
@@ -594,13 +622,26 @@ export class Worker implements ExecutorHost {
     return this.client.redis.hget(this.client.keys.workflow(workflow), 'queue');
   }
 
-  /** ExecutorHost: a run of another version was claimed here (a version-1 queue shared by workflows of several versions). */
-  versionMismatch(workflow: string, runVersion: number, ownVersion: number): void {
+  /** The claim left runs of `workflow` in `list`: they belong to another version than this worker's (warned once). */
+  private leftForVersion(list: string, workflow: string): void {
+    const key = `${workflow} left in ${list}`;
+    if (this.warnedVersions.has(key)) return;
+    this.warnedVersions.add(key);
+    const listVersion = parseVersionQueue(list).version;
+    this.logger.warn(
+      `Worker "${this.workerId}" has workflow "${workflow}" at v${this.registry.get(workflow)?.version}, and claims from queue "${list}" for its other workflows, where runs of "${workflow}" v${listVersion} wait: it leaves them there for a worker with version ${listVersion}, and checks that queue once a second while they wait instead of waiting on it. Keep workflows of different versions on different queues to avoid this.`,
+    );
+  }
+
+  /** ExecutorHost: a run of another version was claimed from `list` (a workflow defined after this worker started). */
+  versionMismatch(list: string, workflow: string, runVersion: number, ownVersion: number): void {
+    const skip = this.claimSkips.get(list) ?? [];
+    if (!skip.includes(workflow)) this.claimSkips.set(list, [...skip, workflow]);
     const key = `${workflow} v${runVersion} here`;
     if (this.warnedVersions.has(key)) return;
     this.warnedVersions.add(key);
     this.logger.warn(
-      `Worker "${this.workerId}" claimed a run of workflow "${workflow}" v${runVersion} but has v${ownVersion}: it hands such runs back (again after 1 s) for a worker with version ${runVersion}. Keep workflows of different versions on different queues to avoid this.`,
+      `Worker "${this.workerId}" claimed a run of workflow "${workflow}" v${runVersion} but has v${ownVersion}: it hands such runs back for a worker with version ${runVersion}, and its claims leave them from now on. Keep workflows of different versions on different queues to avoid this.`,
     );
   }
 

@@ -10,11 +10,29 @@
 -- empty. Ids of runs canceled while queued (or already deleted) are dropped here instead of being
 -- searched for in the list when they are canceled.
 -- `now` is workflow time (admission, startedAt); `leaseUntil` is real time, as the reaper's.
-local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
+-- `skip` (nil for most workers): a set of workflows whose queued runs this worker leaves, because
+-- it has them at another version than the list's (a version-1 list shared with a workflow at v2).
+-- Such runs go back to the head of the list in their order (put_back); the reply is then
+-- { '', workflow } when no run was claimed.
+local function put_back(readyKey, left, rotate)
+  if #left == 0 then return end
+  if rotate then
+    -- The claim popped its 1,000 ids: the left ones go behind the rest, so the next claim reaches them.
+    redis.call('RPUSH', readyKey, unpack(left))
+  else
+    for i = #left, 1, -1 do redis.call('LPUSH', readyKey, left[i]) end
+  end
+end
+
+local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil, skip)
   now = tonumber(now)
+  local left, leftWorkflow = {}, nil
   for _ = 1, 1000 do
     local runId = redis.call('LPOP', readyKey)
-    if not runId then return nil end
+    if not runId then
+      put_back(readyKey, left, false)
+      return leftWorkflow and { '', leftWorkflow } or nil
+    end
     local runKey = k_run(base, runId)
     local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
       'resume', 'waited', 'timeout', 'deadline', 'lease')
@@ -26,8 +44,12 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       if not run[12] then
         redis.call('HSET', runKey, 'lease', token, 'startedAt', now)
         redis.call('ZADD', k_comp_leases(base), tonumber(leaseUntil), runId)
+        put_back(readyKey, left, false)
         return { runId, redis.call('HGETALL', runKey) }
       end
+    elseif run[1] == 'queued' and skip and skip[run[3]] then
+      left[#left + 1] = runId
+      leftWorkflow = leftWorkflow or run[3]
     elseif run[1] == 'queued' then
       admitted, slot = admit(base, runId, runKey, run, now)
     elseif run[1] then
@@ -53,8 +75,10 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil)
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
       emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })
+      put_back(readyKey, left, false)
       return { runId, redis.call('HGETALL', runKey) }
     end
   end
-  return nil
+  put_back(readyKey, left, true)
+  return leftWorkflow and { '', leftWorkflow } or nil
 end
