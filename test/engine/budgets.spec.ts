@@ -1,0 +1,195 @@
+/**
+ * Cost budgets of a run, counted by Redis itself on a redis-server of this file's own (no other
+ * client, so every command is ours): not timed, so the same code gives the same numbers.
+ *
+ *   - commands per run: `INFO commandstats`, which counts every command a script runs as well as
+ *     the script call. Per run = (cost of 2N runs - cost of N runs) / N, so what a worker does
+ *     once (start, registry, first claim, going idle) cancels out.
+ *   - bytes per finished run: `MEMORY USAGE ... SAMPLES 0` of every key of the prefix, after N
+ *     runs minus before, over N.
+ *
+ * A change that raises a number here changes it in this file, in the same commit, with its
+ * reason. docs/performance.md explains each command of a run.
+ */
+import { Redis } from 'ioredis';
+import { RedflowTestEngine } from '../../lib/testing/core';
+import { TestRedisServer } from '../../lib/testing/redis-server';
+import type { WorkflowContext, WorkflowDefinition } from '../../lib';
+import { clusterMode, eventually } from '../support/engine';
+
+/** Commands per one-step run, by name: enqueue (start) and processing (claim, step, finish). */
+const ONE_STEP = {
+  enqueue: { script: 1, set: 1, hset: 1, zadd: 3, rpush: 1, xadd: 1 },
+  processing: { script: 1, set: 1, lpop: 1, hmget: 2, hget: 1, hincrby: 1, hset: 2, zrem: 4, zadd: 4, xadd: 1, hgetall: 1, hdel: 1, del: 1, smembers: 1, publish: 1 },
+};
+/** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
+const TEN_STEP = {
+  processing: { script: 10, set: 1, lpop: 1, hmget: 11, hget: 1, hincrby: 1, hset: 11, zrem: 4, zadd: 13, xadd: 10, hgetall: 1, hdel: 1, del: 1, smembers: 1, publish: 1 },
+};
+/** Commands per parent run that waits on a child run, the child included (the child is started by the parent's step). */
+const CHILD_WAIT = {
+  enqueue: { script: 1, set: 1, hset: 1, zadd: 3, rpush: 1, xadd: 1 },
+  processing: {
+    script: 4, set: 4, lpop: 3, lpush: 1, rpush: 1, exists: 1, hmget: 9, hget: 6, hgetall: 3, hincrby: 2, hset: 12, hdel: 4,
+    zadd: 17, zrem: 15, sadd: 2, smembers: 3, del: 3, xadd: 4, publish: 2,
+  },
+};
+/** Bytes per finished one-step run: its hash, its index entries and its share of the event stream. */
+const BYTES_PER_RUN = 1_120;
+
+const RUNTIME = { leaseMs: 120_000, heartbeatMs: 60_000, reaperIntervalMs: 60_000, blockTimeoutMs: 60_000, cleanupIntervalMs: 60_000 };
+const IGNORED = new Set(['info', 'config|resetstat', 'memory|usage', 'scan', 'ping']);
+
+const SCRIPT_CALLS = new Set(['eval', 'evalsha', 'fcall']);
+
+// The budgets hold for the engine, not for a topology: counted once, on a standalone server.
+const describeStandalone = clusterMode ? describe.skip : describe;
+
+describeStandalone('cost budgets (commands and bytes per run, counted by Redis)', () => {
+  let server: TestRedisServer;
+  let admin: Redis;
+
+  beforeAll(() => {
+    server = TestRedisServer.start();
+    admin = new Redis({ path: server.socket });
+  });
+  afterAll(async () => {
+    admin.disconnect();
+    await server.stop();
+  });
+
+  /** Commands by name since the last CONFIG RESETSTAT, the probe's own left out; script calls as `script`. */
+  async function commandCounts(): Promise<Record<string, number>> {
+    const stats = await admin.info('commandstats');
+    const counts: Record<string, number> = {};
+    for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      if (IGNORED.has(m[1])) continue;
+      // A script call is one, whichever way it was sent (a first EVAL loads what EVALSHA calls later).
+      const name = SCRIPT_CALLS.has(m[1]) ? 'script' : m[1];
+      counts[name] = (counts[name] ?? 0) + Number(m[2]);
+    }
+    return counts;
+  }
+
+  async function measure(fn: () => Promise<void>): Promise<Record<string, number>> {
+    await admin.config('RESETSTAT');
+    await fn();
+    return commandCounts();
+  }
+
+  /** Per run: (b - a) / n for every command name, where b counted 2n runs and a counted n. */
+  function perRun(a: Record<string, number>, b: Record<string, number>, n: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const name of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const d = ((b[name] ?? 0) - (a[name] ?? 0)) / n;
+      if (d !== 0) out[name] = d;
+    }
+    return out;
+  }
+
+  /** A fresh engine (its own prefix) on this file's server, so every scenario starts alike. */
+  async function withEngine<T>(fn: (engine: RedflowTestEngine) => Promise<T>): Promise<T> {
+    const engine = new RedflowTestEngine({ redis: new Redis({ path: server.socket }) });
+    try {
+      // The (workflow, status) index of an empty prefix is built at once: no backfill runs below.
+      await engine.client.backfillRunIndex();
+      return await fn(engine);
+    } finally {
+      await engine.close();
+      engine.redis.disconnect();
+    }
+  }
+
+  /**
+   * Enqueues `n` runs of `wf` (counted apart), then starts one worker at concurrency 1 and counts
+   * everything until every run succeeded and the worker waits, idle, for more.
+   */
+  async function processRuns(engine: RedflowTestEngine, wf: WorkflowDefinition<{ i: number }, unknown>, n: number, completions = n) {
+    const enqueue = await measure(async () => {
+      for (let i = 0; i < n; i++) await engine.client.start(wf, { i });
+    });
+    let done = 0;
+    const processing = await measure(async () => {
+      await engine.worker({ concurrency: 1, runtime: RUNTIME, hooks: { onRunComplete: () => void done++ } });
+      await eventually(() => done === completions);
+      // Idle: the worker's one blocking wait for new runs.
+      await eventually(async () => (await commandCounts()).blmove === 1);
+    });
+    return { enqueue, processing };
+  }
+
+  it('a one-step run: the commands of its enqueue and of its processing', async () => {
+    const scenario = (n: number) =>
+      withEngine(async (engine) => {
+        const wf = engine.registry.define('one', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => step.run('work', () => ({ i: input.i })));
+        return processRuns(engine, wf, n);
+      });
+    const a = await scenario(5);
+    const b = await scenario(10);
+    // Enqueue has no fixed part: 5 runs and 10 runs give the same cost per run.
+    expect(perRun({}, a.enqueue, 5)).toEqual(ONE_STEP.enqueue);
+    expect(perRun({}, b.enqueue, 10)).toEqual(ONE_STEP.enqueue);
+    expect(perRun(a.processing, b.processing, 5)).toEqual(ONE_STEP.processing);
+  });
+
+  it('a ten-step run: the commands of its processing', async () => {
+    const scenario = (n: number) =>
+      withEngine(async (engine) => {
+        const wf = engine.registry.define('ten', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => {
+          let total = 0;
+          for (let s = 0; s < 10; s++) total += await step.run(`s${s}`, () => input.i + s);
+          return total;
+        });
+        return processRuns(engine, wf, n);
+      });
+    const a = await scenario(5);
+    const b = await scenario(10);
+    const processing = perRun(a.processing, b.processing, 5);
+    expect(processing).toEqual(TEN_STEP.processing);
+  });
+
+  it('a run that waits on a child run: the commands of both, enqueue to end', async () => {
+    const scenario = (n: number) =>
+      withEngine(async (engine) => {
+        const child = engine.registry.define('child', { maxConcurrency: Infinity }, async ({ input, step }) => step.run('c', () => (input as { i: number }).i * 2));
+        const parent = engine.registry.define('parent', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => {
+          const doubled = await step.runWorkflow('child', child, { i: input.i });
+          return step.run('after', () => doubled + 1);
+        });
+        // Each parent and each child completes: 2n completions.
+        return processRuns(engine, parent, n, 2 * n);
+      });
+    const a = await scenario(5);
+    const b = await scenario(10);
+    const all = perRun({ ...a.enqueue }, { ...b.enqueue }, 5);
+    const processing = perRun(a.processing, b.processing, 5);
+    expect({ enqueue: all, processing }).toEqual(CHILD_WAIT);
+  });
+
+  it('a finished one-step run keeps at most its budget of bytes in Redis', async () => {
+    const bytes = await withEngine(async (engine) => {
+      const wf = engine.registry.define('bytes', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => step.run('work', () => ({ ok: true, i: input.i })));
+      const prefixBytes = async () => {
+        let total = 0;
+        let cursor = '0';
+        do {
+          const [next, keys] = await admin.scan(cursor, 'MATCH', `{${engine.prefix}}:*`, 'COUNT', 1000);
+          cursor = next;
+          for (const key of keys) total += Number(await admin.memory('USAGE', key, 'SAMPLES', 0));
+        } while (cursor !== '0');
+        return total;
+      };
+      await engine.worker({ concurrency: 1, runtime: RUNTIME });
+      await engine.client.start(wf, { i: -1 }).then((h) => h.result());
+      const before = await prefixBytes();
+      const n = 200;
+      const handles = [];
+      for (let i = 0; i < n; i++) handles.push(await engine.client.start(wf, { i }));
+      for (const h of handles) await h.result();
+      return ((await prefixBytes()) - before) / n;
+    });
+    expect(bytes).toBeLessThanOrEqual(BYTES_PER_RUN);
+    // Not far under either: a budget well above the cost hides the next increase.
+    expect(bytes).toBeGreaterThan(BYTES_PER_RUN * 0.9);
+  });
+});
