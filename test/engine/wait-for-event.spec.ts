@@ -42,7 +42,7 @@ async function emitCommands(engine: TestEngine, payload: object): Promise<string
     const inside = window.slice(first + 1, last).filter((e) => e.args.some((arg) => arg.includes(base)));
     const scriptCalls = inside.filter((e) => e.source !== 'lua');
     expect(scriptCalls).toHaveLength(1);
-    expect(['eval', 'evalsha']).toContain(scriptCalls[0].args[0].toLowerCase());
+    expect(['eval', 'evalsha', 'fcall']).toContain(scriptCalls[0].args[0].toLowerCase());
     return inside.filter((e) => e.source === 'lua').map((e) => [e.args[0].toLowerCase(), ...e.args.slice(1)]);
   } finally {
     for (const connection of [...monitors, ...servers]) connection.disconnect();

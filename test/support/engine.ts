@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { startWorker, WorkflowRegistry, type RedisConnection, type WorkerRuntimeOptions } from '../../lib';
 import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing/core';
-import { loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
+import { loadLibrary, loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /** True when the suite runs against the 3-master Redis Cluster. */
 export const clusterMode = Boolean(process.env.REDFLOW_TEST_CLUSTER_NODES);
@@ -58,17 +58,23 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5_0
 }
 
 /**
- * Counts the script calls a connection sends, by script name: the Redis round trips the engine
- * spends. Works by wrapping the connection's `sendCommand`.
+ * Counts the script calls a connection sends, by script name (FCALL or EVALSHA): the Redis round
+ * trips the engine spends. Works by wrapping the connection's `sendCommand`. A call Redis answered
+ * "function not found" (the first call on a new Redis, before the library is loaded) counts too.
  */
 export function countScriptCalls(redis: RedisConnection): Record<string, number> {
   const byHash = new Map<string, ScriptName>();
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) byHash.set(createHash('sha1').update(loadScript(name)).digest('hex'), name);
+  const { functions } = loadLibrary();
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+    byHash.set(createHash('sha1').update(loadScript(name)).digest('hex'), name);
+    byHash.set(functions[name], name);
+  }
   const counts: Record<string, number> = {};
   const target = redis as unknown as { sendCommand: (command: { name: string; args: unknown[] }, ...rest: unknown[]) => unknown };
   const original = target.sendCommand.bind(redis);
   target.sendCommand = (command, ...rest) => {
-    const name = command.name === 'evalsha' ? (byHash.get(String(command.args[0])) ?? 'evalsha') : command.name;
+    const script = command.name === 'evalsha' || command.name === 'fcall';
+    const name = script ? (byHash.get(String(command.args[0])) ?? command.name) : command.name;
     counts[name] = (counts[name] ?? 0) + 1;
     return original(command, ...rest);
   };

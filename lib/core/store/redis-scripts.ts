@@ -1,9 +1,9 @@
-import { ReplyError } from 'ioredis';
+import { Cluster, ReplyError, type Redis } from 'ioredis';
 import type { RedisConnection } from './connection';
 import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
 import { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
-import { SCRIPTS, commandName, loadScript, type ScriptName } from './scripts/script-loader';
+import { SCRIPTS, commandName, loadLibrary, loadScript, type ScriptName } from './scripts/script-loader';
 import { ENDED_STATUSES, type EndedStatus } from '../definition/types';
 
 /** A Redis connection: standalone or Cluster. */
@@ -71,6 +71,25 @@ function toClaimed(reply: unknown[] | null | undefined, offset: number, token: s
   return { runId: String(reply[offset]), token, hash: toHash(reply[offset + 1] as string[]) };
 }
 
+/** FCALL of a function Redis does not have: the library is not loaded there yet (or Redis has no FUNCTION at all). */
+function isFunctionMissing(error: unknown): boolean {
+  return error instanceof Error && /^ERR Function not found|unknown command .?fcall/i.test(error.message);
+}
+
+/** Deletes the `redflow_` libraries of a node other than `keep` (earlier builds' scripts). */
+async function deleteOtherLibraries(node: Redis, keep: string): Promise<void> {
+  const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'redflow_')) as unknown[];
+  const names: string[] = [];
+  for (const entry of listed ?? []) {
+    const fields = entry instanceof Map ? [...entry.entries()].flat() : (entry as unknown[]);
+    const at = fields.indexOf('library_name');
+    if (at >= 0) names.push(String(fields[at + 1]));
+  }
+  for (const name of names) {
+    if (name.startsWith('redflow_') && name !== keep) await node.call('FUNCTION', 'DELETE', name).catch(() => undefined);
+  }
+}
+
 /**
  * The error a failed script call rejects with: Redis's reply under a named class, and never the
  * script's source (ioredis attaches the EVAL arguments to its errors).
@@ -93,6 +112,14 @@ function scriptFailure(script: ScriptName, error: unknown, address: string): Err
  */
 export class RedisScripts {
   private readonly commands = {} as Record<ScriptName, ScriptCommand>;
+  /**
+   * How scripts are called: as functions of one Redis Functions library (FCALL; Redis 7.0 and
+   * later), or with EVALSHA (Redis 6.2, or a user without the FUNCTION command). Found on the
+   * first call; `REDFLOW_SCRIPT_MODE=eval` forces EVALSHA.
+   */
+  private mode: 'unknown' | 'function' | 'eval';
+  private loading: Promise<void> | undefined;
+  private loadedOnce = false;
 
   /**
    * @param eventsMaxLen the event stream's MAXLEN (0: off). Appended to every call's ARGV, where
@@ -103,18 +130,65 @@ export class RedisScripts {
     readonly keys: RedflowKeys,
     readonly eventsMaxLen: number = 0,
   ) {
+    this.mode = process.env.REDFLOW_SCRIPT_MODE === 'eval' ? 'eval' : 'unknown';
+    const library = loadLibrary();
     const target = redis as unknown as Record<string, ScriptCommand>;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const cmd = commandName(name);
       if (typeof target[cmd] !== 'function') {
         redis.defineCommand(cmd, { numberOfKeys: SCRIPTS[name], lua: source(name) });
       }
-      const command = target[cmd].bind(redis);
+      const viaEval = target[cmd].bind(redis);
+      const fn = library.functions[name];
+      const numKeys = SCRIPTS[name];
       this.commands[name] = (...args) =>
-        command(...args, eventsMaxLen).catch((error: unknown) => {
+        this.invoke(fn, numKeys, viaEval, [...args, eventsMaxLen]).catch((error: unknown) => {
           throw scriptFailure(name, error, redisAddress(redis));
         });
     }
+  }
+
+  /** Calls a script as a function of the library, loading the library when Redis lacks it (a new or restarted Redis). */
+  private async invoke(fn: string, numKeys: number, viaEval: ScriptCommand, args: (string | number)[]): Promise<unknown> {
+    if (this.mode === 'eval') return viaEval(...args);
+    try {
+      return await this.redis.fcall(fn, numKeys, ...args);
+    } catch (error) {
+      if (!isFunctionMissing(error)) throw error;
+    }
+    // The load may have found a Redis without FUNCTION: the mode is then 'eval'.
+    if ((await this.loadLibrary()) === 'eval') return viaEval(...args);
+    return this.redis.fcall(fn, numKeys, ...args);
+  }
+
+  /**
+   * Loads the library on every master (one FUNCTION LOAD each; one already there is kept). The
+   * first load of this process also deletes other `redflow_` libraries, left by earlier builds:
+   * a process still running one of them loads its own again on its next call. A Redis without
+   * FUNCTION (6.2) or a user not allowed to run it switches this client to EVALSHA.
+   */
+  private async loadLibrary(): Promise<'function' | 'eval' | 'unknown'> {
+    this.loading ??= (async () => {
+      const library = loadLibrary();
+      const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+      try {
+        await Promise.all(
+          nodes.map(async (node) => {
+            await node.call('FUNCTION', 'LOAD', library.code).catch((error: unknown) => {
+              if (!/already exists/i.test((error as Error).message)) throw error;
+            });
+            if (!this.loadedOnce) await deleteOtherLibraries(node, library.name);
+          }),
+        );
+        this.mode = 'function';
+        this.loadedOnce = true;
+      } catch (error) {
+        if (!/unknown command|NOPERM|unknown subcommand/i.test((error as Error).message)) throw error;
+        this.mode = 'eval';
+      }
+    })().finally(() => (this.loading = undefined));
+    await this.loading;
+    return this.mode;
   }
 
   async enqueue(a: {

@@ -1,7 +1,8 @@
 -- backfill-run-index: puts one chunk of a workflow's runs into the (workflow, status) index, for
 -- runs created before that index existed (or moved since by an older engine that does not keep
 -- it). Each run goes into the index of the status its hash holds, with the score move_index
--- gives it, and out of its workflow's indexes of every other status. The runs are walked with
+-- gives it, and out of its workflow's indexes of every other status, unless it is in the index of its
+-- status already. The runs are walked with
 -- ZSCAN, which returns every run that stays in the zset from the first call to the last at least
 -- once; a run seen twice is only added again. A run with no workflow or an unknown status is
 -- left out: it cannot be listed by status, and reading it by id reports it as corrupt.
@@ -28,7 +29,10 @@ for i = 1, #entries, 2 do
   local runId, createdAt = entries[i], entries[i + 1]
   local run = redis.call('HMGET', k_run(base, runId), 'status', 'workflow', 'finishedAt')
   local status, workflow = run[1], run[2]
-  if status and workflow and known[status] then
+  -- A run already in the index of its status was put there by an engine that keeps the index
+  -- (a run enqueued before the first worker started, the common case): nothing to do. An entry
+  -- it may have left in another status's index was left by an older engine; listing prunes it.
+  if status and workflow and known[status] and not redis.call('ZSCORE', k_workflow_status(base, status, workflow), runId) then
     local score = createdAt
     if TERMINAL[status] and run[3] then score = run[3] end
     for _, other in ipairs(STATUSES) do

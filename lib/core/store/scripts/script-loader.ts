@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -8,6 +9,14 @@ import { join } from 'node:path';
  * one stream entry. 6: the `terminated` status (cleanup and prune take its index), `crashes`.
  */
 export const SCRIPT_VERSION = 6;
+
+/**
+ * Scripts that must run on a Redis over `maxmemory`: they only delete (retention, prune, index
+ * pruning) or keep leases alive without growing memory (heartbeat). As Redis Functions they carry
+ * the `allow-oom` flag; every other function is refused by Redis before it runs when memory is
+ * full (and every function, these included, on a read-only replica or when Redis cannot persist).
+ */
+export const ALLOW_OOM: ReadonlySet<ScriptName> = new Set<ScriptName>(['cleanup', 'prune', 'prune-run-index', 'heartbeat']);
 
 /**
  * Put first in every script: it takes the event stream's MAXLEN (0 = off) off the end of ARGV,
@@ -69,26 +78,95 @@ export function scriptFile(name: ScriptName): string {
 export function loadScript(name: ScriptName): string {
   const parts: string[] = [];
   const done = new Set<string>();
-  const visiting = new Set<string>();
-  const include = (file: string, from: string) => {
-    if (done.has(file)) return;
-    if (visiting.has(file)) throw new Error(`Lua include cycle: ${from} includes ${file}, which includes it back.`);
-    visiting.add(file);
-    const text = readFileSync(join(__dirname, 'includes', file), 'utf8');
-    for (const [, dep] of text.matchAll(INCLUDE)) include(dep, file);
-    visiting.delete(file);
-    done.add(file);
-    parts.push(text.replace(INCLUDE, ''));
-  };
-  const file = scriptFile(name);
-  include(PROLOGUE_INCLUDE, file);
-  const source = readFileSync(join(__dirname, file), 'utf8');
-  for (const [, dep] of source.matchAll(INCLUDE)) include(dep, file);
-  const body = source.replace(INCLUDE, '');
+  includeFile(PROLOGUE_INCLUDE, scriptFile(name), parts, done);
+  const body = scriptBody(name, parts, done);
   // A script that writes events buffers them (run-events.lua) and writes them with one XADD at
   // its end: its body runs as a function, then the buffer is flushed, then its reply is returned.
   parts.push(done.has(EVENTS_INCLUDE) ? `local redflow_reply = (function()\n${body}\nend)()\nflush_events()\nreturn redflow_reply` : body);
   return parts.join('\n');
+}
+
+/** Appends `file` of `includes/` to `parts`, after the includes it names itself, once per `done`. */
+function includeFile(file: string, from: string, parts: string[], done: Set<string>, visiting = new Set<string>()): void {
+  if (done.has(file)) return;
+  if (visiting.has(file)) throw new Error(`Lua include cycle: ${from} includes ${file}, which includes it back.`);
+  visiting.add(file);
+  const text = readFileSync(join(__dirname, 'includes', file), 'utf8');
+  for (const [, dep] of text.matchAll(INCLUDE)) includeFile(dep, file, parts, done, visiting);
+  visiting.delete(file);
+  done.add(file);
+  parts.push(text.replace(INCLUDE, ''));
+}
+
+/** A script's own text without its include lines; the includes it names are appended to `parts` first. */
+function scriptBody(name: ScriptName, parts: string[], done: Set<string>): string {
+  const file = scriptFile(name);
+  const source = readFileSync(join(__dirname, file), 'utf8');
+  for (const [, dep] of source.matchAll(INCLUDE)) includeFile(dep, file, parts, done);
+  return source.replace(INCLUDE, '');
+}
+
+/** Every script as one Redis Functions library (`FUNCTION LOAD`). */
+export interface ScriptLibrary {
+  /** `redflow_<hash of the code>`: two builds with different scripts never share a name. */
+  name: string;
+  code: string;
+  /** The function name of each script. */
+  functions: Record<ScriptName, string>;
+}
+
+let library: ScriptLibrary | undefined;
+
+/**
+ * Every script in one Redis Functions library (Redis 7.0 and later). The shared functions of
+ * `includes/` are defined once, when the library loads, instead of on every call as in a script
+ * sent with EVALSHA: that setup is most of what a small script costs Redis. Each script's body
+ * becomes a function of the library called through a wrapper that sets KEYS and ARGV, takes the
+ * event stream's MAXLEN off ARGV (as the prologue does for EVAL), starts an empty event buffer
+ * and writes it at the end. Only the wrapper runs per call.
+ */
+export function loadLibrary(): ScriptLibrary {
+  if (library) return library;
+  const names = Object.keys(SCRIPTS) as ScriptName[];
+  const parts: string[] = [];
+  const done = new Set<string>([PROLOGUE_INCLUDE]);
+  includeFile(EVENTS_INCLUDE, 'the library', parts, done);
+  includeFile('writable.lua', 'the library', parts, done);
+  const bodies = names.map((name) => `local function body_${luaName(name)}()\n${scriptBody(name, parts, done)}\nend`);
+  const shared = parts.join('\n') + '\n' + bodies.join('\n');
+  const hash = createHash('sha1').update(`${SCRIPT_VERSION}\n${shared}`).digest('hex').slice(0, 16);
+  const name = `redflow_${hash}`;
+  const functions = Object.fromEntries(names.map((n) => [n, `${name}_${luaName(n)}`])) as Record<ScriptName, string>;
+  const registrations = names.map(
+    (n) => `redis.register_function{ function_name = '${functions[n]}', callback = redflow_call(body_${luaName(n)}), flags = { ${ALLOW_OOM.has(n) ? "'allow-oom'" : ''} } }`,
+  );
+  const code = [
+    `#!lua name=${name}`,
+    '-- KEYS and ARGV of the current call, set by redflow_call: the scripts and includes read them as in EVAL.',
+    'local KEYS, ARGV = {}, {}',
+    '-- The event stream MAXLEN of the current call (events-max-len.lua takes it off ARGV in EVAL).',
+    'local EVENTS_MAX_LEN = 0',
+    '-- Functions are refused before they run when Redis cannot take writes: no write-check needed.',
+    'local REFUSED_BEFORE_RUN = true',
+    shared,
+    'local function redflow_call(body)',
+    '  return function(keys, args)',
+    '    KEYS, ARGV = keys, args',
+    '    EVENTS_MAX_LEN = tonumber(table.remove(ARGV)) or 0',
+    '    reset_events()',
+    '    local reply = body()',
+    '    flush_events()',
+    '    return reply',
+    '  end',
+    'end',
+    ...registrations,
+  ].join('\n');
+  library = { name, code, functions };
+  return library;
+}
+
+function luaName(name: ScriptName): string {
+  return name.replace(/-/g, '_');
 }
 
 /** The versioned command name a script is registered under with ioredis `defineCommand`. */

@@ -24,6 +24,13 @@ local function flush_events()
   event_count = 0
 end
 
+-- Empties the buffer: called before every call of a Redis Function, whose buffer outlives a call
+-- (a script sent with EVALSHA starts with a new one).
+local function reset_events()
+  event_fields = {}
+  event_count = 0
+end
+
 -- Buffers one event. `extra` holds more field/value pairs (step, attempt, error, retryAt,
 -- waitingFor, signal); nil values are left out.
 local function emit_event(base, type, runId, workflow, now, extra)
