@@ -212,6 +212,28 @@ describe('waitForEvent and cancelOn', () => {
     expect(await engine.redis.hlen(engine.client.keys.eventShapes('order.deleted'))).toBe(0);
   });
 
+  it('a cancelOn run that completes drops its registrations, and a later matching event finds nothing to cancel', async () => {
+    const job = engine.registry.define(
+      'quick-job',
+      { maxConcurrency: Infinity, cancelOn: [{ event: 'job.drop', match: 'jobId' }] },
+      async ({ step, input }: WorkflowContext<{ jobId: string }>) => step.run('work', () => input.jobId),
+    );
+    const plain = engine.registry.define('plain-job', { maxConcurrency: Infinity }, async ({ step }) => step.run('work', () => 'plain'));
+    await engine.worker();
+    const handle = await engine.client.start(job, { jobId: 'j-1' });
+    const other = await engine.client.start(plain, {});
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('j-1');
+    await expect(other.result({ timeoutMs: 5_000 })).resolves.toBe('plain');
+    // The run registered its cancelOn (flagged `evw` on its hash), so finishing dropped it; the
+    // plain run never registered anything and carries no flag.
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'evw')).toBe('1');
+    expect(await engine.redis.hget(engine.client.keys.run(other.id), 'evw')).toBeNull();
+    expect(await engine.redis.exists(engine.client.keys.eventWaitsOf(handle.id))).toBe(0);
+    expect(await engine.redis.hlen(engine.client.keys.eventShapes('job.drop'))).toBe(0);
+    await engine.client.emitEvent('job.drop', { jobId: 'j-1' });
+    expect(await statusOf(handle.id)).toBe('succeeded');
+  });
+
   it('cancelOn cancels a running run: its signal aborts and its later steps never run', async () => {
     let after = 0;
     const job = engine.registry.define(

@@ -34,7 +34,7 @@ local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARG
 assert_writable(base)
 local runKey = KEYS[1]
 local code = 'ok'
-local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited', 'crashes')
+local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited', 'crashes', 'sigs', 'evw')
 if not HELD[run[1]] or run[2] ~= token then
   code = 'lost'
   if run[1] == 'canceled' or run[1] == 'terminated' then code = run[1] end
@@ -45,8 +45,8 @@ else
   for i = 11, #ARGV do fields[#fields + 1] = ARGV[i] end
   local stepRetryAt = emit_step_events(base, runId, run[4], now, fields, 1)
   if TERMINAL[outcome] then
-    end_run(base, runId, { from = run[1], workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[2] },
-      outcome, now, ARGV[6], fields)
+    end_run(base, runId, { from = run[1], workflow = run[4], mutex = run[5], slot = run[6], waited = run[7], leasesKey = KEYS[2],
+      sigs = run[9], evw = run[10] }, outcome, now, ARGV[6], fields)
   elseif outcome == 'compensate' then
     table.insert(fields, 'error'); table.insert(fields, ARGV[6])
     table.insert(fields, 'compensate'); table.insert(fields, 'failed')

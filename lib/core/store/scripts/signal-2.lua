@@ -40,5 +40,7 @@ if field then
 end
 if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[6]) then return 'full' end
 redis.call('RPUSH', KEYS[2], name .. '\n' .. payload)
+-- The run has buffered signals: when it ends, end_run deletes them (a run without `sigs` skips that).
+redis.call('HSET', KEYS[1], 'sigs', '1')
 emit_event(base, 'run.signaled', runId, run[4], now, { 'signal', name })
 return 'buffered'

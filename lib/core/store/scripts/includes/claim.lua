@@ -35,7 +35,7 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil, ski
     end
     local runKey = k_run(base, runId)
     local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
-      'resume', 'waited', 'timeout', 'deadline', 'lease')
+      'resume', 'waited', 'timeout', 'deadline', 'lease', 'attempt')
     local admitted, slot = false, false
     if run[1] == 'compensating' then
       -- A run whose compensations were interrupted (reaped) or that was canceled with compensate:
@@ -58,20 +58,17 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil, ski
     end
     if admitted then
       -- A run resuming after a wait or a crash goes on with the same attempt.
-      local attempt
+      local attempt = tonumber(run[13]) or 0
       if run[8] then
         redis.call('HDEL', runKey, 'resume')
-        if EVENTS_MAX_LEN > 0 then attempt = redis.call('HGET', runKey, 'attempt') end
       else
-        attempt = redis.call('HINCRBY', runKey, 'attempt', 1)
+        attempt = attempt + 1
       end
-      if slot then
-        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now, 'slot', '1')
-      else
-        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', now)
-      end
+      local fields = { 'status', 'running', 'lease', token, 'startedAt', now, 'attempt', attempt }
+      if slot then fields[#fields + 1] = 'slot'; fields[#fields + 1] = '1' end
       -- A run timeout counts from the first start: only the first claim sets the deadline.
-      if run[10] and not run[11] then redis.call('HSET', runKey, 'deadline', now + tonumber(run[10])) end
+      if run[10] and not run[11] then fields[#fields + 1] = 'deadline'; fields[#fields + 1] = now + tonumber(run[10]) end
+      redis.call('HSET', runKey, unpack(fields))
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
       emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })

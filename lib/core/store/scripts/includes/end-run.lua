@@ -45,7 +45,7 @@ end
 -- Then its status, finish time and status indexes (scored by finish time: lists show recent ends
 -- first, retention deletes the oldest first), the parents waiting on it get its result, and the
 -- clients waiting on it are told (publish_ended).
--- r = { from, workflow, queue, mutex, slot, waited, leasesKey, popped }
+-- r = { from, workflow, queue, mutex, slot, waited, leasesKey, popped, sigs, evw }
 local function end_run(base, runId, r, to, now, result, fields)
   if r.from == 'running' then
     stop_running(base, runId, r.leasesKey, r.workflow, r.mutex, r.slot)
@@ -61,10 +61,11 @@ local function end_run(base, runId, r, to, now, result, fields)
   redis.call('HSET', k_run(base, runId), unpack(all))
   move_index(base, runId, r.workflow, r.from, to, now)
   emit_run_ended(base, runId, r.workflow, to, now, result)
-  -- Signals nobody consumed die with the run.
-  redis.call('DEL', k_signals(base, runId))
-  -- So do its event waits and cancelOn registrations.
-  drop_event_waits(base, runId)
+  -- Signals nobody consumed die with the run. So do its event waits and cancelOn registrations.
+  -- `r.sigs` / `r.evw` are the run's flags when the caller read them: false when it never had any,
+  -- so a plain run reads no key of these features (nil: not read, look).
+  if r.sigs ~= false then redis.call('DEL', k_signals(base, runId)) end
+  if r.evw ~= false then drop_event_waits(base, runId) end
   if r.waited then notify_waiters(base, runId, to == 'succeeded', result, now) end
   publish_ended(base, runId, to, result, fields)
 end

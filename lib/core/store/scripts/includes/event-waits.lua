@@ -20,6 +20,8 @@ local function register_event_wait(base, runId, event, shape, hash, field)
     redis.call('HINCRBY', k_event_shapes(base, event), shape, 1)
   end
   redis.call('SADD', k_event_waits_of(base, runId), wait_member(field, hash, event, shape))
+  -- The run has registrations: when it ends, end_run drops them (a run without `evw` skips that).
+  redis.call('HSET', k_run(base, runId), 'evw', '1')
 end
 
 local function drop_wait(base, runId, event, shape, hash, field)
