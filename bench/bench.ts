@@ -25,6 +25,7 @@ import { Redis } from 'ioredis';
 import { createClient, startWorker, WorkflowRegistry, type RedflowTracing, type WorkflowClient, type WorkflowContext } from '../lib';
 import { redflowTracing } from '../lib/otel';
 import { envInt, redisServers, runMain } from './bench-support';
+import { costBetween, snapshot, type RedisSnapshot } from './cost-model';
 
 const ROUNDS = envInt('BENCH_ROUNDS', 2);
 const RUNS = envInt('BENCH_RUNS', 10_000);
@@ -89,6 +90,24 @@ interface Figures {
   pickupP50: number;
   pickupP99: number;
   bytesPerRun: number;
+  /** Redis CPU µs per run, enqueue and processing (the processing figure's runs). */
+  redisUs: number;
+  /** Commands per run, those inside scripts included, enqueue and processing. */
+  commands: number;
+  /** Node CPU µs per run of this process (producer and worker), enqueue and processing. */
+  nodeUs: number;
+}
+
+/** The cost of the processing figure's runs, enqueue included (bench/cost-model.ts). */
+interface RunCost {
+  redisUs: number;
+  commands: number;
+  nodeUs: number;
+}
+
+function totalCost(s0: RedisSnapshot, s2: RedisSnapshot, runs: number): RunCost {
+  const cost = costBetween(s0, s2, runs);
+  return { redisUs: cost.redisUs, commands: cost.commands, nodeUs: cost.nodeUs };
 }
 
 type System = 'ours' | 'bullmq';
@@ -185,19 +204,22 @@ async function oursConfirm(producer: WorkflowClient, n: number): Promise<void> {
   if (!output?.ok) throw new Error(`ours: a succeeded run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
 }
 
-async function oursProcessing(url: string, admin: Admin, prefix: string): Promise<number> {
+async function oursProcessing(url: string, admin: Admin, prefix: string): Promise<{ rate: number; cost: RunCost }> {
   await admin.flushAll();
   const clients = oursClients(url, prefix);
   let setup: OursSetup | undefined;
   try {
+    const s0 = await snapshot(admin.redis);
     await oursEnqueueAll(clients.producer, RUNS);
     const counter = new Counter(RUNS);
     hooks.done = () => counter.hit();
     const t0 = performance.now();
     setup = await oursWorker(url, prefix, CONCURRENCY, clients);
     await withTimeout('ours processing', counter.done);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    const cost = totalCost(s0, await snapshot(admin.redis), RUNS);
     await oursConfirm(clients.producer, RUNS);
-    return RUNS / ((performance.now() - t0) / 1000);
+    return { rate, cost };
   } finally {
     hooks.done = () => undefined;
     if (setup) await setup.stop();
@@ -254,7 +276,14 @@ async function runOurs(url: string, admin: Admin, round: number): Promise<Figure
   const processing = await oursProcessing(url, admin, `bench-ours-r${round}-proc`);
   const e2e = await oursEndToEnd(url, admin, `bench-ours-r${round}-e2e`);
   const pickup = await oursPickup(url, admin, `bench-ours-r${round}-pick`);
-  return { processing, endToEnd: e2e.rate, bytesPerRun: e2e.bytesPerRun, pickupP50: percentile(pickup, 50), pickupP99: percentile(pickup, 99) };
+  return {
+    processing: processing.rate,
+    ...processing.cost,
+    endToEnd: e2e.rate,
+    bytesPerRun: e2e.bytesPerRun,
+    pickupP50: percentile(pickup, 50),
+    pickupP99: percentile(pickup, 99),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -285,20 +314,25 @@ async function bullConfirm(queue: Queue, n: number): Promise<void> {
   }
 }
 
-async function bullProcessing(url: string, admin: Admin, name: string): Promise<number> {
+async function bullProcessing(url: string, admin: Admin, name: string): Promise<{ rate: number; cost: RunCost }> {
   await admin.flushAll();
   const connection = bullConnection(url);
   const queue = new Queue(name, { connection });
   let worker: BullWorker | undefined;
   try {
     await queue.waitUntilReady();
+    const s0 = await snapshot(admin.redis);
     await bullAddAll(queue, RUNS);
     const counter = new Counter(RUNS);
     const t0 = performance.now();
     worker = new BullWorker(name, async () => counter.hit(), { connection, concurrency: CONCURRENCY });
     await withTimeout('bullmq processing', counter.done);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    // The handler of the last jobs returned; their moveToFinished may still be on the wire.
+    await waitUntil(`${RUNS} completed jobs`, async () => (await queue.getCompletedCount()) >= RUNS);
+    const cost = totalCost(s0, await snapshot(admin.redis), RUNS);
     await bullConfirm(queue, RUNS);
-    return RUNS / ((performance.now() - t0) / 1000);
+    return { rate, cost };
   } finally {
     await worker?.close();
     await queue.close();
@@ -362,7 +396,14 @@ async function runBull(url: string, admin: Admin, round: number): Promise<Figure
   const processing = await bullProcessing(url, admin, `bench-bull-r${round}-proc`);
   const e2e = await bullEndToEnd(url, admin, `bench-bull-r${round}-e2e`);
   const pickup = await bullPickup(url, admin, `bench-bull-r${round}-pick`);
-  return { processing, endToEnd: e2e.rate, bytesPerRun: e2e.bytesPerRun, pickupP50: percentile(pickup, 50), pickupP99: percentile(pickup, 99) };
+  return {
+    processing: processing.rate,
+    ...processing.cost,
+    endToEnd: e2e.rate,
+    bytesPerRun: e2e.bytesPerRun,
+    pickupP50: percentile(pickup, 50),
+    pickupP99: percentile(pickup, 99),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,6 +415,9 @@ const ROWS: { key: keyof Figures; label: string; unit: string; digits: number; t
   { key: 'pickupP50', label: 'idle pickup p50 (enqueue → handler start)', unit: 'ms', digits: 2, throughput: false },
   { key: 'pickupP99', label: 'idle pickup p99 (enqueue → handler start)', unit: 'ms', digits: 2, throughput: false },
   { key: 'bytesPerRun', label: 'Redis memory per finished run / completed job', unit: 'B', digits: 0, throughput: false },
+  { key: 'redisUs', label: 'Redis CPU per run / job (enqueue + processing)', unit: 'µs', digits: 1, throughput: false },
+  { key: 'commands', label: 'Redis commands per run / job (inside scripts too)', unit: 'cmds', digits: 1, throughput: false },
+  { key: 'nodeUs', label: 'Node CPU per run / job (producer + worker, one process)', unit: 'µs', digits: 1, throughput: false },
 ];
 
 function loadLine(): string {
@@ -449,7 +493,7 @@ async function main(): Promise<number> {
       // The same workload with the event stream off (events: false), on the same Redis.
       oursEvents = false;
       try {
-        const off = { processing: await oursProcessing(servers.url, admin, `bench-off-r${round}-proc`), endToEnd: (await oursEndToEnd(servers.url, admin, `bench-off-r${round}-e2e`)).rate };
+        const off = { processing: (await oursProcessing(servers.url, admin, `bench-off-r${round}-proc`)).rate, endToEnd: (await oursEndToEnd(servers.url, admin, `bench-off-r${round}-e2e`)).rate };
         streamOff.push(off);
         console.log(`round ${round} nestjs-redflow, event stream off: processing ${fmt(off.processing, 0)}/s, e2e ${fmt(off.endToEnd, 0)}/s`);
       } finally {
@@ -458,7 +502,7 @@ async function main(): Promise<number> {
       // The same workload with tracing on and no OpenTelemetry SDK registered (the API's no-op tracer).
       oursTracing = redflowTracing();
       try {
-        const on = { processing: await oursProcessing(servers.url, admin, `bench-otel-r${round}-proc`), endToEnd: (await oursEndToEnd(servers.url, admin, `bench-otel-r${round}-e2e`)).rate };
+        const on = { processing: (await oursProcessing(servers.url, admin, `bench-otel-r${round}-proc`)).rate, endToEnd: (await oursEndToEnd(servers.url, admin, `bench-otel-r${round}-e2e`)).rate };
         tracingOn.push(on);
         console.log(`round ${round} nestjs-redflow, tracing on (no SDK): processing ${fmt(on.processing, 0)}/s, e2e ${fmt(on.endToEnd, 0)}/s`);
       } finally {
