@@ -119,6 +119,8 @@ export class RedisScripts {
    */
   private mode: 'unknown' | 'function' | 'eval';
   private loading: Promise<void> | undefined;
+  /** Loads finished (or failed) so far: a call that failed before the latest one ended needs no other. */
+  private loads = 0;
   private loadedOnce = false;
 
   /**
@@ -148,16 +150,24 @@ export class RedisScripts {
     }
   }
 
+  private usesEval(): boolean {
+    return this.mode === 'eval';
+  }
+
   /** Calls a script as a function of the library, loading the library when Redis lacks it (a new or restarted Redis). */
   private async invoke(fn: string, numKeys: number, viaEval: ScriptCommand, args: (string | number)[]): Promise<unknown> {
-    if (this.mode === 'eval') return viaEval(...args);
+    if (this.usesEval()) return viaEval(...args);
+    const loads = this.loads;
     try {
       return await this.redis.fcall(fn, numKeys, ...args);
     } catch (error) {
       if (!isFunctionMissing(error)) throw error;
     }
+    // Calls sent together before the library was there all fail: only those sent after the last
+    // load finished load it again (Redis lost it since: a restart, a flush).
+    if (this.loads === loads) await this.loadLibrary();
     // The load may have found a Redis without FUNCTION: the mode is then 'eval'.
-    if ((await this.loadLibrary()) === 'eval') return viaEval(...args);
+    if (this.usesEval()) return viaEval(...args);
     return this.redis.fcall(fn, numKeys, ...args);
   }
 
@@ -167,7 +177,7 @@ export class RedisScripts {
    * a process still running one of them loads its own again on its next call. A Redis without
    * FUNCTION (6.2) or a user not allowed to run it switches this client to EVALSHA.
    */
-  private async loadLibrary(): Promise<'function' | 'eval' | 'unknown'> {
+  private async loadLibrary(): Promise<void> {
     this.loading ??= (async () => {
       const library = loadLibrary();
       const nodes = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
@@ -186,9 +196,11 @@ export class RedisScripts {
         if (!/unknown command|NOPERM|unknown subcommand/i.test((error as Error).message)) throw error;
         this.mode = 'eval';
       }
-    })().finally(() => (this.loading = undefined));
+    })().finally(() => {
+      this.loading = undefined;
+      this.loads++;
+    });
     await this.loading;
-    return this.mode;
   }
 
   async enqueue(a: {
