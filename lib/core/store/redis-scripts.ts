@@ -78,7 +78,7 @@ function isFunctionMissing(error: unknown): boolean {
 
 /** Deletes the `redflow_` libraries of a node other than `keep` (earlier builds' scripts). */
 async function deleteOtherLibraries(node: Redis, keep: string): Promise<void> {
-  const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'redflow_')) as unknown[];
+  const listed = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'redflow_*')) as unknown[];
   const names: string[] = [];
   for (const entry of listed ?? []) {
     const fields = entry instanceof Map ? [...entry.entries()].flat() : (entry as unknown[]);
