@@ -15,7 +15,7 @@
  * with tracing on (`redflowTracing()` of `nestjs-redflow/otel`) while no OpenTelemetry SDK is
  * registered: what an app that installed the API but exports nothing pays.
  * Completion is counted in the handler (no per-run polling), then confirmed from Redis: ZCARD of the
- * status index (ours) or the completed count (BullMQ) must equal N.
+ * succeeded runs (ours, countRuns) or the completed count (BullMQ) must equal N.
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -191,11 +191,8 @@ async function oursEnqueueAll(producer: WorkflowClient, n: number): Promise<void
 }
 
 async function oursConfirm(producer: WorkflowClient, n: number): Promise<void> {
-  const key = producer.keys.status('succeeded');
-  await waitUntil(`${n} succeeded runs`, async () => (await producer.redis.zcard(key)) >= n);
-  const [succeeded, failed, running, queued] = await Promise.all(
-    (['succeeded', 'failed', 'running', 'queued'] as const).map((s) => producer.redis.zcard(producer.keys.status(s))),
-  );
+  await waitUntil(`${n} succeeded runs`, async () => (await producer.countRuns({ status: 'succeeded' })) >= n);
+  const [succeeded, failed, running, queued] = await Promise.all((['succeeded', 'failed', 'running', 'queued'] as const).map((status) => producer.countRuns({ status })));
   if (succeeded !== n || failed || running || queued) {
     throw new Error(`ours: expected ${n} succeeded runs, got succeeded=${succeeded} failed=${failed} running=${running} queued=${queued}.`);
   }

@@ -123,14 +123,21 @@ function syntheticRun(i: number, status: RunStatus, now: number): SyntheticRun {
   return run;
 }
 
+/** The workflow's runs by creation time, as engines before the (workflow, status) index kept them: read by `listByScan` only. */
+function oldRunsIndex(client: WorkflowClient): string {
+  return `${client.keys.base}bench:old-runs:${WORKFLOW}`;
+}
+
 /** Writes a run and every index entry the engine keeps for it into a pipeline. */
 function writeRun(pipeline: ReturnType<Redis['pipeline']>, client: WorkflowClient, run: SyntheticRun, now: number): void {
   const k = client.keys;
   pipeline.hset(k.run(run.id), ...run.fields);
-  pipeline.zadd(k.workflowRuns(WORKFLOW), run.createdAt, run.id);
+  // What the listing before the (workflow, status) index scanned, kept apart for that comparison.
+  pipeline.zadd(oldRunsIndex(client), run.createdAt, run.id);
+  pipeline.sadd(k.workflowNames(), WORKFLOW);
   const score = ENDED.has(run.status) ? run.finishedAt! : run.createdAt;
   if (run.status === 'running') pipeline.zadd(k.leases(), now + LEASE_MS, run.id);
-  else pipeline.zadd(k.status(run.status), score, run.id);
+  else if (ENDED.has(run.status)) pipeline.zadd(k.status(run.status), score, run.id);
   pipeline.zadd(k.workflowStatusRuns(run.status, WORKFLOW), score, run.id);
   if (run.status === 'queued') pipeline.rpush(k.ready(QUEUE), run.id);
   if (run.status === 'scheduled') pipeline.zadd(k.scheduled(QUEUE), run.dueAt!, run.id);
@@ -159,7 +166,7 @@ async function storeRuns(client: WorkflowClient, now: number): Promise<Record<Ru
     for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
   }
   // The index covers every run: a worker started on this prefix backfills nothing.
-  await client.redis.set(client.keys.workflowStatusIndexMarker(), '1');
+  await client.redis.set(client.keys.workflowStatusIndexMarker(), '2');
   return counts;
 }
 
@@ -168,7 +175,7 @@ async function shapeOf(client: WorkflowClient, id: string): Promise<{ fields: st
   const k = client.keys;
   const fields = Object.keys(await client.redis.hgetall(k.run(id))).sort();
   const indexes: string[] = [];
-  const zsets = [k.workflowRuns(WORKFLOW), k.leases(), k.scheduled(QUEUE), ...MIX.flatMap(([s]) => [k.status(s), k.workflowStatusRuns(s, WORKFLOW)])];
+  const zsets = [k.leases(), k.scheduled(QUEUE), ...MIX.flatMap(([s]) => [k.status(s), k.workflowStatusRuns(s, WORKFLOW)])];
   for (const key of zsets) if ((await client.redis.zscore(key, id)) !== null) indexes.push(key.slice(k.base.length));
   if ((await client.redis.lpos(k.ready(QUEUE), id)) !== null) indexes.push(k.ready(QUEUE).slice(k.base.length));
   return { fields, indexes: indexes.sort() };
@@ -225,7 +232,7 @@ async function checkShapes(url: string, now: number): Promise<void> {
 const RUN_FIELDS = ['workflow', 'queue', 'status', 'input', 'output', 'error', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'cancelReason', 'idempotencyKey', 'parent'];
 
 async function listByScan(client: WorkflowClient, status: RunStatus, limit: number, offset: number): Promise<unknown[]> {
-  const index = client.keys.workflowRuns(WORKFLOW);
+  const index = oldRunsIndex(client);
   const out: unknown[] = [];
   let skipped = 0;
   const page = 200;

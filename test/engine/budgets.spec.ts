@@ -20,23 +20,23 @@ import { clusterMode, eventually } from '../support/engine';
 
 /** Commands per one-step run, by name: enqueue (start) and processing (claim, step, finish). */
 const ONE_STEP = {
-  enqueue: { script: 1, hset: 1, zadd: 3, rpush: 1, xadd: 1 },
-  processing: { script: 1, lpop: 1, hmget: 2, hget: 1, hset: 2, zrem: 4, zadd: 4, xadd: 1, hgetall: 1, hdel: 1, publish: 1 },
+  enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
+  processing: { script: 1, lpop: 1, hmget: 2, hget: 1, hset: 2, zrem: 3, zadd: 4, xadd: 1, hgetall: 1, hdel: 1, publish: 1 },
 };
 /** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
 const TEN_STEP = {
-  processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 4, zadd: 13, xadd: 10, hgetall: 1, hdel: 1, publish: 1 },
+  processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 13, xadd: 10, hgetall: 1, hdel: 1, publish: 1 },
 };
 /** Commands per parent run that waits on a child run, the child included (the child is started by the parent's step). */
 const CHILD_WAIT = {
-  enqueue: { script: 1, hset: 1, zadd: 3, rpush: 1, xadd: 1 },
+  enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
   processing: {
     script: 4, lpop: 3, lpush: 1, rpush: 1, exists: 1, hmget: 9, hget: 5, hgetall: 3, hset: 12, hdel: 4,
-    zadd: 17, zrem: 15, sadd: 2, smembers: 1, del: 1, xadd: 4, publish: 2,
+    zadd: 13, zrem: 11, sadd: 3, smembers: 1, del: 1, xadd: 4, publish: 2,
   },
 };
 /** Bytes per finished one-step run: its hash and index entries (keys), and its events (stream). */
-const BYTES_PER_RUN = { keys: 790, stream: 345 };
+const BYTES_PER_RUN = { keys: 665, stream: 345 };
 
 const RUNTIME = { leaseMs: 120_000, heartbeatMs: 60_000, reaperIntervalMs: 60_000, blockTimeoutMs: 60_000, cleanupIntervalMs: 60_000 };
 const IGNORED = new Set(['info', 'config|resetstat', 'memory|usage', 'scan', 'ping']);

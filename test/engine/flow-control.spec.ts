@@ -670,8 +670,8 @@ describe('flow control', () => {
         expect(await engine.redis.exists(engine.client.keys.run(h.id))).toBe(0);
         expect(await engine.client.getRunSteps(h.id)).toEqual([]);
       }
-      for (const [h, wf] of [[succeeded, 'keep-ok'], [failed, 'keep-bad'], [canceled, 'keep-cancel']] as const) {
-        expect(await engine.redis.zscore(engine.client.keys.workflowRuns(wf), h.id)).toBeNull();
+      for (const [h, wf, status] of [[succeeded, 'keep-ok', 'succeeded'], [failed, 'keep-bad', 'failed'], [canceled, 'keep-cancel', 'canceled']] as const) {
+        expect(await engine.redis.zscore(engine.client.keys.workflowStatusRuns(status, wf), h.id)).toBeNull();
       }
       for (const status of ['succeeded', 'failed', 'canceled'] as const) {
         expect(await engine.redis.zcard(engine.client.keys.status(status))).toBe(0);
@@ -710,7 +710,7 @@ describe('flow control', () => {
         ids.push(...batch.map((h) => h.id));
       }
       await eventually(async () => (await engine.redis.zcard(engine.client.keys.status('succeeded'))) === 600, 10_000);
-      expect(await engine.redis.zcard(engine.client.keys.workflowRuns('noop'))).toBe(600);
+      expect(await engine.client.countRuns({ workflow: 'noop' })).toBe(600);
       // Wait until every run is past the 300 ms retention, so that the first cleanup finds all 600.
       const [, lastFinish] = await engine.redis.zrevrange(engine.client.keys.status('succeeded'), 0, 0, 'WITHSCORES');
       await sleep(Math.max(0, Number(lastFinish) + 350 - Date.now()));
@@ -725,7 +725,7 @@ describe('flow control', () => {
       try {
         await engine.worker({ concurrency: 1, retentionDays: RETENTION_DAYS, runtime: { cleanupIntervalMs: 100 } });
         // The second call's reply may arrive just after another connection sees the index empty.
-        await eventually(async () => deletedPerCall.length >= 2 && (await engine.redis.zcard(engine.client.keys.workflowRuns('noop'))) === 0, 5_000);
+        await eventually(async () => deletedPerCall.length >= 2 && (await engine.client.countRuns({ workflow: 'noop' })) === 0, 5_000);
         expect(deletedPerCall.slice(0, 2)).toEqual([500, 100]);
         expect(spy.mock.calls[0][1]).toBe(500);
       } finally {

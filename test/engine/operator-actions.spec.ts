@@ -250,7 +250,6 @@ describe('terminate and deleteRun', () => {
           keys.run(handle.id),
           `${keys.idempotency('payments', 'order-2')} (member)`,
           `${keys.status('succeeded')} (member)`,
-          `${keys.workflowRuns('payments')} (member)`,
           `${keys.workflowStatusRuns('succeeded', 'payments')} (member)`,
         ]),
       );

@@ -1,5 +1,6 @@
 import { createAdmin } from '../../lib';
 import { CorruptRunDataError, RedisScriptError, type RedflowLogger, type RedisConnection, type RunStatus, type RunSummary } from '../../lib';
+import { RUN_STATUSES } from '../../lib/core/definition/types';
 import { summarizeRun } from '../../lib/core/store/run-record';
 import type { FinishOutcome } from '../../lib/core/store/redis-scripts';
 import { TestEngine, countScriptCalls, deferred, eventually } from '../support/engine';
@@ -34,9 +35,10 @@ describe('listing runs by workflow and status', () => {
   }
 
   /**
-   * The index holds exactly `expected` for each workflow; the expected runs are exactly the
-   * workflow's runs; each run's hash has that status and workflow; and each entry is scored like
-   * the status indexes: creation time for live statuses (running included), finish time for ended ones.
+   * The index holds exactly `expected` for each workflow; the workflow is named in `wfnames`; each
+   * run's hash has that status and workflow; each entry is scored by creation time for live
+   * statuses (running included), by finish time for ended ones; an ended run is also in its
+   * status's index, and no live status has a status index.
    */
   async function expectIndex(expected: Record<string, ByStatus>): Promise<void> {
     const actual: Record<string, ByStatus> = {};
@@ -47,17 +49,20 @@ describe('listing runs by workflow and status', () => {
     }
     expect(actual).toEqual(sorted);
     for (const [workflow, byStatus] of Object.entries(expected)) {
-      const all = Object.values(byStatus).flat().sort();
-      expect((await engine.redis.zrange(keys().workflowRuns(workflow), 0, '-1')).sort()).toEqual(all);
+      expect(await engine.redis.sismember(keys().workflowNames(), workflow)).toBe(1);
       for (const [status, ids] of Object.entries(byStatus)) {
         for (const id of ids) {
           const [stored, storedWorkflow, createdAt, finishedAt] = await engine.redis.hmget(keys().run(id), 'status', 'workflow', 'createdAt', 'finishedAt');
           expect([id, stored, storedWorkflow]).toEqual([id, status, workflow]);
           const score = Number(await engine.redis.zscore(keys().workflowStatusRuns(status, workflow), id));
           expect([id, score]).toEqual([id, Number(ENDED.has(status) ? finishedAt : createdAt)]);
+          if (ENDED.has(status)) expect([id, Number(await engine.redis.zscore(keys().status(status), id))]).toEqual([id, Number(finishedAt)]);
         }
       }
     }
+    for (const status of STATUSES.filter((s) => !ENDED.has(s))) expect([status, await engine.redis.exists(keys().status(status))]).toEqual([status, 0]);
+    // Engines before script version 7 kept every run of a workflow in one more index; this one does not.
+    for (const workflow of Object.keys(expected)) expect(await engine.redis.exists(keys().workflowRuns(workflow))).toBe(0);
   }
 
   const start = async (workflow: string, options: { runAt?: number; input?: unknown } = {}) =>
@@ -256,7 +261,8 @@ describe('listing runs by workflow and status', () => {
 
     const sent = recordCommands(engine.redis);
     const rows = await engine.client.listRunSummaries({ workflow: 'big' });
-    expect(sent.map((c) => c.name)).toEqual(['zrevrange', 'hmget', 'hmget', 'hmget']);
+    // Listed by workflow alone: its nine (workflow, status) indexes in one round trip, merged; then the runs.
+    expect(sent.map((c) => c.name)).toEqual([...RUN_STATUSES.map(() => 'zrevrange'), 'hmget', 'hmget', 'hmget']);
     const asked = sent.filter((c) => c.name === 'hmget').map((c) => c.args.slice(1));
     expect(asked).toEqual([0, 1, 2].map(() => ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error']));
 
@@ -299,11 +305,10 @@ describe('listing runs by workflow and status', () => {
     const { workflow: _workflow, ...withoutWorkflow } = await fields(noWorkflow);
     expect(byId.get(noWorkflow)).toStrictEqual({ ...withoutWorkflow, corrupt: 'field "workflow" is missing' });
 
-    // Listed by workflow alone, no index tells the status; with no filter, the status index does.
+    // Listed by workflow alone or with no filter, the index the run came from tells the status too.
     const byWorkflow = new Map((await engine.client.listRunSummaries({ workflow: 'w' })).map((r) => [r.id, r]));
     expect(byWorkflow.size).toBe(5);
-    expect(byWorkflow.get(badStatus)).toMatchObject({ corrupt: 'field "status" has the unknown value "bogus"' });
-    expect(byWorkflow.get(badStatus)?.status).toBeUndefined();
+    expect(byWorkflow.get(badStatus)).toMatchObject({ status: 'queued', corrupt: 'field "status" has the unknown value "bogus"' });
     expect((await engine.client.listRunSummaries()).find((r) => r.id === badStatus)).toMatchObject({ status: 'queued', corrupt: 'field "status" has the unknown value "bogus"' });
 
     // listRuns reads whole runs and still refuses a corrupt one.
@@ -373,7 +378,13 @@ describe('listing runs by workflow and status', () => {
     };
     await expectIndex(expected);
 
-    // The data of an older engine: no (workflow, status) index, and an entry of a run it moved since.
+    // The data of an older engine: every run in its workflow's runs index and in a status index of
+    // a live status too, no (workflow, status) index, no `wfnames`, and an entry of a run it moved since.
+    for (const [workflow, ids] of Object.entries({ w: [queued, scheduled, succeeded, canceled], 'billing:charge': [running, failed] })) {
+      for (const id of ids) await engine.redis.zadd(keys().workflowRuns(workflow), await createdAtOf(id), id);
+    }
+    await engine.redis.zadd(keys().status('queued'), await createdAtOf(queued), queued);
+    await engine.redis.del(keys().workflowNames());
     for (const workflow of ['w', 'billing:charge']) for (const status of STATUSES) await engine.redis.del(keys().workflowStatusRuns(status, workflow));
     await engine.redis.zadd(keys().workflowStatusRuns('queued', 'w'), await createdAtOf(succeeded), succeeded);
     expect(await engine.client.listRunSummaries({ workflow: 'w', status: 'succeeded' })).toEqual([]);
@@ -381,8 +392,10 @@ describe('listing runs by workflow and status', () => {
     // Serving a queue without runs: nothing moves while the test looks.
     const worker = await engine.worker({ queues: ['idle'] });
     await worker.runIndexReady;
-    expect(await engine.redis.get(keys().workflowStatusIndexMarker())).toBe('1');
+    expect(await engine.redis.get(keys().workflowStatusIndexMarker())).toBe('2');
     expect(await engine.redis.pttl(keys().workflowStatusIndexMarker())).toBe(-1);
+    // The older engine's runs indexes stay (deleted with their runs); its live status indexes go.
+    for (const workflow of ['w', 'billing:charge']) await engine.redis.del(keys().workflowRuns(workflow));
     await expectIndex(expected);
     expect((await engine.client.listRunSummaries({ workflow: 'w', status: 'succeeded' })).map((r) => r.id)).toEqual([succeeded]);
     expect((await engine.client.listRuns({ workflow: 'billing:charge', status: 'running' })).map((r) => r.id)).toEqual([running]);
@@ -403,6 +416,8 @@ describe('listing runs by workflow and status', () => {
   it('leaves the marker unfinished when a chunk fails, so that the index is built again', async () => {
     engine.registry.define('w', {}, () => 1);
     const ok = await start('w');
+    // As an engine before the index left it: the run in its workflow's runs index only.
+    await engine.redis.zadd(keys().workflowRuns('w'), await createdAtOf(ok), ok);
     await engine.redis.del(keys().workflowStatusRuns('queued', 'w'));
     // A key that is not a run hash, listed as a run: reading it fails the chunk.
     await engine.redis.set(keys().run('broken'), 'not a hash');
@@ -424,7 +439,7 @@ describe('listing runs by workflow and status', () => {
     await engine.redis.del(keys().run('broken'));
     await engine.redis.zrem(keys().workflowRuns('w'), 'broken');
     expect(await engine.client.backfillRunIndex({ force: true })).toBe('built');
-    expect(await engine.redis.get(marker)).toBe('1');
+    expect(await engine.redis.get(marker)).toBe('2');
     expect(await engine.redis.pttl(marker)).toBe(-1);
     expect((await engine.client.listRunSummaries({ workflow: 'w', status: 'queued' })).map((r) => r.id)).toEqual([ok]);
   });

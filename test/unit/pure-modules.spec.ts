@@ -112,6 +112,7 @@ describe('keys', () => {
       k_children: (id) => keys.children(id),
       k_waiters: (id) => keys.waiters(id),
       k_workflow_runs: (w) => keys.workflowRuns(w),
+      k_workflow_names: () => keys.workflowNames(),
       k_workflow_status: (s, w) => keys.workflowStatusRuns(s, w),
       k_workflow_versions: (w) => keys.workflowVersions(w),
       k_idempotency: (w, k) => keys.idempotency(w, k),

@@ -6,6 +6,7 @@ import { assertKnownKeys, checkInteger, checkResourceName, checkWorkflowVersion,
 import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
 import {
   RUN_STATUSES,
+  TERMINAL_STATUSES,
   type CountRunsOptions,
   type CronState,
   type ListRunsOptions,
@@ -26,8 +27,14 @@ import { checkRunEventsOptions, type RunEventsOptions } from '../definition/run-
 import { RunEventStream } from './run-events-reader';
 import { ClientCore, isPossibleRunId } from './client-core';
 
-/** The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. */
-const RUN_INDEX_VERSION = '1';
+/**
+ * The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. 2:
+ * every workflow with runs is in `wfnames`, and the status indexes of live statuses (no longer
+ * kept since script version 7) are deleted.
+ */
+const RUN_INDEX_VERSION = '2';
+/** Statuses whose status index engines before script version 7 kept, and later ones do not. */
+const RETIRED_STATUS_INDEXES: readonly RunStatus[] = ['queued', 'scheduled', 'compensating'];
 /** How long the marker stays taken without a chunk from its builder before another worker takes over. */
 export const RUN_INDEX_LEASE_MS = 30_000;
 /** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
@@ -39,6 +46,14 @@ const READY_HEAD = 10;
 const VERSION_SCAN_CHUNK = 1_000;
 /** The statuses of runs that are not over: what a version without a worker still owes. */
 const UNFINISHED_STATUSES: readonly RunStatus[] = ['queued', 'scheduled', 'running', 'compensating'];
+
+/** Entries of several indexes newest first (highest score), each id once, then one page of them. */
+function mergePage(entries: Array<{ id: string; indexStatus: RunStatus; score: number }>, limit: number, offset: number): Array<{ id: string; indexStatus: RunStatus }> {
+  entries.sort((a, b) => b.score - a.score);
+  const seen = new Set<string>();
+  const unique = entries.filter(({ id }) => !seen.has(id) && seen.add(id));
+  return unique.slice(offset, offset + limit).map(({ id, indexStatus }) => ({ id, indexStatus }));
+}
 
 /** The workflow, status and version filters of a list or count call, checked. */
 function checkRunFilter(options: CountRunsOptions, what: string, known: readonly string[]): { workflow?: string; status?: RunStatus; version?: number } {
@@ -136,23 +151,17 @@ export class RunReader extends ClientCore {
 
   /**
    * How many runs there are, filtered by workflow and/or status, as the indexes `listRuns` reads
-   * count them: one `ZCARD` (workflow and status, workflow alone, or status alone), or without a
-   * filter every status index added up in one round trip. O(1) in Redis whatever the number of
-   * runs.
+   * count them: one `ZCARD` (workflow and status, an ended status, or running), else the `ZCARD`s
+   * of the indexes whose union the filter is (a workflow's nine; a live status's, one per
+   * workflow) added up in one round trip. O(1) in Redis per index whatever the number of runs.
    */
   async countRuns(options: CountRunsOptions = {}): Promise<number> {
     const { workflow, status, version } = checkRunFilter(options, 'countRuns', COUNT_RUNS_OPTION_KEYS);
     return this.call(async () => {
       if (workflow && version !== undefined) return (await this.versionEntries(workflow, status, version, Infinity, 0)).length;
-      if (workflow && status) return this.redis.zcard(this.keys.workflowStatusRuns(status, workflow));
-      if (workflow) return this.redis.zcard(this.keys.workflowRuns(workflow));
-      if (status) return this.redis.zcard(this.statusIndex(status));
-      const pipeline = this.redis.pipeline();
-      for (const s of RUN_STATUSES) pipeline.zcard(this.statusIndex(s));
-      return ((await pipeline.exec()) ?? []).reduce((sum, [error, count]) => {
-        if (error) throw error;
-        return sum + Number(count);
-      }, 0);
+      const indexes = await this.indexesOf(workflow, status);
+      if (indexes.length === 1) return this.redis.zcard(indexes[0].key);
+      return ((await this.exec(indexes.map(({ key }) => ['zcard', key]))) as number[]).reduce((sum, count) => sum + Number(count), 0);
     });
   }
 
@@ -249,54 +258,69 @@ export class RunReader extends ClientCore {
   }
 
   /**
-   * The ids of a page, newest first, each with the status of the index it came from (none when
-   * listed by workflow alone). Workflow and status: that pair's index. Workflow: its runs index.
-   * Status: its status index. Neither: the newest entries of the status indexes, merged (no index
-   * holds every run).
+   * The indexes whose union holds the runs of a filter, each with the status it lists. Workflow
+   * and status: that pair's index. Workflow: its nine (workflow, status) indexes. An ended
+   * status: its status index (scored by finish time). Running: the leases zset. Another live
+   * status: its (workflow, status) index of every workflow in `wfnames`. Neither: all of those.
+   */
+  protected async indexesOf(workflow: string | undefined, status: RunStatus | undefined): Promise<Array<{ key: string; status: RunStatus }>> {
+    if (workflow && status) return [{ key: this.keys.workflowStatusRuns(status, workflow), status }];
+    if (workflow) return RUN_STATUSES.map((s) => ({ key: this.keys.workflowStatusRuns(s, workflow), status: s }));
+    let names: string[] | undefined;
+    const indexes: Array<{ key: string; status: RunStatus }> = [];
+    for (const s of status ? [status] : RUN_STATUSES) {
+      if (TERMINAL_STATUSES.has(s)) indexes.push({ key: this.keys.status(s), status: s });
+      else if (s === 'running') indexes.push({ key: this.keys.leases(), status: s });
+      else {
+        names ??= (await this.redis.smembers(this.keys.workflowNames())).sort();
+        for (const name of names) indexes.push({ key: this.keys.workflowStatusRuns(s, name), status: s });
+      }
+    }
+    return indexes;
+  }
+
+  /**
+   * The ids of a page, newest first, each with the status of the index it came from. One index:
+   * that page of it. Several (see `indexesOf`): the first `offset + limit` entries of each, merged
+   * by score (running runs first: the leases zset scores by lease expiry), an id listed twice
+   * (an entry an older engine left) shown once.
    */
   protected async pageEntries(workflow: string | undefined, status: RunStatus | undefined, limit: number, offset: number): Promise<Array<{ id: string; indexStatus?: RunStatus }>> {
-    if (workflow && status) return (await this.redis.zrevrange(this.keys.workflowStatusRuns(status, workflow), offset, offset + limit - 1)).map((id) => ({ id, indexStatus: status }));
-    if (workflow) return (await this.redis.zrevrange(this.keys.workflowRuns(workflow), offset, offset + limit - 1)).map((id) => ({ id }));
-    if (status) return (await this.redis.zrevrange(this.statusIndex(status), offset, offset + limit - 1)).map((id) => ({ id, indexStatus: status }));
-    const pipeline = this.redis.pipeline();
-    for (const s of RUN_STATUSES) pipeline.zrevrange(this.statusIndex(s), 0, offset + limit - 1, 'WITHSCORES');
+    const indexes = await this.indexesOf(workflow, status);
+    if (indexes.length === 1) return (await this.redis.zrevrange(indexes[0].key, offset, offset + limit - 1)).map((id) => ({ id, indexStatus: indexes[0].status }));
+    const replies = (await this.exec(indexes.map(({ key }) => ['zrevrange', key, '0', String(offset + limit - 1), 'WITHSCORES']))) as string[][];
     const merged: Array<{ id: string; indexStatus: RunStatus; score: number }> = [];
-    ((await pipeline.exec()) ?? []).forEach(([error, reply], i) => {
-      if (error) throw error;
-      const flat = reply as string[];
-      for (let j = 0; j < flat.length; j += 2) merged.push({ id: flat[j], indexStatus: RUN_STATUSES[i], score: Number(flat[j + 1]) });
+    replies.forEach((flat, i) => {
+      for (let j = 0; j < flat.length; j += 2) merged.push({ id: flat[j], indexStatus: indexes[i].status, score: Number(flat[j + 1]) });
     });
-    merged.sort((a, b) => b.score - a.score);
-    return merged.slice(offset, offset + limit).map(({ id, indexStatus }) => ({ id, indexStatus }));
+    return mergePage(merged, limit, offset);
   }
 
   /**
    * The ids of a page of one workflow's runs of one version, newest first: no index holds runs by
-   * version, so the workflow's (status) index is read in chunks of 1,000 with the `queue` field of
-   * each run (version N > 1 waits in "<queue>@v<N>"), until the page is full. O(runs of the
-   * workflow in that status); `limit` Infinity reads them all (countRuns).
+   * version, so each of the workflow's (status) indexes the filter names is read in chunks of
+   * 1,000 with the `queue` field of each run (version N > 1 waits in "<queue>@v<N>"), until it
+   * gave `offset + limit` runs of the version; then merged as `pageEntries` does. O(runs of the
+   * workflow in those statuses); `limit` Infinity reads them all (countRuns).
    */
   protected async versionEntries(workflow: string, status: RunStatus | undefined, version: number, limit: number, offset: number): Promise<Array<{ id: string; indexStatus?: RunStatus }>> {
-    const index = status ? this.keys.workflowStatusRuns(status, workflow) : this.keys.workflowRuns(workflow);
-    const found: Array<{ id: string; indexStatus?: RunStatus }> = [];
-    let skipped = 0;
-    for (let start = 0; found.length < limit; start += VERSION_SCAN_CHUNK) {
-      const ids = await this.redis.zrevrange(index, start, start + VERSION_SCAN_CHUNK - 1);
-      const queues = await this.exec(ids.map((id) => ['hget', this.keys.run(id), 'queue']));
-      ids.forEach((id, i) => {
-        const queue = queues[i] as string | null;
-        if (queue === null || parseVersionQueue(queue).version !== version || found.length >= limit) return;
-        if (skipped < offset) skipped++;
-        else found.push({ id, indexStatus: status });
-      });
-      if (ids.length < VERSION_SCAN_CHUNK) break;
+    const merged: Array<{ id: string; indexStatus: RunStatus; score: number }> = [];
+    for (const index of await this.indexesOf(workflow, status)) {
+      let found = 0;
+      for (let start = 0; found < offset + limit; start += VERSION_SCAN_CHUNK) {
+        const flat = await this.redis.zrevrange(index.key, start, start + VERSION_SCAN_CHUNK - 1, 'WITHSCORES');
+        const ids = flat.filter((_, i) => i % 2 === 0);
+        const queues = await this.exec(ids.map((id) => ['hget', this.keys.run(id), 'queue']));
+        ids.forEach((id, i) => {
+          const queue = queues[i] as string | null;
+          if (queue === null || parseVersionQueue(queue).version !== version || found >= offset + limit) return;
+          found++;
+          merged.push({ id, indexStatus: index.status, score: Number(flat[2 * i + 1]) });
+        });
+        if (ids.length < VERSION_SCAN_CHUNK) break;
+      }
     }
-    return found;
-  }
-
-  /** Running runs are listed by the leases zset (newest lease first); other statuses have an index. */
-  protected statusIndex(status: RunStatus): string {
-    return status === 'running' ? this.keys.leases() : this.keys.status(status);
+    return mergePage(merged, limit, offset);
   }
 
   /** Fields of runs by id, in one round trip. */
@@ -353,6 +377,7 @@ export class RunReader extends ClientCore {
         cursor = chunk.cursor;
       } while (cursor !== '0');
     }
+    await this.call(() => this.redis.del(...RETIRED_STATUS_INDEXES.map((s) => this.keys.status(s))));
     await this.call(() => this.redis.set(marker, RUN_INDEX_VERSION));
     return 'built';
   }
@@ -389,16 +414,19 @@ export class RunReader extends ClientCore {
     const workflows = (await this.redis.smembers(this.keys.workflows())).sort();
     const now = this.clock.now();
     const start = now - (now % 60_000) - (minutes - 1) * 60_000;
-    const pipeline = this.redis.pipeline();
-    for (const status of RUN_STATUSES) pipeline.zcard(this.statusIndex(status));
-    for (const name of workflows) pipeline.zcard(this.keys.workflowRuns(name));
+    const statusIndexes = await Promise.all(RUN_STATUSES.map((s) => this.indexesOf(undefined, s)));
+    const commands: string[][] = [];
+    for (const indexes of statusIndexes) for (const { key } of indexes) commands.push(['zcard', key]);
+    for (const name of workflows) for (const s of RUN_STATUSES) commands.push(['zcard', this.keys.workflowStatusRuns(s, name)]);
     for (const status of ['succeeded', 'failed'] as const) {
-      for (let i = 0; i < minutes; i++) pipeline.zcount(this.keys.status(status), start + i * 60_000, start + (i + 1) * 60_000 - 1);
+      for (let i = 0; i < minutes; i++) commands.push(['zcount', this.keys.status(status), String(start + i * 60_000), String(start + (i + 1) * 60_000 - 1)]);
     }
-    const replies = ((await pipeline.exec()) ?? []).map(([, value]) => Number(value));
-    const byStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, replies[i]])) as Record<RunStatus, number>;
-    const byWorkflow = Object.fromEntries(workflows.map((w, i) => [w, replies[RUN_STATUSES.length + i]]));
-    const offset = RUN_STATUSES.length + workflows.length;
+    const replies = (await this.exec(commands)).map(Number);
+    let at = 0;
+    const take = (n: number) => replies.slice(at, (at += n)).reduce((sum, count) => sum + count, 0);
+    const byStatus = Object.fromEntries(RUN_STATUSES.map((s, i) => [s, take(statusIndexes[i].length)])) as Record<RunStatus, number>;
+    const byWorkflow = Object.fromEntries(workflows.map((w) => [w, take(RUN_STATUSES.length)]));
+    const offset = at;
     const perMinute = Array.from({ length: minutes }, (_, i) => ({
       minute: start + i * 60_000,
       succeeded: replies[offset + i],

@@ -86,11 +86,17 @@ export class RedflowKeys {
   compensationLeases(): string {
     return `${this.base}comp-leases`;
   }
+  /** Runs that ended in `status` (succeeded, failed, canceled, compensation_failed, terminated), scored by finish time. */
   status(status: string): string {
     return `${this.base}status:${status}`;
   }
+  /** A workflow's runs as engines before script version 7 kept them: read by the index backfill only. */
   workflowRuns(workflow: string): string {
     return `${this.base}wf:${workflow}:runs`;
+  }
+  /** Names of the workflows that have (or had) runs, registered or not. */
+  workflowNames(): string {
+    return `${this.base}wfnames`;
   }
   /**
    * The glob (after `{prefix}:`, as `scanPrefix` takes it) of every workflow's `workflowRuns` key.

@@ -4,7 +4,7 @@
 -- gives it, and out of its workflow's indexes of every other status, unless it is in the index of its
 -- status already. The runs are walked with
 -- ZSCAN, which returns every run that stays in the zset from the first call to the last at least
--- once; a run seen twice is only added again. A run with no workflow or an unknown status is
+-- once; a run seen twice is only added again. Each run's workflow goes into `wfnames`. A run with no workflow or an unknown status is
 -- left out: it cannot be listed by status, and reading it by id reports it as corrupt.
 -- KEYS[1] index marker "{P}:index:wfstatus"    KEYS[2] the workflow's runs zset
 -- ARGV[1] base "{prefix}:"    ARGV[2] the marker's value while this caller builds the index
@@ -29,6 +29,8 @@ for i = 1, #entries, 2 do
   local runId, createdAt = entries[i], entries[i + 1]
   local run = redis.call('HMGET', k_run(base, runId), 'status', 'workflow', 'finishedAt')
   local status, workflow = run[1], run[2]
+  -- Lists of one live status read the (workflow, status) indexes of the workflows named here.
+  if workflow then redis.call('SADD', k_workflow_names(base), workflow) end
   -- A run already in the index of its status was put there by an engine that keeps the index
   -- (a run enqueued before the first worker started, the common case): nothing to do. An entry
   -- it may have left in another status's index was left by an older engine; listing prunes it.

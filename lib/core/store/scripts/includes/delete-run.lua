@@ -3,8 +3,8 @@
 --!include keys.lua
 
 -- Deletes an ended run read from `indexKey`, the status index or the (workflow, status) index of
--- `status`: its hash (step records included), its entries in the status, (workflow, status) and
--- workflow indexes, its idempotency key (while that still names it), its children and waiters
+-- `status`: its hash (step records included), its entries in the status and (workflow, status)
+-- indexes (and in the workflow's runs index an engine before version 7 kept), its idempotency key (while that still names it), its children and waiters
 -- sets and its signal buffer. An entry whose run has since moved to another status (only an
 -- engine older than the (workflow, status) index leaves one) just leaves `indexKey`: the run stays.
 -- Returns true when a run was deleted.

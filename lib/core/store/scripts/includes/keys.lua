@@ -16,7 +16,10 @@ local function k_children(base, runId) return base .. 'children:' .. runId end
 local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 -- Versions of a workflow workers serve: '<version>' -> last seen (ms), '<version>\n<worker id>' -> expiry (ms).
 local function k_workflow_versions(base, workflow) return base .. 'wfversions:' .. workflow end
+-- Runs of a workflow, as engines before script version 7 kept them (read by the index backfill only).
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
+-- Names of the workflows that have (or had) runs, registered or not.
+local function k_workflow_names(base) return base .. 'wfnames' end
 -- Runs of a workflow in a status. The status is one of the status words, without ':', and the workflow
 -- name ends the key, so 'wfstatus:<status>:<workflow>' splits one way only: a workflow named
 -- 'a:b' in status 'failed' is 'wfstatus:failed:a:b', which no other (status, workflow) pair builds.

@@ -24,7 +24,8 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
   redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
     'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
   if extra and #extra > 0 then redis.call('HSET', runKey, unpack(extra)) end
-  redis.call('ZADD', k_workflow_runs(base, workflow), now, runId)
+  -- The workflows that have runs: lists of one status read their (workflow, status) indexes.
+  redis.call('SADD', k_workflow_names(base), workflow)
   move_index(base, runId, workflow, nil, status, now)
   if status == 'scheduled' then
     redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)
