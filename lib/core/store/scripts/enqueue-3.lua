@@ -37,6 +37,12 @@ end
 local queue, maxAttempts = workflow_defaults(base, workflow, ARGV[4], ARGV[5])
 if not queue then return { 'unknown', '' } end
 
+-- The common start: the caller computed the flow control and there is none, nor an idempotency key.
+if ARGV[14] == '1' and ARGV[11] == '' and idemKey == '' and #ARGV < 15 then
+  create_run(base, runId, workflow, queue, maxAttempts, input, now, math.max(now, runAt), nil, false)
+  return { 'created', runId }
+end
+
 local extra, debounce = caller_flow({}, 15, idemKey, ARGV[11] ~= '' and KEYS[3] or '', ARGV[12], ARGV[13])
 
 local id, outcome = start_run(base, { runId = runId, workflow = workflow, queue = queue, maxAttempts = maxAttempts,

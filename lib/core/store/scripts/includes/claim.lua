@@ -24,8 +24,29 @@ local function put_back(readyKey, left, rotate)
   end
 end
 
-local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil, skip)
-  now = tonumber(now)
+-- The fields of the run hash a worker reads when it starts a run's first attempt (run-executor.ts),
+-- read by the claim's HMGET below: such a run has no journal yet, so the claim replies with these
+-- instead of reading the whole hash again. A field the worker starts to read goes into both.
+local CLAIM_FIELDS = { 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue', 'resume', 'waited',
+  'timeout', 'deadline', 'lease', 'attempt', 'input', 'maxAttempts', 'traceparent', 'tracestate' }
+
+-- The reply of a first claim: the hash as it is now, from `run` (CLAIM_FIELDS) and what the claim wrote.
+local function first_claim_reply(run, token, nowText, attemptText, deadline, slot)
+  local reply = { 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText }
+  for i = 1, #CLAIM_FIELDS do
+    local value = run[i]
+    if value and i ~= 1 and i ~= 12 and i ~= 13 and i ~= 8 then
+      reply[#reply + 1] = CLAIM_FIELDS[i]
+      reply[#reply + 1] = value
+    end
+  end
+  if deadline and not run[11] then reply[#reply + 1] = 'deadline'; reply[#reply + 1] = deadline end
+  if slot then reply[#reply + 1] = 'slot'; reply[#reply + 1] = '1' end
+  return reply
+end
+
+local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil, skip)
+  local now = tonumber(nowText)
   local left, leftWorkflow = {}, nil
   for _ = 1, 1000 do
     local runId = redis.call('LPOP', readyKey)
@@ -34,16 +55,15 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil, ski
       return leftWorkflow and { '', leftWorkflow } or nil
     end
     local runKey = k_run(base, runId)
-    local run = redis.call('HMGET', runKey, 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue',
-      'resume', 'waited', 'timeout', 'deadline', 'lease', 'attempt')
+    local run = redis.call('HMGET', runKey, unpack(CLAIM_FIELDS))
     local admitted, slot = false, false
     if run[1] == 'compensating' then
       -- A run whose compensations were interrupted (reaped) or that was canceled with compensate:
       -- a worker takes it to run them, with no admission (it holds no slot or mutex) and the same
       -- attempt. An id popped while a worker holds it already is dropped.
       if not run[12] then
-        redis.call('HSET', runKey, 'lease', token, 'startedAt', now)
-        redis.call('ZADD', k_comp_leases(base), tonumber(leaseUntil), runId)
+        redis.call('HSET', runKey, 'lease', token, 'startedAt', nowText)
+        redis.call('ZADD', k_comp_leases(base), leaseUntil, runId)
         put_back(readyKey, left, false)
         return { runId, redis.call('HGETALL', runKey) }
       end
@@ -59,20 +79,30 @@ local function claim_next(base, readyKey, leasesKey, token, now, leaseUntil, ski
     if admitted then
       -- A run resuming after a wait or a crash goes on with the same attempt.
       local attempt = tonumber(run[13]) or 0
+      local first = attempt == 0 and not run[8]
       if run[8] then
         redis.call('HDEL', runKey, 'resume')
       else
         attempt = attempt + 1
       end
-      local fields = { 'status', 'running', 'lease', token, 'startedAt', now, 'attempt', attempt }
-      if slot then fields[#fields + 1] = 'slot'; fields[#fields + 1] = '1' end
+      local attemptText = tostring(attempt)
       -- A run timeout counts from the first start: only the first claim sets the deadline.
-      if run[10] and not run[11] then fields[#fields + 1] = 'deadline'; fields[#fields + 1] = now + tonumber(run[10]) end
-      redis.call('HSET', runKey, unpack(fields))
+      local deadline
+      if run[10] and not run[11] then deadline = tostring(now + tonumber(run[10])) end
+      if slot or deadline then
+        local fields = { 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText }
+        if slot then fields[#fields + 1] = 'slot'; fields[#fields + 1] = '1' end
+        if deadline then fields[#fields + 1] = 'deadline'; fields[#fields + 1] = deadline end
+        redis.call('HSET', runKey, unpack(fields))
+      else
+        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText)
+      end
       move_index(base, runId, run[3], 'queued', 'running', run[2])
-      redis.call('ZADD', leasesKey, tonumber(leaseUntil), runId)
-      emit_event(base, 'run.started', runId, run[3], now, { 'attempt', attempt })
+      redis.call('ZADD', leasesKey, leaseUntil, runId)
+      emit_event(base, 'run.started', runId, run[3], nowText, { 'attempt', attemptText })
       put_back(readyKey, left, false)
+      -- A first attempt has no journal: what the worker reads was read above.
+      if first then return { runId, first_claim_reply(run, token, nowText, attemptText, deadline, slot) } end
       return { runId, redis.call('HGETALL', runKey) }
     end
   end

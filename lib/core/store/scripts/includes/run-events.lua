@@ -11,23 +11,24 @@
 -- More than this many events in one call (a fan-out to many runs) are split over several entries,
 -- so that no XADD unpacks more arguments than Lua allows.
 local EVENTS_PER_ENTRY = 400
-local event_fields = {}
+-- The buffer: the XADD arguments of the entry so far (key, MAXLEN ~ n, *, then field/value pairs),
+-- built by the first event of a call in one table constructor; `event_count` events in it.
+local event_fields = nil
 local event_count = 0
-local event_base = nil
 
 -- Writes the buffered events as one stream entry. Called once at the end of every script that
 -- emits (by the loader), and by emit_event when an entry is full.
 local function flush_events()
   if event_count == 0 then return end
-  redis.call('XADD', k_events(event_base), 'MAXLEN', '~', EVENTS_MAX_LEN, '*', unpack(event_fields))
-  event_fields = {}
+  redis.call('XADD', unpack(event_fields))
+  event_fields = nil
   event_count = 0
 end
 
 -- Empties the buffer: called before every call of a Redis Function, whose buffer outlives a call
 -- (a script sent with EVALSHA starts with a new one).
 local function reset_events()
-  event_fields = {}
+  event_fields = nil
   event_count = 0
 end
 
@@ -35,16 +36,19 @@ end
 -- waitingFor, signal); nil values are left out.
 local function emit_event(base, type, runId, workflow, now, extra)
   if EVENTS_MAX_LEN <= 0 then return end
-  event_base = base
-  local n = #event_fields
-  event_fields[n + 1] = 'type'
-  event_fields[n + 2] = type
-  event_fields[n + 3] = 'runId'
-  event_fields[n + 4] = runId
-  event_fields[n + 5] = 'workflow'
-  event_fields[n + 6] = workflow or ''
-  event_fields[n + 7] = 'at'
-  event_fields[n + 8] = now
+  if event_count == 0 then
+    event_fields = { k_events(base), 'MAXLEN', '~', EVENTS_MAX_LEN_ARG, '*', 'type', type, 'runId', runId, 'workflow', workflow or '', 'at', now }
+  else
+    local n = #event_fields
+    event_fields[n + 1] = 'type'
+    event_fields[n + 2] = type
+    event_fields[n + 3] = 'runId'
+    event_fields[n + 4] = runId
+    event_fields[n + 5] = 'workflow'
+    event_fields[n + 6] = workflow or ''
+    event_fields[n + 7] = 'at'
+    event_fields[n + 8] = now
+  end
   if extra then
     for i = 1, #extra, 2 do
       if extra[i + 1] ~= nil and extra[i + 1] ~= false then

@@ -19,20 +19,26 @@ end
 local function create_run(base, runId, workflow, queue, maxAttempts, input, now, availableAt, extra, ifAbsent)
   local runKey = k_run(base, runId)
   if ifAbsent and redis.call('EXISTS', runKey) == 1 then return false end
-  local status = 'queued'
-  if availableAt > now then status = 'scheduled' end
-  redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
-    'attempt', 0, 'maxAttempts', maxAttempts, 'createdAt', now, 'availableAt', availableAt)
-  if extra and #extra > 0 then redis.call('HSET', runKey, unpack(extra)) end
+  -- Times go to Redis as text, each number turned into text once.
+  local nowText = tostring(now)
+  local status, dueText = 'queued', nowText
+  if availableAt > now then status, dueText = 'scheduled', tostring(availableAt) end
+  if extra and #extra > 0 then
+    redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
+      'attempt', '0', 'maxAttempts', maxAttempts, 'createdAt', nowText, 'availableAt', dueText, unpack(extra))
+  else
+    redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
+      'attempt', '0', 'maxAttempts', maxAttempts, 'createdAt', nowText, 'availableAt', dueText)
+  end
   -- The workflows that have runs: lists of one status read their (workflow, status) indexes.
   redis.call('SADD', k_workflow_names(base), workflow)
-  move_index(base, runId, workflow, nil, status, now)
+  move_index(base, runId, workflow, nil, status, nowText)
   if status == 'scheduled' then
-    redis.call('ZADD', k_scheduled(base, queue), availableAt, runId)
+    redis.call('ZADD', k_scheduled(base, queue), dueText, runId)
   else
     redis.call('RPUSH', k_ready(base, queue), runId)
   end
-  emit_event(base, 'run.created', runId, workflow, now, nil)
+  emit_event(base, 'run.created', runId, workflow, nowText, nil)
   return true
 end
 
