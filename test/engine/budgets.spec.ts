@@ -21,17 +21,17 @@ import { clusterMode, eventually } from '../support/engine';
 /** Commands per one-step run, by name: enqueue (start) and processing (claim, step, finish). */
 const ONE_STEP = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
-  processing: { script: 1, lpop: 1, hmget: 2, hget: 1, hset: 2, zrem: 3, zadd: 4, xadd: 1, hdel: 1, publish: 1 },
+  processing: { script: 1, lpop: 1, hmget: 2, hget: 1, hset: 2, zrem: 3, zadd: 4, xadd: 1, publish: 1 },
 };
 /** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
 const TEN_STEP = {
-  processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 13, xadd: 10, hdel: 1, publish: 1 },
+  processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 13, xadd: 10, publish: 1 },
 };
 /** Commands per parent run that waits on a child run, the child included (the child is started by the parent's step). */
 const CHILD_WAIT = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
   processing: {
-    script: 4, lpop: 3, lpush: 1, rpush: 1, exists: 1, hmget: 9, hget: 5, hgetall: 1, hset: 11, hdel: 4,
+    script: 4, lpop: 3, lpush: 1, rpush: 1, exists: 1, hmget: 9, hget: 5, hgetall: 1, hset: 11, hdel: 2,
     zadd: 13, zrem: 11, sadd: 3, smembers: 1, del: 1, xadd: 4, publish: 2,
   },
 };

@@ -97,8 +97,8 @@ describe('crash recovery', () => {
       ['two', 'succeeded', 2, 1, { by: 'child', n: 1 }],
       ['three', 'succeeded', 3, 1, { by: 'parent', n: 2 }],
     ]);
-    // Step three's output proves the run was claimed again here; the lease is released.
-    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toBeNull();
+    // Step three's output proves the run was claimed again here; the lease is released (its token emptied).
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toBe('');
     expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
   });
 
@@ -150,7 +150,8 @@ describe('crash recovery', () => {
     ]);
     expect(steps.map((s) => s.seq)).toEqual([1, 2, 3]);
     expect(steps[2]).toMatchObject({ name: 'c', status: 'succeeded', attempt: 1, output: { by: 'parent', n: 2 } });
-    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toBeNull();
+    expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toBe('');
+    expect(await engine.redis.zscore(engine.client.keys.leases(), handle.id)).toBeNull();
   });
 
   it('delivers a signal sent while the worker that ran the wait is dead, once, after another worker takes the run', async () => {

@@ -48,7 +48,7 @@ if not queue or not workflow then return 'corrupt' end
 if status == 'compensation_failed' then
   -- The compensations left run again: the run is compensating, first in its queue (the next
   -- claim hands it to a worker without admission); its error and `compensate` target stay.
-  redis.call('HDEL', KEYS[1], 'compError', 'finishedAt', 'recoveries')
+  redis.call('HDEL', KEYS[1], 'compError', 'finishedAt', 'recoveries', 'lease', 'slot')
   redis.call('HSET', KEYS[1], 'status', 'compensating')
   move_index(base, runId, workflow, status, 'compensating', run[5])
   redis.call('LPUSH', k_ready(base, queue), runId)
@@ -60,7 +60,7 @@ local budget = tonumber(redis.call('HGET', k_meta(base, workflow), 'maxAttempts'
 local attempt = tonumber(run[4] or '0') or 0
 -- Without `resume`, claim counts a new attempt and the throttle and rate-limit windows count the
 -- start again, as for any queued run (a run canceled while it waited still holds the field).
-redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'crashes', 'resume', 'cancelOn', 'deadline')
+redis.call('HDEL', KEYS[1], 'error', 'finishedAt', 'cancelReason', 'output', 'recoveries', 'crashes', 'resume', 'cancelOn', 'deadline', 'lease', 'slot')
 redis.call('HSET', KEYS[1], 'status', 'queued', 'maxAttempts', attempt + budget)
 relink_children(base, runId, KEYS[1], tonumber(ARGV[3]))
 move_index(base, runId, workflow, status, 'queued', run[5])

@@ -9,9 +9,11 @@
 
 -- A running run gives back what it holds: its lease, its mutex and its workflow concurrency slot
 -- (each handed to the next parked run). `slot` is the run's `slot` field, set while it holds one.
-local function stop_running(base, runId, leasesKey, workflow, mutex, slot)
+-- `ended`: the run ends for good: end_run empties its `lease` field in the write that ends it,
+-- and its `slot` field stays (read only while a run runs; `resume` deletes both).
+local function stop_running(base, runId, leasesKey, workflow, mutex, slot, ended)
   redis.call('ZREM', leasesKey, runId)
-  redis.call('HDEL', k_run(base, runId), 'lease', 'slot')
+  if not ended then redis.call('HDEL', k_run(base, runId), 'lease', 'slot') end
   release_slots(base, runId, workflow, mutex, slot)
 end
 
@@ -48,15 +50,17 @@ end
 -- r = { from, workflow, queue, mutex, slot, waited, leasesKey, popped, sigs, evw }
 local function end_run(base, runId, r, to, now, result, fields)
   if r.from == 'running' then
-    stop_running(base, runId, r.leasesKey, r.workflow, r.mutex, r.slot)
+    stop_running(base, runId, r.leasesKey, r.workflow, r.mutex, r.slot, true)
   elseif r.from == 'compensating' then
-    stop_running(base, runId, k_comp_leases(base), r.workflow, r.mutex, r.slot)
+    stop_running(base, runId, k_comp_leases(base), r.workflow, r.mutex, r.slot, true)
   elseif r.from == 'scheduled' then
     redis.call('ZREM', k_scheduled(base, r.queue), runId)
   elseif r.popped then
     offer_capacity(base, r.workflow, r.mutex)
   end
   local all = { 'status', to, 'finishedAt', now, to == 'succeeded' and 'output' or 'error', result }
+  -- A held run's lease token is emptied in the same write (stop_running left the field).
+  if r.from == 'running' or r.from == 'compensating' then all[#all + 1] = 'lease'; all[#all + 1] = '' end
   for _, v in ipairs(fields or {}) do all[#all + 1] = v end
   redis.call('HSET', k_run(base, runId), unpack(all))
   move_index(base, runId, r.workflow, r.from, to, now)
