@@ -172,7 +172,7 @@ describe('scripts on a Redis that refuses writes', () => {
         'enqueue',
         scripts.enqueue({ runId: 'run-new', workflow: 'w', queue: 'default', maxAttempts: '3', input: '{}', now, runAt: now, idempotencyKey: 'idem', idempotencyTtlSec: 60, localFlow: true, extra: [] }),
       ],
-      ['checkpoint', scripts.checkpoint(runId, 'lease-1', now + 60_000, now, ['s:a', `[1,1,1,${now},0,1]`])],
+      ['checkpoint', scripts.checkpoint(runId, 'lease-1', now, ['s:a', `[1,1,1,${now},0,1]`])],
       [
         'finish',
         scripts.finish({ runId, queue: 'default', token: 'lease-1', now, outcome: 'succeeded', payload: '1', dueAt: 0, nextToken: 'lease-2', leaseMs: 1000, waitFields: [], records: ['s:a', `[1,1,1,${now},0,1]`] }),

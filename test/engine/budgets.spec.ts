@@ -25,7 +25,7 @@ const ONE_STEP = {
 };
 /** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
 const TEN_STEP = {
-  processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 13, xadd: 10, publish: 1 },
+  processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 4, xadd: 10, publish: 1 },
 };
 /** Commands per parent run that waits on a child run, the child included (the child is started by the parent's step). */
 const CHILD_WAIT = {

@@ -83,7 +83,7 @@ describe('poison runs', () => {
     const crash = async (token: string, progress: boolean) => {
       // A worker claims the run with a 1 ms lease, maybe stores a step, and dies; the reaper finds it.
       expect((await scripts.claim('default', token, Date.now(), 1))?.runId).toBe(handle.id);
-      if (progress) expect(await scripts.checkpoint(handle.id, token, Date.now() + 1, Date.now(), ['s:a', `[1,1,1,${Date.now()},0,"a"]`])).toBe('ok');
+      if (progress) expect(await scripts.checkpoint(handle.id, token, Date.now(), ['s:a', `[1,1,1,${Date.now()},0,"a"]`])).toBe('ok');
       expect(await scripts.reap(Date.now() + 10, 100, 1)).toEqual([handle.id]);
     };
     await crash('dead-1:1', false);

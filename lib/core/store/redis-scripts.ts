@@ -258,8 +258,8 @@ export class RedisScripts {
     return toClaimed(reply, 0, token);
   }
 
-  async checkpoint(runId: string, token: string, leaseUntil: number, now: number, records: string[]): Promise<'ok' | 'canceled' | 'terminated' | 'lost'> {
-    return (await this.commands.checkpoint(this.keys.run(runId), this.keys.leases(), runId, token, leaseUntil, now, this.keys.base, ...records)) as 'ok';
+  async checkpoint(runId: string, token: string, now: number, records: string[]): Promise<'ok' | 'canceled' | 'terminated' | 'lost'> {
+    return (await this.commands.checkpoint(this.keys.run(runId), this.keys.leases(), runId, token, now, this.keys.base, ...records)) as 'ok';
   }
 
   async finish(a: {

@@ -77,7 +77,7 @@ export async function runCompensations(
       }
       const finishedAt = Date.now();
       const record = encodeSuccessRecord(0, host.attempt, finishedAt, finishedAt - startedAt, '');
-      const code = await host.call(() => host.scripts.checkpoint(host.runId, host.token, Date.now() + host.leaseMs, host.clock.now(), [COMPENSATION_FIELD_PREFIX + step, record]));
+      const code = await host.call(() => host.scripts.checkpoint(host.runId, host.token, host.clock.now(), [COMPENSATION_FIELD_PREFIX + step, record]));
       if (code !== 'ok') {
         host.onLost(code);
         throw host.stopReason() ?? new CanceledError(host.runId, 'this worker no longer holds the run');

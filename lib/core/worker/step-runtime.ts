@@ -855,7 +855,7 @@ export class StepRuntime {
       this.flushing = this.flushing.then(async () => {
         if (this.flushError) return;
         try {
-          const code = await this.ctx.call(() => this.ctx.scripts.checkpoint(this.ctx.runId, this.ctx.token, Date.now() + this.ctx.leaseMs, this.ctx.clock.now(), records));
+          const code = await this.ctx.call(() => this.ctx.scripts.checkpoint(this.ctx.runId, this.ctx.token, this.ctx.clock.now(), records));
           if (code !== 'ok') this.ctx.onLost(code);
         } catch (error) {
           // Keep the records: the attempt now fails, and its finish call stores them.

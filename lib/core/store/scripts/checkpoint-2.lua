@@ -1,9 +1,10 @@
--- checkpoint: stores completed step records (or compensation records, for a compensating run) and
--- extends the lease, only while the caller still holds the run's lease. The reply tells the worker whether the run was canceled meanwhile.
--- KEYS[1] run hash            KEYS[2] leases zset
--- ARGV[1] run id              ARGV[2] lease token  ARGV[3] lease expiry (ms, real time)
--- ARGV[4] now (ms, workflow time)  ARGV[5] base ("{prefix}:")
--- ARGV[6..] pairs of step field ("s:<name>"), step record JSON
+-- checkpoint: stores completed step records (or compensation records, for a compensating run), only
+-- while the caller still holds the run's lease. The reply tells the worker whether the run was
+-- canceled meanwhile. The lease itself is the heartbeat's to extend (every third of a lease).
+-- KEYS[1] run hash            KEYS[2] leases zset (unused: kept so the contract reads like finish's)
+-- ARGV[1] run id              ARGV[2] lease token  ARGV[3] now (ms, workflow time)
+-- ARGV[4] base ("{prefix}:")
+-- ARGV[5..] pairs of step field ("s:<name>"), step record JSON
 -- Returns 'ok' | 'canceled' | 'terminated' (the run ended so meanwhile) | 'lost' (lease taken over or run gone)
 -- Deletes the run's `crashes` (lease expiries in a row, counted by reap).
 -- Writes step.completed / step.failed / retry.scheduled to the event stream (run-events.lua), at the
@@ -17,15 +18,12 @@ if not HELD[run[1]] or run[2] ~= ARGV[2] then
   if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
   return 'lost'
 end
-for i = 6, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-end
-if run[1] == 'compensating' then
-  redis.call('ZADD', k_comp_leases(ARGV[5]), 'XX', ARGV[3], ARGV[1])
+if #ARGV == 6 then
+  redis.call('HSET', KEYS[1], ARGV[5], ARGV[6])
 else
-  redis.call('ZADD', KEYS[2], 'XX', ARGV[3], ARGV[1])
+  redis.call('HSET', KEYS[1], unpack(ARGV, 5))
 end
 -- The attempt made progress: the crashes counted by reap are no longer in a row.
 if run[4] then redis.call('HDEL', KEYS[1], 'crashes') end
-emit_step_events(ARGV[5], ARGV[1], run[3], tonumber(ARGV[4]), ARGV, 6)
+emit_step_events(ARGV[4], ARGV[1], run[3], ARGV[3], ARGV, 5)
 return 'ok'
