@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { abortedFlag, blockedFlag, BLOCKY, defineBlocky, executionsKey } from '../fixtures/blocking-worker';
+import { abortedFlag, blockedFlag, blockingFlag, BLOCKY, BLOCKY_BETWEEN, defineBlocky, executionsKey } from '../fixtures/blocking-worker';
 import { eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
@@ -57,5 +57,27 @@ describe('a worker whose event loop is blocked for longer than the lease', () =>
       ['block', 'succeeded'],
       ['after', 'succeeded'],
     ]);
+  });
+
+  it('a worker blocked past its lease before a step does not run that step once it wakes: the worker that took the run over ran it', async () => {
+    child = spawnWorkerProcess(FIXTURE, { REDFLOW_BLOCK_PREFIX: engine.prefix });
+    await whileAlive([child], 'blocking worker', async () => (await engine.client.getWorkflowMeta(BLOCKY_BETWEEN)) !== null, 15_000);
+    const handle = await engine.client.runByName(BLOCKY_BETWEEN, {});
+    await whileAlive([child], 'blocking worker', async () => (await engine.redis.get(blockingFlag(engine.prefix))) === '1', 10_000);
+
+    // While the child is blocked (in handler code, with no step record to store), a worker here
+    // takes the run over once its lease expires, and runs the step.
+    defineBlocky(engine.registry, engine.redis, engine.prefix);
+    await engine.worker({ concurrency: 2 });
+    expect(await handle.result({ timeoutMs: 10_000 })).toBe('ok');
+    const count = async (step: string) => Number(await engine.redis.get(executionsKey(engine.prefix, step)));
+    expect(await count('between-after')).toBe(1);
+
+    // The child wakes with its lease expired: it renews it before the step's function, finds the
+    // run taken over, and stops without running the step.
+    await eventually(() => child!.stderr.includes(`Run "${handle.id}" was taken over by another worker`), 5_000);
+    expect(await count('between-after')).toBe(1);
+    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'succeeded', attempt: 1 });
+    expect((await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status])).toEqual([['between-after', 'succeeded']]);
   });
 });

@@ -16,6 +16,8 @@ export interface ClaimedRun {
   runId: string;
   token: string;
   hash: Record<string, string>;
+  /** The lease's expiry the claim asked for (ms, real time, taken before the call was sent). */
+  leaseUntil: number;
 }
 
 /** A claim that took no run, but left runs of `skipped` (a workflow of another version) in the list. */
@@ -66,9 +68,9 @@ function toHash(flat: string[]): Record<string, string> {
   return hash;
 }
 
-function toClaimed(reply: unknown[] | null | undefined, offset: number, token: string): ClaimedRun | null {
+function toClaimed(reply: unknown[] | null | undefined, offset: number, token: string, leaseUntil: number): ClaimedRun | null {
   if (!reply || reply[offset] == null) return null;
-  return { runId: String(reply[offset]), token, hash: toHash(reply[offset + 1] as string[]) };
+  return { runId: String(reply[offset]), token, hash: toHash(reply[offset + 1] as string[]), leaseUntil };
 }
 
 /** FCALL of a function Redis does not have: the library is not loaded there yet (or Redis has no FUNCTION at all). */
@@ -253,9 +255,10 @@ export class RedisScripts {
   async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[]): Promise<ClaimedRun | SkippedClaim | null>;
   async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[] = []): Promise<ClaimedRun | SkippedClaim | null> {
     const k = this.keys;
-    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, Date.now() + leaseMs, ...skip)) as unknown[] | null;
+    const leaseUntil = Date.now() + leaseMs;
+    const reply = (await this.commands.claim(k.ready(queue), k.leases(), k.base, token, now, leaseUntil, ...skip)) as unknown[] | null;
     if (reply?.[0] === '') return { skipped: String(reply[1]) };
-    return toClaimed(reply, 0, token);
+    return toClaimed(reply, 0, token, leaseUntil);
   }
 
   async checkpoint(runId: string, token: string, now: number, records: string[]): Promise<'ok' | 'canceled' | 'terminated' | 'lost'> {
@@ -279,6 +282,7 @@ export class RedisScripts {
     records: string[];
   }): Promise<FinishResult> {
     const k = this.keys;
+    const leaseUntil = Date.now() + a.leaseMs;
     const reply = (await this.commands.finish(
       k.run(a.runId),
       k.leases(),
@@ -292,11 +296,11 @@ export class RedisScripts {
       a.payload,
       a.dueAt,
       a.nextToken,
-      Date.now() + a.leaseMs,
+      leaseUntil,
       a.waitFields.join('\n'),
       ...a.records,
     )) as unknown[];
-    return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken) };
+    return { code: reply[0] as FinishResult['code'], next: toClaimed(reply, 1, a.nextToken, leaseUntil) };
   }
 
   async cancel(runId: string, now: number, errorJson: string, reason: string, compensate = false): Promise<string> {

@@ -32,7 +32,7 @@ export function dueCompensations(runId: string, journal: ReadonlyMap<string, str
  * context (ids, lease, clock, scripts, the outage-riding `call`, `onLost`), with its own stop
  * reason and signal (a run that timed out still compensates; only a cancel or a lost lease stops it).
  */
-export type CompensationHost = Pick<AttemptContext, 'runId' | 'workflow' | 'token' | 'attempt' | 'leaseMs' | 'clock' | 'scripts' | 'call' | 'stopReason' | 'onLost'> & {
+export type CompensationHost = Pick<AttemptContext, 'runId' | 'workflow' | 'token' | 'attempt' | 'leaseMs' | 'clock' | 'scripts' | 'call' | 'confirmLease' | 'stopReason' | 'onLost'> & {
   /** Aborts when the work must stop. */
   signal: AbortSignal;
 };
@@ -66,6 +66,9 @@ export async function runCompensations(
     const { retries } = compensation;
     for (let attempt = 1; ; attempt++) {
       stopIfNeeded(host);
+      // As a step: only under a lease this worker surely holds.
+      const renewing = host.confirmLease();
+      if (renewing) await renewing;
       const startedAt = Date.now();
       try {
         await compensation.fn(output, { runId: host.runId, workflow: host.workflow, step, reason, attempt, signal: host.signal });

@@ -48,6 +48,8 @@ export interface ExecutorHost {
   readonly hooks: HookRunner;
   /** Resolves when Redis is healthy again, or the worker stopped for good. */
   waitForRedis(): Promise<void>;
+  /** Renews this attempt's lease now (a heartbeat of this run alone); tells the executor if it is lost. */
+  renewLease(executor: RunExecutor): Promise<void>;
   /** An attempt found its lease gone (taken over or canceled). */
   leaseLost(runId: string, attemptStartedAt: number): void;
   /** Tracing, when on: a span per attempt, child of the trace context stored with the run. */
@@ -88,6 +90,12 @@ export class RunExecutor {
   /** Aborts the compensations' signal when the worker must leave the run. */
   private compensationController: AbortController | undefined;
   private outcome: SpanOutcome = { outcome: 'abandoned' };
+  /**
+   * Until when the lease is surely this attempt's (ms, real time): the expiry the claim or the
+   * last heartbeat asked for, each computed before its call was sent. Checkpoints do not extend
+   * a lease; only the claim and heartbeats do.
+   */
+  private leaseUntil: number;
 
   constructor(
     private readonly host: ExecutorHost,
@@ -95,8 +103,29 @@ export class RunExecutor {
   ) {
     this.runId = claimed.runId;
     this.token = claimed.token;
+    this.leaseUntil = claimed.leaseUntil;
     this.queue = claimed.hash.queue ?? '';
     this.deadline = Number(claimed.hash.deadline) || 0;
+  }
+
+  /** A heartbeat renewed the lease until `until` (computed before the heartbeat was sent). */
+  leaseRenewed(until: number): void {
+    if (until > this.leaseUntil) this.leaseUntil = until;
+  }
+
+  /**
+   * Called before a step's (or a compensation's) function runs: the lease must still be this
+   * attempt's, or another worker may have taken the run over (this worker's event loop was
+   * blocked past the lease) and stored the step already. While more than a third of a lease is
+   * left (heartbeats come every third), nothing is sent and undefined is returned; else the lease
+   * is renewed first, and the promise rejects with the stop reason when it was lost.
+   */
+  confirmLease(): Promise<void> | undefined {
+    if (Date.now() < this.leaseUntil - this.host.leaseMs / 3) return undefined;
+    return this.redisCall(() => this.host.renewLease(this)).then(() => {
+      if (this.stopReason) throw this.stopReason;
+      if (this.halted) throw this.halted;
+    });
   }
 
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
@@ -254,6 +283,7 @@ export class RunExecutor {
       stopReason,
       onLost: (code) => this.lost(code),
       call: (fn) => this.redisCall(fn),
+      confirmLease: () => this.confirmLease(),
       tracing: this.host.tracing,
       span: this.span,
     };
@@ -332,6 +362,7 @@ export class RunExecutor {
           clock: this.host.clock,
           scripts: this.host.scripts,
           call: (fn) => this.redisCall(fn),
+          confirmLease: () => this.confirmLease(),
           stopReason: halted,
           signal: controller.signal,
           onLost: (code) => this.lost(code),

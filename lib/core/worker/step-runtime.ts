@@ -102,6 +102,11 @@ export interface AttemptContext {
   stopReason(): Error | undefined;
   /** Sends a call that must reach Redis, waiting out outages (see RunExecutor). */
   call<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Before a step's function runs: undefined while the lease is surely still held, else a promise
+   * that renews it and rejects when it was lost (see RunExecutor.confirmLease).
+   */
+  confirmLease(): Promise<void> | undefined;
   /** Called when a checkpoint finds the run canceled or taken over. */
   onLost(code: 'canceled' | 'terminated' | 'lost'): void;
   /** The worker's lifecycle hooks (onStepStart, onStepComplete, onStepFailed). */
@@ -786,6 +791,10 @@ export class StepRuntime {
     let timer: NodeJS.Timeout | undefined;
     try {
       const mock = this.ctx.stepMocks && (await this.ctx.stepMocks(this.ctx.runId, name));
+      // A step runs only under a lease this worker surely holds: after a blocked event loop,
+      // another worker may have taken the run over and stored this step already.
+      const renewing = this.ctx.confirmLease();
+      if (renewing) await renewing;
       const result = await new Promise<T>((resolve, reject) => {
         step.reject = reject;
         this.inflight.add(step);

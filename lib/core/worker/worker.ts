@@ -655,17 +655,32 @@ export class Worker implements ExecutorHost {
   private async heartbeat(): Promise<void> {
     this.lastHeartbeatAt = Date.now();
     if (!this.active.size) return;
-    const sent = new Map<string, RunExecutor>(this.active);
+    await this.renewLeases(new Map<string, RunExecutor>(this.active));
+  }
+
+  /**
+   * Renews the leases of `sent` until now + leaseMs (computed before the call is sent, so an
+   * executor never counts on more than Redis holds) and tells each executor the outcome: a later
+   * expiry, or the loss of its run. Only the attempt asked about: the run may have been claimed
+   * again meanwhile.
+   */
+  private async renewLeases(sent: Map<string, RunExecutor>): Promise<void> {
     const pairs: string[] = [];
     for (const executor of sent.values()) pairs.push(executor.runId, executor.token);
-    const lost = await this.scripts.heartbeat(Date.now() + this.leaseMs, pairs);
-    // Only the attempt the heartbeat asked about: the run may have been claimed again meanwhile.
-    for (const entry of lost) {
+    const until = Date.now() + this.leaseMs;
+    const lost = new Set(await this.scripts.heartbeat(until, pairs));
+    for (const [runId, executor] of sent) {
+      if (this.active.get(runId) !== executor) continue;
       // A terminated run comes as "<id>\nterminated" (heartbeat-1.lua).
-      const [runId, how] = entry.split('\n');
-      const executor = sent.get(runId);
-      if (executor && this.active.get(runId) === executor) executor.lost(how === 'terminated' ? 'terminated' : 'lost');
+      if (lost.has(runId)) executor.lost('lost');
+      else if (lost.has(`${runId}\nterminated`)) executor.lost('terminated');
+      else executor.leaseRenewed(until);
     }
+  }
+
+  /** Renews one attempt's lease now: a step is about to run after the lease came close to expiring. */
+  renewLease(executor: RunExecutor): Promise<void> {
+    return this.renewLeases(new Map([[executor.runId, executor]]));
   }
 
   private async reap(): Promise<void> {
