@@ -3,9 +3,12 @@
  *
  *   npm run bench                      # defaults: 2 rounds, 10,000 runs, 300 pickup samples
  *   BENCH_ROUNDS=3 BENCH_RUNS=20000 BENCH_PICKUP=500 npm run bench
+ *   BENCH_FSYNC=always npm run bench   # Redis with appendonly yes and appendfsync always
  *
  * Per round and system (ours first, then BullMQ, on a fresh prefix / queue after FLUSHALL):
  *   - processing: enqueue all N first, then start the worker (concurrency 50); time until all succeeded.
+ *     Redis CPU µs, commands and Node CPU µs per run are taken over its enqueue and processing.
+ *   - ten steps: the same with ten `step.run` per run, against a BullMQ job calling `updateData` ten times.
  *   - end to end: worker started and idle; time from the first enqueue (chunks of 1000, concurrent)
  *     until all succeeded. Redis used_memory is read before (after FLUSHALL and worker start) and
  *     after (all done); the difference over N is the memory per finished run / completed job.
@@ -34,6 +37,8 @@ const CONCURRENCY = 50;
 const CHUNK = 1000;
 const WARMUP = 10;
 const WAIT_TIMEOUT_MS = 120_000;
+const FSYNC = process.env.BENCH_FSYNC ?? '';
+if (FSYNC && !['always', 'everysec', 'no'].includes(FSYNC)) throw new Error(`BENCH_FSYNC must be always, everysec or no, got "${FSYNC}".`);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -86,6 +91,8 @@ function percentile(values: number[], p: number): number {
 
 interface Figures {
   processing: number;
+  /** Ten-step workflows (ours) or jobs doing 10 `updateData` (BullMQ), queued first: runs/s. */
+  tenSteps: number;
   endToEnd: number;
   pickupP50: number;
   pickupP99: number;
@@ -147,6 +154,14 @@ const benchWorkflow = registry.define('bench', { maxConcurrency: Infinity }, asy
   const out = await step.run('work', () => ({ ok: true, i: input.i }));
   hooks.done();
   return out;
+});
+
+/** Ten steps per run: what a job calling `updateData` ten times is compared with. */
+const tenStepWorkflow = registry.define('bench-ten', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => {
+  let sum = 0;
+  for (let s = 0; s < 10; s++) sum += await step.run(`s${s}`, () => input.i + s);
+  hooks.done();
+  return sum;
 });
 
 interface OursSetup {
@@ -224,6 +239,30 @@ async function oursProcessing(url: string, admin: Admin, prefix: string): Promis
   }
 }
 
+async function oursTenSteps(url: string, admin: Admin, prefix: string): Promise<number> {
+  await admin.flushAll();
+  const clients = oursClients(url, prefix);
+  let setup: OursSetup | undefined;
+  try {
+    for (const chunk of chunks(RUNS, CHUNK)) await Promise.all(chunk.map((i) => clients.producer.start(tenStepWorkflow, { i })));
+    const counter = new Counter(RUNS);
+    hooks.done = () => counter.hit();
+    const t0 = performance.now();
+    setup = await oursWorker(url, prefix, CONCURRENCY, clients);
+    await withTimeout('ours ten steps', counter.done);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    await waitUntil(`${RUNS} succeeded runs`, async () => (await clients.producer.countRuns({ status: 'succeeded' })) >= RUNS);
+    const [sample] = await clients.producer.listRuns({ status: 'succeeded', limit: 1 });
+    const input = sample?.input as { i: number } | undefined;
+    if (!input || sample.output !== 10 * input.i + 45) throw new Error(`ours: a ten-step run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
+    return rate;
+  } finally {
+    hooks.done = () => undefined;
+    if (setup) await setup.stop();
+    else await Promise.allSettled([clients.producer.close(), clients.consumer.close()]);
+  }
+}
+
 async function oursEndToEnd(url: string, admin: Admin, prefix: string): Promise<{ rate: number; bytesPerRun: number }> {
   await admin.flushAll();
   const setup = await oursWorker(url, prefix, CONCURRENCY);
@@ -271,10 +310,12 @@ async function oursPickup(url: string, admin: Admin, prefix: string): Promise<nu
 
 async function runOurs(url: string, admin: Admin, round: number): Promise<Figures> {
   const processing = await oursProcessing(url, admin, `bench-ours-r${round}-proc`);
+  const tenSteps = await oursTenSteps(url, admin, `bench-ours-r${round}-ten`);
   const e2e = await oursEndToEnd(url, admin, `bench-ours-r${round}-e2e`);
   const pickup = await oursPickup(url, admin, `bench-ours-r${round}-pick`);
   return {
     processing: processing.rate,
+    tenSteps,
     ...processing.cost,
     endToEnd: e2e.rate,
     bytesPerRun: e2e.bytesPerRun,
@@ -336,6 +377,34 @@ async function bullProcessing(url: string, admin: Admin, name: string): Promise<
   }
 }
 
+async function bullTenSteps(url: string, admin: Admin, name: string): Promise<number> {
+  await admin.flushAll();
+  const connection = bullConnection(url);
+  const queue = new Queue(name, { connection });
+  let worker: BullWorker | undefined;
+  try {
+    await queue.waitUntilReady();
+    await bullAddAll(queue, RUNS);
+    const counter = new Counter(RUNS);
+    const t0 = performance.now();
+    worker = new BullWorker(
+      name,
+      async (job) => {
+        for (let s = 0; s < 10; s++) await job.updateData({ ...job.data, [`s${s}`]: s });
+        counter.hit();
+      },
+      { connection, concurrency: CONCURRENCY },
+    );
+    await withTimeout('bullmq ten steps', counter.done);
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    await bullConfirm(queue, RUNS);
+    return rate;
+  } finally {
+    await worker?.close();
+    await queue.close();
+  }
+}
+
 async function bullEndToEnd(url: string, admin: Admin, name: string): Promise<{ rate: number; bytesPerRun: number }> {
   await admin.flushAll();
   const connection = bullConnection(url);
@@ -391,10 +460,12 @@ async function bullPickup(url: string, admin: Admin, name: string): Promise<numb
 
 async function runBull(url: string, admin: Admin, round: number): Promise<Figures> {
   const processing = await bullProcessing(url, admin, `bench-bull-r${round}-proc`);
+  const tenSteps = await bullTenSteps(url, admin, `bench-bull-r${round}-ten`);
   const e2e = await bullEndToEnd(url, admin, `bench-bull-r${round}-e2e`);
   const pickup = await bullPickup(url, admin, `bench-bull-r${round}-pick`);
   return {
     processing: processing.rate,
+    tenSteps,
     ...processing.cost,
     endToEnd: e2e.rate,
     bytesPerRun: e2e.bytesPerRun,
@@ -408,6 +479,7 @@ async function runBull(url: string, admin: Admin, round: number): Promise<Figure
 
 const ROWS: { key: keyof Figures; label: string; unit: string; digits: number; throughput: boolean }[] = [
   { key: 'processing', label: `processing (${RUNS} queued, then worker, C=${CONCURRENCY})`, unit: 'runs/s', digits: 0, throughput: true },
+  { key: 'tenSteps', label: `10 steps per run vs 10 updateData per job (${RUNS} queued, C=${CONCURRENCY})`, unit: 'runs/s', digits: 0, throughput: true },
   { key: 'endToEnd', label: `end to end (worker idle, enqueue ${RUNS}, C=${CONCURRENCY})`, unit: 'runs/s', digits: 0, throughput: true },
   { key: 'pickupP50', label: 'idle pickup p50 (enqueue → handler start)', unit: 'ms', digits: 2, throughput: false },
   { key: 'pickupP99', label: 'idle pickup p99 (enqueue → handler start)', unit: 'ms', digits: 2, throughput: false },
@@ -468,12 +540,18 @@ async function main(): Promise<number> {
   let admin: Admin | undefined;
   try {
     admin = new Admin(servers.url);
+    // BENCH_FSYNC=always: both systems on a Redis that fsyncs its append-only file before each reply.
+    if (FSYNC) {
+      await admin.redis.config('SET', 'appendonly', 'yes');
+      await admin.redis.config('SET', 'appendfsync', FSYNC);
+    }
     const cpu = cpus();
     const env = [
       `node ${process.version} (${process.platform}/${process.arch}), ${cpu.length} CPU(s): ${cpu[0]?.model.trim() ?? 'unknown'}`,
       `redis-server ${await admin.serverVersion()} (${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).trim()})`,
       `bullmq ${(require('bullmq/package.json') as { version: string }).version}, ioredis ${(require('ioredis/package.json') as { version: string }).version}`,
       `runs per figure ${RUNS}, rounds ${ROUNDS}, pickup samples ${PICKUP} (+${WARMUP} warm-up), chunk ${CHUNK}`,
+      `persistence: ${FSYNC ? `appendonly yes, appendfsync ${FSYNC}` : 'none (no RDB, no AOF)'}`,
       `load average at start ${loadLine()}`,
     ];
     for (const line of env) console.log(line);
