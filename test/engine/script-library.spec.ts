@@ -62,6 +62,16 @@ describeStandalone('the script library (Redis Functions)', () => {
     expect(await libraries()).toEqual([loadLibrary().name]);
   });
 
+  it('a user not allowed FCALL or FUNCTION gets the same scripts with EVALSHA', async () => {
+    await admin.call('ACL', 'SETUSER', 'nofunctions', 'on', '>secret', '~*', '&*', '+@all', '-fcall', '-fcall_ro', '-function');
+    engine = new RedflowTestEngine({ redis: new Redis({ path: server.socket, username: 'nofunctions', password: 'secret' }) });
+    const wf = engine.registry.define('quadruple', { maxConcurrency: Infinity }, async ({ input, step }) => step.run('x', () => (input as number) * 4));
+    await engine.worker();
+    await expect((await engine.client.start(wf, 2)).result({ timeoutMs: 5_000 })).resolves.toBe(8);
+    expect(await calls('evalsha')).toBeGreaterThan(0);
+    expect(await libraries()).toEqual([]);
+  });
+
   it('REDFLOW_SCRIPT_MODE=eval runs the same scripts with EVALSHA', async () => {
     const before = process.env.REDFLOW_SCRIPT_MODE;
     process.env.REDFLOW_SCRIPT_MODE = 'eval';

@@ -73,9 +73,18 @@ function toClaimed(reply: unknown[] | null | undefined, offset: number, token: s
   return { runId: String(reply[offset]), token, hash: toHash(reply[offset + 1] as string[]), leaseUntil };
 }
 
-/** FCALL of a function Redis does not have: the library is not loaded there yet (or Redis has no FUNCTION at all). */
+/**
+ * FCALL answered without running anything: the function is not loaded there yet, or this Redis
+ * (6.2, a managed service) or this user cannot run functions at all. A script's own errors never
+ * read like these.
+ */
 function isFunctionMissing(error: unknown): boolean {
-  return error instanceof Error && /^ERR Function not found|unknown command .?fcall/i.test(error.message);
+  return error instanceof Error && /^ERR Function not found|unknown command|NOPERM|not (available|supported|allowed)/i.test(error.message);
+}
+
+/** FUNCTION LOAD refused because this Redis or this user has no functions: EVALSHA instead. */
+function isFunctionUnsupported(error: unknown): boolean {
+  return error instanceof Error && /unknown command|unknown subcommand|NOPERM|not (available|supported|allowed)/i.test(error.message);
 }
 
 /** Deletes the `redflow_` libraries of a node other than `keep` (earlier builds' scripts). */
@@ -195,7 +204,7 @@ export class RedisScripts {
         this.mode = 'function';
         this.loadedOnce = true;
       } catch (error) {
-        if (!/unknown command|NOPERM|unknown subcommand/i.test((error as Error).message)) throw error;
+        if (!isFunctionUnsupported(error)) throw error;
         this.mode = 'eval';
       }
     })().finally(() => {
