@@ -313,6 +313,11 @@ async function runOurs(url: string, admin: Admin, round: number): Promise<Figure
   const tenSteps = await oursTenSteps(url, admin, `bench-ours-r${round}-ten`);
   const e2e = await oursEndToEnd(url, admin, `bench-ours-r${round}-e2e`);
   const pickup = await oursPickup(url, admin, `bench-ours-r${round}-pick`);
+  return figures(processing, tenSteps, e2e, pickup);
+}
+
+/** One round's figures of a system from its phases. */
+function figures(processing: { rate: number; cost: RunCost }, tenSteps: number, e2e: { rate: number; bytesPerRun: number }, pickup: number[]): Figures {
   return {
     processing: processing.rate,
     tenSteps,
@@ -463,15 +468,7 @@ async function runBull(url: string, admin: Admin, round: number): Promise<Figure
   const tenSteps = await bullTenSteps(url, admin, `bench-bull-r${round}-ten`);
   const e2e = await bullEndToEnd(url, admin, `bench-bull-r${round}-e2e`);
   const pickup = await bullPickup(url, admin, `bench-bull-r${round}-pick`);
-  return {
-    processing: processing.rate,
-    tenSteps,
-    ...processing.cost,
-    endToEnd: e2e.rate,
-    bytesPerRun: e2e.bytesPerRun,
-    pickupP50: percentile(pickup, 50),
-    pickupP99: percentile(pickup, 99),
-  };
+  return figures(processing, tenSteps, e2e, pickup);
 }
 
 // ---------------------------------------------------------------------------------------------
