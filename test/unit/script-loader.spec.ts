@@ -122,4 +122,23 @@ describe('Lua scripts', () => {
     const ways = [/'\[\d/, /'\[' \.\./, /'[^'\n]*%[[[\]][^'\n]*'/, /cjson\.decode/];
     for (const line of readers) expect([line, ways.some((way) => way.test(line))]).toEqual([line, true]);
   });
+
+  it('a first claim replies with every field the worker reads from a claimed run (CLAIM_FIELDS in claim.lua)', () => {
+    const lua = readFileSync(join(DIR, 'includes', 'claim.lua'), 'utf8');
+    const list = /local CLAIM_FIELDS = \{([^}]*)\}/.exec(lua)?.[1] ?? '';
+    const claimFields = new Set([...list.matchAll(/'([^']+)'/g)].map((m) => m[1]));
+    expect(claimFields.size).toBeGreaterThan(10);
+    const read = new Set<string>();
+    for (const file of ['worker/run-executor.ts', 'store/run-record.ts']) {
+      const source = readFileSync(join(__dirname, '..', '..', 'lib', 'core', file), 'utf8');
+      // run-record.ts: only what readTraceContext reads from a claimed hash.
+      const part = file.endsWith('run-record.ts') ? source.slice(source.indexOf('export function readTraceContext')) : source;
+      for (const m of part.matchAll(/\bhash\.(\w+)/g)) read.add(m[1]);
+    }
+    // Read only for a compensating run (never a first claim), or written during an attempt
+    // (`cancelOn`, by register-cancel-on): a first attempt has neither.
+    const notOnFirstClaim = new Set(['error', 'compensate', 'cancelOn']);
+    expect([...read].filter((f) => !claimFields.has(f) && !notOnFirstClaim.has(f))).toEqual([]);
+    expect(read.has('input') && read.has('workflow') && read.has('traceparent')).toBe(true);
+  });
 });

@@ -11,7 +11,7 @@ export type { RedisConnection };
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
 
-/** A claimed run: its id, the lease token it was claimed with, and its whole hash. */
+/** A claimed run: its id, the lease token it was claimed with, and its hash (for a first attempt, the fields a worker reads: `CLAIM_FIELDS` in `includes/claim.lua`). */
 export interface ClaimedRun {
   runId: string;
   token: string;
