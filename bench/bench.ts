@@ -216,21 +216,31 @@ async function oursConfirm(producer: WorkflowClient, n: number): Promise<void> {
   if (!output?.ok) throw new Error(`ours: a succeeded run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
 }
 
-async function oursProcessing(url: string, admin: Admin, prefix: string): Promise<{ rate: number; cost: RunCost }> {
+/**
+ * Enqueues RUNS runs with `enqueue`, then starts a worker and times it until every handler ended;
+ * the Redis and Node cost per run is taken over both phases, and `confirm` checks Redis after.
+ */
+async function oursQueuedFirst(
+  url: string,
+  admin: Admin,
+  prefix: string,
+  enqueue: (producer: WorkflowClient) => Promise<void>,
+  confirm: (producer: WorkflowClient) => Promise<void>,
+): Promise<{ rate: number; cost: RunCost }> {
   await admin.flushAll();
   const clients = oursClients(url, prefix);
   let setup: OursSetup | undefined;
   try {
     const s0 = await snapshot(admin.redis);
-    await oursEnqueueAll(clients.producer, RUNS);
+    await enqueue(clients.producer);
     const counter = new Counter(RUNS);
     hooks.done = () => counter.hit();
     const t0 = performance.now();
     setup = await oursWorker(url, prefix, CONCURRENCY, clients);
-    await withTimeout('ours processing', counter.done);
+    await withTimeout(`ours ${prefix}`, counter.done);
     const rate = RUNS / ((performance.now() - t0) / 1000);
     const cost = totalCost(s0, await snapshot(admin.redis), RUNS);
-    await oursConfirm(clients.producer, RUNS);
+    await confirm(clients.producer);
     return { rate, cost };
   } finally {
     hooks.done = () => undefined;
@@ -239,28 +249,32 @@ async function oursProcessing(url: string, admin: Admin, prefix: string): Promis
   }
 }
 
+function oursProcessing(url: string, admin: Admin, prefix: string): Promise<{ rate: number; cost: RunCost }> {
+  return oursQueuedFirst(
+    url,
+    admin,
+    prefix,
+    (producer) => oursEnqueueAll(producer, RUNS),
+    (producer) => oursConfirm(producer, RUNS),
+  );
+}
+
 async function oursTenSteps(url: string, admin: Admin, prefix: string): Promise<number> {
-  await admin.flushAll();
-  const clients = oursClients(url, prefix);
-  let setup: OursSetup | undefined;
-  try {
-    for (const chunk of chunks(RUNS, CHUNK)) await Promise.all(chunk.map((i) => clients.producer.start(tenStepWorkflow, { i })));
-    const counter = new Counter(RUNS);
-    hooks.done = () => counter.hit();
-    const t0 = performance.now();
-    setup = await oursWorker(url, prefix, CONCURRENCY, clients);
-    await withTimeout('ours ten steps', counter.done);
-    const rate = RUNS / ((performance.now() - t0) / 1000);
-    await waitUntil(`${RUNS} succeeded runs`, async () => (await clients.producer.countRuns({ status: 'succeeded' })) >= RUNS);
-    const [sample] = await clients.producer.listRuns({ status: 'succeeded', limit: 1 });
-    const input = sample?.input as { i: number } | undefined;
-    if (!input || sample.output !== 10 * input.i + 45) throw new Error(`ours: a ten-step run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
-    return rate;
-  } finally {
-    hooks.done = () => undefined;
-    if (setup) await setup.stop();
-    else await Promise.allSettled([clients.producer.close(), clients.consumer.close()]);
-  }
+  const { rate } = await oursQueuedFirst(
+    url,
+    admin,
+    prefix,
+    async (producer) => {
+      for (const chunk of chunks(RUNS, CHUNK)) await Promise.all(chunk.map((i) => producer.start(tenStepWorkflow, { i })));
+    },
+    async (producer) => {
+      await waitUntil(`${RUNS} succeeded runs`, async () => (await producer.countRuns({ status: 'succeeded' })) >= RUNS);
+      const [sample] = await producer.listRuns({ status: 'succeeded', limit: 1 });
+      const input = sample?.input as { i: number } | undefined;
+      if (!input || sample.output !== 10 * input.i + 45) throw new Error(`ours: a ten-step run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
+    },
+  );
+  return rate;
 }
 
 async function oursEndToEnd(url: string, admin: Admin, prefix: string): Promise<{ rate: number; bytesPerRun: number }> {

@@ -18,11 +18,7 @@ if not HELD[run[1]] or run[2] ~= ARGV[2] then
   if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
   return 'lost'
 end
-if #ARGV == 6 then
-  redis.call('HSET', KEYS[1], ARGV[5], ARGV[6])
-else
-  redis.call('HSET', KEYS[1], unpack(ARGV, 5))
-end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
 -- The attempt made progress: the crashes counted by reap are no longer in a row.
 if run[4] then redis.call('HDEL', KEYS[1], 'crashes') end
 emit_step_events(ARGV[4], ARGV[1], run[3], ARGV[3], ARGV, 5)

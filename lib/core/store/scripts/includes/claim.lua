@@ -30,18 +30,21 @@ end
 local CLAIM_FIELDS = { 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue', 'resume', 'waited',
   'timeout', 'deadline', 'lease', 'attempt', 'input', 'maxAttempts', 'traceparent', 'tracestate' }
 
--- The reply of a first claim: the hash as it is now, from `run` (CLAIM_FIELDS) and what the claim wrote.
-local function first_claim_reply(run, token, nowText, attemptText, deadline, slot)
-  local reply = { 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText }
+-- Fields a claim writes (the claim's reply takes their new values from `written`).
+local CLAIM_WRITES = { status = true, lease = true, startedAt = true, attempt = true, resume = true, slot = true, deadline = true }
+
+-- The reply of a first claim: the hash as it is now, from `run` (CLAIM_FIELDS) and `written`
+-- (field, value pairs the claim wrote).
+local function first_claim_reply(run, written)
+  local reply = { unpack(written) }
   for i = 1, #CLAIM_FIELDS do
-    local value = run[i]
-    if value and i ~= 1 and i ~= 12 and i ~= 13 and i ~= 8 then
-      reply[#reply + 1] = CLAIM_FIELDS[i]
-      reply[#reply + 1] = value
+    local name = CLAIM_FIELDS[i]
+    if run[i] and not CLAIM_WRITES[name] then
+      reply[#reply + 1] = name
+      reply[#reply + 1] = run[i]
     end
   end
-  if deadline and not run[11] then reply[#reply + 1] = 'deadline'; reply[#reply + 1] = deadline end
-  if slot then reply[#reply + 1] = 'slot'; reply[#reply + 1] = '1' end
+  if run[11] then reply[#reply + 1] = 'deadline'; reply[#reply + 1] = run[11] end
   return reply
 end
 
@@ -86,23 +89,17 @@ local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil,
         attempt = attempt + 1
       end
       local attemptText = tostring(attempt)
+      local written = { 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText }
+      if slot then written[#written + 1] = 'slot'; written[#written + 1] = '1' end
       -- A run timeout counts from the first start: only the first claim sets the deadline.
-      local deadline
-      if run[10] and not run[11] then deadline = tostring(now + tonumber(run[10])) end
-      if slot or deadline then
-        local fields = { 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText }
-        if slot then fields[#fields + 1] = 'slot'; fields[#fields + 1] = '1' end
-        if deadline then fields[#fields + 1] = 'deadline'; fields[#fields + 1] = deadline end
-        redis.call('HSET', runKey, unpack(fields))
-      else
-        redis.call('HSET', runKey, 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText)
-      end
+      if run[10] and not run[11] then written[#written + 1] = 'deadline'; written[#written + 1] = tostring(now + tonumber(run[10])) end
+      redis.call('HSET', runKey, unpack(written))
       move_index(base, runId, run[3], 'queued', 'running', run[2])
       redis.call('ZADD', leasesKey, leaseUntil, runId)
       emit_event(base, 'run.started', runId, run[3], nowText, { 'attempt', attemptText })
       put_back(readyKey, left, false)
       -- A first attempt has no journal: what the worker reads was read above.
-      if first then return { runId, first_claim_reply(run, token, nowText, attemptText, deadline, slot) } end
+      if first then return { runId, first_claim_reply(run, written) } end
       return { runId, redis.call('HGETALL', runKey) }
     end
   end

@@ -3,6 +3,9 @@
 --!include index.lua
 --!include run-events.lua
 
+-- No more hash fields: `unpack(extra or NO_FIELDS)` adds none (never written to).
+local NO_FIELDS = {}
+
 -- Queue and maxAttempts of a workflow from its registry entry; nil when it is not registered.
 local function workflow_defaults(base, workflow, queue, maxAttempts)
   if queue ~= '' and maxAttempts ~= '' then return queue, maxAttempts end
@@ -23,13 +26,8 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
   local nowText = tostring(now)
   local status, dueText = 'queued', nowText
   if availableAt > now then status, dueText = 'scheduled', tostring(availableAt) end
-  if extra and #extra > 0 then
-    redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
-      'attempt', '0', 'maxAttempts', maxAttempts, 'createdAt', nowText, 'availableAt', dueText, unpack(extra))
-  else
-    redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
-      'attempt', '0', 'maxAttempts', maxAttempts, 'createdAt', nowText, 'availableAt', dueText)
-  end
+  redis.call('HSET', runKey, 'workflow', workflow, 'queue', queue, 'status', status, 'input', input,
+    'attempt', '0', 'maxAttempts', maxAttempts, 'createdAt', nowText, 'availableAt', dueText, unpack(extra or NO_FIELDS))
   -- The workflows that have runs: lists of one status read their (workflow, status) indexes.
   redis.call('SADD', k_workflow_names(base), workflow)
   move_index(base, runId, workflow, nil, status, nowText)
