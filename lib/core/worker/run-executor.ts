@@ -3,9 +3,9 @@ import { MAX_TIMER_MS } from '../definition/duration-format';
 import { parseVersionQueue } from '../definition/option-checks';
 import type { RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
-import { nextAttemptAt } from '../definition/retry';
 import { decodeJson, deserializeError, encodeJson, serializeError } from '../store/serialization';
-import { SiblingStepFailedError, StepRuntime, SuspendSignal, type AttemptContext } from './step-runtime';
+import { StepRuntime, type AttemptContext } from './step-runtime';
+import { decideFailure, notAfterDeadline, readThrown, type FailureFacts } from './failure-decision';
 import { dueCompensations, runCompensations } from './compensations';
 import type { CompensationOutcome, WorkflowDefinition } from '../definition/workflow-types';
 import { isJournalField } from '../store/step-record';
@@ -250,19 +250,9 @@ export class RunExecutor {
       return result.next;
     } catch (thrown) {
       await this.steps?.settled();
-      const suspension = this.steps?.suspension;
-      const failure = this.steps?.failure;
-      // A step that failed (a child's timeout, say) fails the attempt even while a sibling waits.
-      if (suspension && !this.stopReason && failure === undefined) return this.suspend(info.queue, suspension);
-      // Promise.all rejects with the first branch to settle: report the step that really failed.
-      // A run past its timeout fails with the timeout, whatever the aborted handler threw.
-      const error =
-        this.stopReason instanceof RunTimeoutError
-          ? this.stopReason
-          : (thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && failure !== undefined
-            ? failure
-            : thrown;
-      return this.fail(error, info, input);
+      const read = readThrown(thrown, { suspended: Boolean(this.steps?.suspension), stepFailure: this.steps?.failure, stopReason: this.stopReason });
+      if (read.action === 'suspend') return this.suspend(info.queue, this.steps!.suspension!);
+      return this.fail(read.error, info, input);
     }
   }
 
@@ -438,12 +428,6 @@ export class RunExecutor {
     this.steps?.interrupt(error);
   }
 
-  /** A due time (0 = none) no later than the run's deadline, so that a waiting run wakes to fail on time. */
-  private notAfterDeadline(dueAt: number): number {
-    if (!this.deadline) return dueAt;
-    return dueAt === 0 ? this.deadline : Math.min(dueAt, this.deadline);
-  }
-
   /**
    * A run whose workflow has `cancelOn` registers its triggers (matched on its input) when its
    * first attempt starts; the run hash's `cancelOn` field says it is done.
@@ -460,7 +444,7 @@ export class RunExecutor {
 
   /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
   private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
-    const dueAt = this.notAfterDeadline(suspension.dueAt);
+    const dueAt = notAfterDeadline(suspension.dueAt, this.deadline);
     const result = await this.finish('wait', '', dueAt, suspension.waitFields);
     this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
     if (result.code === 'ok' && dueAt > 0) this.host.runScheduled(queue, dueAt);
@@ -492,50 +476,76 @@ export class RunExecutor {
     return { next: result.next };
   }
 
-  private async fail(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
-    if (this.abandoned) return null;
-    if (this.claimed.hash.status === 'compensating') {
-      // A compensating run this worker cannot replay (its workflow is not registered here, its hash
-      // is damaged): it must not end as if compensated. It needs a person; resume retries it.
-      if (this.halted) return null;
-      const reasonJson = this.claimed.hash.error || serializeError(error);
-      return this.endCompensation(this.claimed.hash.compensate === 'canceled' ? 'canceled' : 'failed', reasonJson, { ok: false, ran: [], step: '', error }, info, input);
-    }
-    if (error instanceof NonDeterminismError && !this.stopReason && this.host.registry.get(info.workflow)?.options.onNonDeterminism === 'retry-latest') {
-      const moved = await this.retryOnLatest(error, info);
-      if (moved) return moved.next;
-    }
-    let due: number | null;
-    try {
-      due = nextAttemptAt(this.host.registry.get(info.workflow)?.options.retries, info, error, this.host.clock.now());
-      if (due !== null) due = this.notAfterDeadline(due);
-    } catch (policyError) {
-      due = null;
-      error = policyError;
-    }
+  /** The facts `decideFailure` needs about this attempt. */
+  private failureFacts(error: unknown, info: RunInfo, latestTried: boolean): FailureFacts {
     const definition = this.host.registry.get(info.workflow);
-    if (due === null && !this.halted && this.steps && definition) {
-      const journal = this.steps.journal();
-      if (dueCompensations(this.runId, journal).length) {
-        const errorJson = serializeError(error);
-        const result = await this.finish('compensate', errorJson, 0, undefined, false);
-        if (result.code !== 'ok') {
-          this.outcome = { outcome: result.code };
-          return result.next;
-        }
-        this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: false, durationMs: Date.now() - this.startedAt });
-        return this.compensate(definition, info, input, errorJson, 'failed', journal);
-      }
+    const { hash } = this.claimed;
+    return {
+      error,
+      run: info,
+      now: this.host.clock.now(),
+      deadline: this.deadline,
+      compensating: hash.status === 'compensating',
+      compensationTarget: hash.compensate === 'canceled' ? 'canceled' : 'failed',
+      halted: Boolean(this.halted),
+      stopReason: this.stopReason,
+      workflow: definition && { retries: definition.options.retries, onNonDeterminism: definition.options.onNonDeterminism, hasOnFailure: Boolean(definition.options.onFailure) },
+      latestTried,
+      compensationsDue: () => Boolean(this.steps && dueCompensations(this.runId, this.steps.journal()).length),
+    };
+  }
+
+  /** The attempt failed: carries out what `decideFailure` says (retry, compensate or fail). */
+  private async fail(thrown: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
+    if (this.abandoned) return null;
+    let decision = decideFailure(this.failureFacts(thrown, info, false));
+    if (decision.action === 'move-to-latest') {
+      const moved = await this.retryOnLatest(decision.error, info);
+      if (moved) return moved.next;
+      decision = decideFailure(this.failureFacts(thrown, info, true));
     }
+    switch (decision.action) {
+      case 'leave':
+      case 'move-to-latest':
+        return null;
+      case 'end-compensation':
+        // A compensating run this worker cannot replay (its workflow is not registered here, its hash
+        // is damaged): it must not end as if compensated. It needs a person; resume retries it.
+        return this.endCompensation(decision.target, this.claimed.hash.error || serializeError(decision.error), { ok: false, ran: [], step: '', error: decision.error }, info, input);
+      case 'compensate':
+        return this.failAndCompensate(decision.error, info, input);
+      case 'retry':
+      case 'fail':
+        return this.retryOrFail(decision, info, input);
+    }
+  }
+
+  /** Failed for good with compensations due: the run becomes `compensating`, and they run now. */
+  private async failAndCompensate(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
+    const journal = this.steps!.journal();
+    const errorJson = serializeError(error);
+    const result = await this.finish('compensate', errorJson, 0, undefined, false);
+    if (result.code !== 'ok') {
+      this.outcome = { outcome: result.code };
+      return result.next;
+    }
+    this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: false, durationMs: Date.now() - this.startedAt });
+    return this.compensate(this.host.registry.get(info.workflow)!, info, input, errorJson, 'failed', journal);
+  }
+
+  private async retryOrFail(decision: { action: 'retry'; error: unknown; dueAt: number } | { action: 'fail'; error: unknown; onFailure: boolean }, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
+    const { error } = decision;
+    const retry = decision.action === 'retry';
     // A run claimed by this finish would wait, unrenewed, while onFailure runs: claim none then.
-    const hook = due === null && Boolean(definition?.options.onFailure);
-    const result = await this.finish(due === null ? 'failed' : 'retry', serializeError(error), due ?? 0, undefined, !hook);
+    const hook = !retry && decision.onFailure;
+    const result = await this.finish(retry ? 'retry' : 'failed', serializeError(error), retry ? decision.dueAt : 0, undefined, !hook);
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
-    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: due === null ? 'failed' : 'retry', error };
+    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: retry ? 'retry' : 'failed', error };
     if (result.code !== 'ok') return result.next;
-    this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: due !== null, retryAt: due ?? undefined, durationMs: Date.now() - this.startedAt });
-    if (due !== null) {
-      this.host.runScheduled(info.queue, due);
+    const retryAt = retry ? decision.dueAt : undefined;
+    this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: retry, retryAt, durationMs: Date.now() - this.startedAt });
+    if (retry) {
+      this.host.runScheduled(info.queue, decision.dueAt);
     } else {
       await this.runOnFailure(error, info, input);
     }
