@@ -1,0 +1,243 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { ClientOptions, WorkflowClient } from '../client/workflow-client';
+import type { ConnectionOptions } from '../store/connection';
+import { ConfigurationError } from '../errors';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
+import type { WorkerHooks } from '../definition/hooks';
+import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
+import { stderrLogger, type RedflowLogger } from '../definition/types';
+import type { WorkflowRegistry } from '../definition/workflow';
+import { checkHooks, HookRunner } from './hooks';
+import type { StepMocks } from './step-runtime';
+import { versionQueues } from './version-routing';
+
+/*
+ * The options of a worker: what `startWorker` and `worker.stop()` accept, and the settings a
+ * worker runs with once they are checked and their defaults applied (`resolveWorkerOptions`).
+ */
+
+/** Timing of a worker. */
+export interface WorkerRuntimeOptions {
+  /** How long a run stays claimed without a heartbeat before another worker may take it. @default 10000 */
+  leaseMs?: number;
+  /** How often leases are renewed. @default leaseMs / 3 */
+  heartbeatMs?: number;
+  /** How often expired leases are looked for. @default 1000 */
+  reaperIntervalMs?: number;
+  /** Longest blocking wait for new runs before due scheduled runs are checked again. @default 1000 */
+  blockTimeoutMs?: number;
+  /** How often ended runs past retention are deleted. @default 60000 */
+  cleanupIntervalMs?: number;
+  /**
+   * A run whose lease expired more often than this in a row (its worker crashed each time) fails
+   * with RunCrashedError instead of being resumed again. An attempt that stores a step or ends
+   * resets the count, so ordinary step errors never add to it. @default 5
+   */
+  maxRecoveries?: number;
+}
+
+/** Options of `startWorker`. */
+export interface WorkerOptions extends ConnectionOptions {
+  /** A stable id of the app: owner of the workflows this worker registers. */
+  app: string;
+  /** The client to use (its connection, prefix and registry). Otherwise one is created from url/redis/prefix. */
+  client?: WorkflowClient;
+  /** @default process.env.REDFLOW_PREFIX ?? "redflow" */
+  prefix?: string;
+  /** Queues to serve. @default the queues of the registry's workflows */
+  queues?: string[];
+  /** Runs executed at the same time. @default 1 */
+  concurrency?: number;
+  /** Workflows this worker executes. @default the client's registry */
+  registry?: WorkflowRegistry;
+  runtime?: WorkerRuntimeOptions;
+  /** @default warnings and errors to stderr */
+  logger?: RedflowLogger;
+  /** Largest step output in bytes. @default the client's (1 MiB) */
+  maxPayloadBytes?: ClientOptions['maxPayloadBytes'];
+  /** maxConcurrency of workflows that do not set one. `Infinity` for no limit. @default 1 */
+  defaultMaxConcurrency?: number;
+  /**
+   * Ended runs are deleted this many days after they finished (fractions allowed).
+   * @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30
+   */
+  retentionDays?: number;
+  /** For the client the worker creates (no `client` given): see ClientOptions. @default 10000 */
+  commandTimeoutMs?: number;
+  /** For the client the worker creates (no `client` given): see ClientOptions. @default false */
+  requireNoEviction?: boolean;
+  /** Lifecycle hooks, called in this process as its runs and steps start and end (see WorkerHooks). */
+  hooks?: WorkerHooks;
+  /**
+   * Tracing, such as `redflowTracing()` from `nestjs-redflow/otel`: a span per run attempt and per
+   * try of a step, children of the trace context stored with the run. Also given to the client the
+   * worker creates (no `client` given), which then stores the trace context of the runs it starts.
+   * @default the client's `tracing` (none)
+   */
+  tracing?: RedflowTracing;
+  /** @internal Step mocks of `nestjs-redflow/testing`; not for production use. */
+  stepMocks?: StepMocks;
+}
+
+/** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
+export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
+  'leaseMs',
+  'heartbeatMs',
+  'reaperIntervalMs',
+  'blockTimeoutMs',
+  'cleanupIntervalMs',
+  'maxRecoveries',
+]);
+
+/** Options of `worker.stop()`. */
+export interface WorkerStopOptions {
+  /**
+   * How long (ms) running runs may take to finish; what is still running then is left to be
+   * resumed by another worker once its lease expires. 0 leaves them at once.
+   * @default 10000
+   */
+  timeoutMs?: number;
+}
+
+/** Keys of `WorkerStopOptions`. */
+export const WORKER_STOP_OPTION_KEYS = optionKeys<WorkerStopOptions>()(['timeoutMs']);
+
+/** Keys of `WorkerOptions` (`startWorker`). */
+export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
+  'redis',
+  'url',
+  'app',
+  'client',
+  'prefix',
+  'queues',
+  'concurrency',
+  'registry',
+  'runtime',
+  'logger',
+  'maxPayloadBytes',
+  'defaultMaxConcurrency',
+  'retentionDays',
+  'commandTimeoutMs',
+  'requireNoEviction',
+  'hooks',
+  'tracing',
+  'stepMocks',
+]);
+
+/** A snapshot of a worker's state, from `worker.liveness`. */
+export interface WorkerLiveness {
+  workerId: string;
+  queues: string[];
+  /** False once `stop()` was called. */
+  claiming: boolean;
+  /** True once the worker stopped for good (its timers are cancelled). */
+  stopped: boolean;
+  /** False while its Redis is unreachable or refusing writes. */
+  redisHealthy: boolean;
+  /** Runs executing here now. */
+  activeRuns: number;
+  concurrency: number;
+  leaseMs: number;
+  /** When its heartbeat timer last ran (ms, real time): every `heartbeatMs` while its event loop runs. */
+  lastHeartbeatAt: number;
+  /** When it last started a run it claimed (ms, real time), if it has claimed one. */
+  lastClaimAt?: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/** A worker's settings: its options checked, with their defaults applied. */
+export interface ResolvedWorkerOptions {
+  app: string;
+  /** `<app>:<host>:<pid>:<random>`: unique per worker; the prefix of its lease tokens. */
+  workerId: string;
+  registry: WorkflowRegistry;
+  /** The lists it claims from: its queues, and their version lists (see versionQueues). */
+  queues: string[];
+  concurrency: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  reaperIntervalMs: number;
+  maxRecoveries: number;
+  blockTimeoutMs: number;
+  cleanupIntervalMs: number;
+  retentionMs: number;
+  defaultMaxConcurrency: number | undefined;
+  maxPayloadBytes: number;
+  logger: RedflowLogger;
+  hooks: HookRunner;
+  /** The worker's tracing option, else its client's; undefined when off. */
+  tracing: GuardedTracing | undefined;
+  stepMocks: StepMocks | undefined;
+}
+
+/** Checks `options` (ConfigurationError naming the option and the fix) and applies the defaults. */
+export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOptions): ResolvedWorkerOptions {
+  assertKnownKeys('startWorker options', options, WORKER_OPTION_KEYS);
+  if (!options.app) throw new ConfigurationError('startWorker needs an app: a stable id of the app, used as the owner of its workflows in Redis.');
+  const app = checkUserName(options.app, 'startWorker app');
+  const registry = options.registry ?? client.registry;
+  if (options.queues !== undefined && !Array.isArray(options.queues)) {
+    throw new ConfigurationError(`startWorker queues must be an array of queue names, got ${typeof options.queues}.`);
+  }
+  if (options.client) {
+    const ignored = (['redis', 'url', 'prefix', 'commandTimeoutMs', 'requireNoEviction'] as const).filter((k) => options[k] !== undefined);
+    if (ignored.length) {
+      throw new ConfigurationError(`startWorker got both client and ${ignored.join(', ')}: the client already has its connection and settings. Set ${ignored.join(', ')} on the client, or pass no client.`);
+    }
+  }
+  const queues = (options.queues ?? registry.queues()).map((q, i) => checkResourceName(q, `startWorker queues[${i}]`));
+  if (!queues.length) queues.push('default');
+  const concurrency = checkInteger(options.concurrency ?? 1, 'Worker concurrency', 1, 100_000);
+  const runtime = options.runtime ?? {};
+  assertKnownKeys('startWorker runtime options', runtime, WORKER_RUNTIME_KEYS);
+  const duration = (value: number | undefined, name: keyof WorkerRuntimeOptions, fallback: number) =>
+    value === undefined ? fallback : checkDuration(value, `runtime.${name}`, { timer: true });
+  const leaseMs = duration(runtime.leaseMs, 'leaseMs', 10_000);
+  const heartbeatMs = duration(runtime.heartbeatMs, 'heartbeatMs', Math.max(50, Math.floor(leaseMs / 3)));
+  if (heartbeatMs >= leaseMs) {
+    throw new ConfigurationError(`runtime.heartbeatMs (${heartbeatMs}) must be shorter than runtime.leaseMs (${leaseMs}), or every lease expires before it is renewed; a third of leaseMs is the default.`);
+  }
+  const reaperIntervalMs = duration(runtime.reaperIntervalMs, 'reaperIntervalMs', 1_000);
+  const maxRecoveries = checkInteger(runtime.maxRecoveries ?? 5, 'runtime.maxRecoveries', 1, 1_000_000);
+  const blockTimeoutMs = duration(runtime.blockTimeoutMs, 'blockTimeoutMs', 1_000);
+  const cleanupIntervalMs = duration(runtime.cleanupIntervalMs, 'cleanupIntervalMs', 60_000);
+  const retentionDays = options.retentionDays ?? Number(process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30);
+  if (!(retentionDays > 0 && retentionDays <= 3650)) {
+    throw new ConfigurationError(`retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0 and at most 3650, got ${retentionDays}.`);
+  }
+  if (options.defaultMaxConcurrency !== undefined && options.defaultMaxConcurrency !== Infinity) {
+    checkInteger(options.defaultMaxConcurrency, 'defaultMaxConcurrency', 1, 1_000_000);
+  }
+  const maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? client.maxPayloadBytes, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
+  const logger = options.logger ?? client.logger ?? stderrLogger;
+  const hooks = new HookRunner(checkHooks(options.hooks), logger);
+  const tracing = checkTracingOption(options.tracing, 'startWorker option');
+  return {
+    app,
+    workerId: `${app}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    registry,
+    queues: versionQueues(queues, registry),
+    concurrency,
+    leaseMs,
+    heartbeatMs,
+    reaperIntervalMs,
+    maxRecoveries,
+    blockTimeoutMs,
+    cleanupIntervalMs,
+    retentionMs: retentionDays * DAY_MS,
+    defaultMaxConcurrency: options.defaultMaxConcurrency,
+    maxPayloadBytes,
+    logger,
+    hooks,
+    tracing: tracing ? new GuardedTracing(tracing, logger) : client.tracing,
+    stepMocks: options.stepMocks,
+  };
+}
+
+/** The `timeoutMs` of `worker.stop()`, checked (ConfigurationError), 10 s by default. */
+export function resolveStopTimeout(options: WorkerStopOptions): number {
+  assertKnownKeys('worker.stop options', options, WORKER_STOP_OPTION_KEYS);
+  return options.timeoutMs === undefined ? 10_000 : checkDuration(options.timeoutMs, 'worker.stop timeoutMs', { allowZero: true, timer: true });
+}
