@@ -6,7 +6,7 @@
  *   lib/core/store/           Redis: connection, keys, codecs, Lua scripts and their loader
  *   lib/core/client/          producing, controlling, waiting for and reading runs
  *   lib/core/worker/          the worker loop, run executor, step runtime, cron ticker, reaper
- *   lib/dashboard/            the dashboard's API and page, framework-free
+ *   lib/dashboard/            the dashboard's API and page, and the standalone dashboard's login gate, framework-free
  *   lib/nest/                 the Nest module, decorators, explorer, orchestrator
  *   lib/microservice/         `nestjs-redflow/microservice`: RedflowServer, the only code that needs
  *                             the optional peer @nestjs/microservices

@@ -1,0 +1,41 @@
+import { RUN_STATUSES, type RunStatus } from '../../core/definition/types';
+import { redactSummary } from '../../dashboard/redact';
+import { wholeNumber } from '../args';
+import type { ClientCommand } from '../cli-command';
+import { CliError } from '../cli-error';
+import { out, printable, safeJson, table, time } from '../print';
+import { shownRun } from '../redact-module';
+
+const options = {
+  workflow: { type: 'string' },
+  status: { type: 'string' },
+  limit: { type: 'string', default: '20' },
+  offset: { type: 'string', default: '0' },
+} as const;
+
+/** `redflow runs list`: a page of runs, newest first, as a table of summaries or (with --json) whole runs. */
+export const runsListCommand: ClientCommand<typeof options> = {
+  usage: 'redflow runs list [--workflow W] [--status S] [--limit 20] [--offset 0]',
+  options,
+  async run(client, { values, redact }) {
+    const status = values.status as RunStatus | undefined;
+    if (status && !RUN_STATUSES.includes(status)) throw new CliError(`Unknown status "${printable(status)}". Use one of ${RUN_STATUSES.join(', ')}.`);
+    const page = { workflow: values.workflow, status, limit: wholeNumber('--limit', values.limit), offset: wholeNumber('--offset', values.offset) };
+    if (values.json) {
+      // Whole runs, as scripts expect them; the table below reads summaries only.
+      const runs = (await client.listRuns(page)).map((r) => shownRun(r, [], redact).run);
+      out(safeJson(runs));
+      return;
+    }
+    const rows = (await client.listRunSummaries(page)).map((r) => redactSummary(r, redact));
+    if (!rows.length) return out('No runs match.');
+    const shown = rows.map((r) => ({
+      ...r,
+      status: r.corrupt === undefined ? r.status : 'corrupt',
+      attempt: r.attempt === undefined ? '' : `${r.attempt}/${r.maxAttempts ?? '?'}`,
+      created: time(r.createdAt),
+      finished: time(r.finishedAt),
+    }));
+    out(table(shown, ['id', 'workflow', 'status', 'attempt', 'created', 'finished']));
+  },
+};
