@@ -1,95 +1,43 @@
 import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
-import { MAX_TIMER_MS } from '../definition/duration-format';
-import { parseVersionQueue } from '../definition/option-checks';
-import type { RedisHealth } from '../store/redis-health';
-import type { ClaimedRun, FinishOutcome, FinishResult, RedisScripts } from '../store/redis-scripts';
-import { decodeJson, deserializeError, encodeJson, serializeError } from '../store/serialization';
-import { StepRuntime, type AttemptContext } from './step-runtime';
-import { decideFailure, notAfterDeadline, readThrown, type FailureFacts } from './failure-decision';
-import { dueCompensations, runCompensations } from './compensations';
-import type { CompensationOutcome, WorkflowDefinition } from '../definition/workflow-types';
-import { isJournalField } from '../store/step-record';
-import type { RedflowLogger } from '../definition/types';
-import { validateInput } from '../definition/validation';
-import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
-import type { CancelOnTrigger } from '../definition/workflow-types';
 import { cancelOnKeys } from '../definition/event-match';
-import type { HookRunner } from './hooks';
-import type { Clock } from '../definition/clock';
-import type { StepMocks } from './step-runtime';
-import type { GuardedSpan, GuardedTracing, SpanOutcome } from '../definition/tracing';
+import { parseVersionQueue } from '../definition/option-checks';
+import type { GuardedSpan } from '../definition/tracing';
+import { validateInput } from '../definition/validation';
+import type { RunInfo } from '../definition/workflow';
+import type { CancelOnTrigger, WorkflowDefinition } from '../definition/workflow-types';
+import type { ClaimedRun } from '../store/redis-scripts';
 import { readTraceContext } from '../store/run-record';
+import { decodeJson, deserializeError, encodeJson, serializeError } from '../store/serialization';
+import { isJournalField } from '../store/step-record';
+import { AttemptFinisher, type FinishedAttempt } from './attempt-finisher';
+import { AttemptState, withinDeadline } from './attempt-state';
+import { dueCompensations, runCompensations } from './compensations';
+import type { ExecutorHost } from './executor-host';
+import { decideFailure, notAfterDeadline, readThrown, type FailureFacts } from './failure-decision';
+import { StepRuntime, type AttemptContext } from './step-runtime';
 
-const noop = () => undefined;
-
-/** What an executor needs from its worker. */
-export interface ExecutorHost {
-  readonly app: string;
-  readonly scripts: RedisScripts;
-  readonly registry: WorkflowRegistry;
-  readonly leaseMs: number;
-  /** Workflow time (due times); leases use real time. */
-  readonly clock: Clock;
-  /** @internal Test step mocks (`nestjs-redflow/testing`). */
-  readonly stepMocks?: StepMocks;
-  readonly maxPayloadBytes: number;
-  readonly logger: RedflowLogger;
-  /** False while the worker is stopping: finishing then claims no next run. */
-  readonly claiming: boolean;
-  /** Per list, the workflows whose runs a claim leaves there for another version; finishing a run of such a list claims no next run (the queue loop's claim does). */
-  readonly claimSkips: ReadonlyMap<string, readonly string[]>;
-  /** A lease token no other claim has used: the worker's id and a counter. */
-  nextLeaseToken(): string;
-  /** Called after a run was scheduled (retry, wait), so the worker can promote it on time. */
-  runScheduled(queue: string, dueAt: number): void;
-  /** Whether Redis is up; outages are reported to it. */
-  readonly health: RedisHealth;
-  /** The worker's lifecycle hooks. */
-  readonly hooks: HookRunner;
-  /** Resolves when Redis is healthy again, or the worker stopped for good. */
-  waitForRedis(): Promise<void>;
-  /** Renews this attempt's lease now (a heartbeat of this run alone); tells the executor if it is lost. */
-  renewLease(executor: RunExecutor): Promise<void>;
-  /** An attempt found its lease gone (taken over or canceled). */
-  leaseLost(runId: string, attemptStartedAt: number): void;
-  /** Tracing, when on: a span per attempt, child of the trace context stored with the run. */
-  readonly tracing?: GuardedTracing;
-  /** The queue of the latest registered version of a workflow (its registry entry), or null. */
-  latestQueue(workflow: string): Promise<string | null>;
-  /**
-   * A run of a version this worker does not have was claimed from `list` (its workflow was defined
-   * after the worker started): it is handed back (warned once), and later claims leave such runs.
-   */
-  versionMismatch(list: string, workflow: string, runVersion: number, ownVersion: number): void;
-}
-
-/** How long a run claimed by a worker without its version waits before it is offered again. */
-const HAND_BACK_MS = 1_000;
+export type { ExecutorHost } from './executor-host';
 
 /**
  * Executes one claimed attempt of a run: validates, runs the handler with the step runtime, and
- * ends the attempt with one finish call (which also claims the worker's next run).
+ * ends the attempt with one finish call (which also claims the worker's next run). What ends a
+ * failed attempt is decided in failure-decision.ts; each ending is carried out by
+ * attempt-finisher.ts; the stop state (timed out, halted, abandoned) is attempt-state.ts.
  */
-export class RunExecutor {
+export class RunExecutor implements FinishedAttempt {
   readonly runId: string;
   readonly token: string;
   readonly queue: string;
-  /** Created only if the handler reads `signal`. */
-  private controller: AbortController | undefined;
-  private stopReason: CanceledError | RunTerminatedError | RunTimeoutError | undefined;
+  /** Running, timed out, halted or abandoned: see attempt-state.ts. */
+  readonly state = new AttemptState((reason) => this.steps?.interrupt(reason));
   /** When the run's timeout passes (workflow time, from its first claim); 0 = no timeout. */
   private readonly deadline: number;
   private steps: StepRuntime | undefined;
-  /** Set when the worker stops before the run ends: the run is left to the reaper, not finished. */
-  private abandoned = false;
-  private readonly startedAt = Date.now();
-  /** The attempt's span (tracing on), and how the attempt ended, for it. */
+  /** When the attempt started (ms, real time). */
+  readonly startedAt = Date.now();
+  /** The attempt's span, when tracing is on. */
   private span: GuardedSpan | undefined;
-  /** Set when this worker must leave the run alone (canceled, lost, stopping): ends a compensation phase too. */
-  private halted: CanceledError | RunTerminatedError | undefined;
-  /** Aborts the compensations' signal when the worker must leave the run. */
-  private compensationController: AbortController | undefined;
-  private outcome: SpanOutcome = { outcome: 'abandoned' };
+  private readonly finisher: AttemptFinisher;
   /**
    * Until when the lease is surely this attempt's (ms, real time): the expiry the claim or the
    * last heartbeat asked for, each computed before its call was sent. Checkpoints do not extend
@@ -106,6 +54,7 @@ export class RunExecutor {
     this.leaseUntil = claimed.leaseUntil;
     this.queue = claimed.hash.queue ?? '';
     this.deadline = Number(claimed.hash.deadline) || 0;
+    this.finisher = new AttemptFinisher(host, this);
   }
 
   /** A heartbeat renewed the lease until `until` (computed before the heartbeat was sent). */
@@ -123,18 +72,18 @@ export class RunExecutor {
   confirmLease(): Promise<void> | undefined {
     if (Date.now() < this.leaseUntil - this.host.leaseMs / 3) return undefined;
     return this.redisCall(() => this.host.renewLease(this)).then(() => {
-      if (this.stopReason) throw this.stopReason;
-      if (this.halted) throw this.halted;
+      const stopped = this.state.stopReason ?? this.state.halted;
+      if (stopped) throw stopped;
     });
   }
 
   /** Stops the handler's work: the run was canceled or this worker no longer holds it. */
   abort(reason: string): void {
     const error = new CanceledError(this.runId, reason);
-    this.halt(error);
-    if (this.stopReason) return;
+    this.state.halt(error);
+    if (this.state.stopReason) return;
     if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
-    this.stop(error);
+    this.state.stopHandler(error);
   }
 
   /**
@@ -143,35 +92,14 @@ export class RunExecutor {
    */
   terminated(): void {
     const error = new RunTerminatedError(this.runId);
-    this.halt(error);
-    if (!this.stopReason) this.stop(error);
-  }
-
-  /** A run that timed out goes on to its compensations: only this stops them. */
-  private halt(error: CanceledError | RunTerminatedError): void {
-    if (this.halted) return;
-    this.halted = error;
-    this.compensationController?.abort(error);
-  }
-
-  private stop(reason: CanceledError | RunTerminatedError): void {
-    this.stopReason = reason;
-    this.controller?.abort(reason);
-    this.steps?.interrupt(reason);
-  }
-
-  private get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.stopReason) this.controller.abort(this.stopReason);
-    }
-    return this.controller.signal;
+    this.state.halt(error);
+    this.state.stopHandler(error);
   }
 
   /** The run was canceled or terminated, or another worker holds it now. */
   lost(code: 'canceled' | 'terminated' | 'lost'): void {
     if (code === 'terminated') return this.terminated();
-    if (code === 'lost' && !this.stopReason) this.host.leaseLost(this.runId, this.startedAt);
+    if (code === 'lost' && !this.state.stopReason) this.host.leaseLost(this.runId, this.startedAt);
     this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run');
   }
 
@@ -181,21 +109,21 @@ export class RunExecutor {
    * same lease token, so a refused write costs neither an attempt nor a recovery. The scripts
    * check the token, so a retry after the lease was taken over is answered 'lost'.
    */
-  private async redisCall<T>(fn: () => Promise<T>): Promise<T> {
+  async redisCall<T>(fn: () => Promise<T>): Promise<T> {
     for (;;) {
       try {
         return await fn();
       } catch (error) {
-        if (this.abandoned || !this.host.health.report(error)) throw error;
+        if (this.state.abandoned || !this.host.health.report(error)) throw error;
         await this.host.waitForRedis();
-        if (this.abandoned || !this.host.health.healthy) throw error;
+        if (this.state.abandoned || !this.host.health.healthy) throw error;
       }
     }
   }
 
   /** Stops the handler's work and leaves the run to be recovered by another worker's reaper. */
   abandon(): void {
-    this.abandoned = true;
+    this.state.abandon();
     this.abort('the worker stopped before the run finished; it will be resumed by another worker');
   }
 
@@ -214,7 +142,7 @@ export class RunExecutor {
     try {
       return await this.attempt(info);
     } finally {
-      this.span?.end(this.outcome);
+      this.span?.end(this.finisher.outcome);
     }
   }
 
@@ -232,32 +160,29 @@ export class RunExecutor {
       // (A compensating run, which only a worker on a version-1 queue shared with other versions
       // can meet, is compensated here: it holds no slot to wait in.)
       const runVersion = parseVersionQueue(info.queue).version;
-      if (runVersion !== definition.version) return await this.handBack(info.queue, info.workflow, runVersion, definition.version);
+      if (runVersion !== definition.version) return await this.finisher.handBack(info.queue, info.workflow, runVersion, definition.version);
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
-      const hooks = this.host.hooks;
-      hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
+      this.host.hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
 
       const steps = (this.steps = new StepRuntime(this.attemptContext(info), this.storedJournal()));
-      const output = await this.withinDeadline(info, () => this.runHandler(definition, steps, info, validInput));
+      const handler = () => this.runHandler(definition, steps, info, validInput);
+      // No timeout: the handler's own promise, with no wrapper on the hot path.
+      const output = await (this.deadline ? withinDeadline(this.deadline, this.host.clock, this.state, () => this.timedOut(info), handler) : handler());
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       steps.guard?.assertComplete();
-      const encoded = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
-      const result = await this.finish('succeeded', encoded, 0);
-      this.outcome = { outcome: result.code === 'ok' ? 'succeeded' : result.code };
-      if (result.code === 'ok') hooks.emit('onRunComplete', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, output, durationMs: Date.now() - this.startedAt });
-      return result.next;
+      return await this.finisher.succeeded(info, output, encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes));
     } catch (thrown) {
       await this.steps?.settled();
-      const read = readThrown(thrown, { suspended: Boolean(this.steps?.suspension), stepFailure: this.steps?.failure, stopReason: this.stopReason });
+      const read = readThrown(thrown, { suspended: Boolean(this.steps?.suspension), stepFailure: this.steps?.failure, stopReason: this.state.stopReason });
       if (read.action === 'suspend') return this.suspend(info.queue, this.steps!.suspension!);
       return this.fail(read.error, info, input);
     }
   }
 
   /** What the step runtime of this attempt needs; `stopReason` defaults to the attempt's. */
-  private attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.stopReason): AttemptContext {
+  private attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.state.stopReason): AttemptContext {
     return {
       runId: this.runId,
       workflow: info.workflow,
@@ -279,6 +204,15 @@ export class RunExecutor {
     };
   }
 
+  private timedOut(info: RunInfo): RunTimeoutError {
+    return new RunTimeoutError(this.runId, info.workflow, Number(this.claimed.hash.timeout) || 0);
+  }
+
+  /** FinishedAttempt: the step records not stored yet. */
+  takePendingRecords(): string[] {
+    return this.steps ? this.steps.takePending() : [];
+  }
+
   /** The journal fields of the claimed run hash (step records, journaled values...). */
   private storedJournal(): Map<string, string> {
     const stored = new Map<string, string>();
@@ -297,7 +231,7 @@ export class RunExecutor {
       step: steps.api,
       setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
       get signal() {
-        return executor.signal;
+        return executor.state.handlerSignal;
       },
     };
     return Promise.resolve(this.span ? this.span.activate(() => definition.handler(context)) : definition.handler(context));
@@ -315,7 +249,7 @@ export class RunExecutor {
     try {
       input = decodeJson(hash.input, this.runId, 'input');
     } catch (error) {
-      return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
+      return this.finisher.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
     }
     return this.compensate(definition, info, input, reasonJson, target, this.storedJournal());
   }
@@ -328,9 +262,8 @@ export class RunExecutor {
   private async compensate(definition: WorkflowDefinition, info: RunInfo, input: unknown, reasonJson: string, target: 'failed' | 'canceled', journal: Map<string, string>): Promise<ClaimedRun | null> {
     const reason = deserializeError(reasonJson);
     // A run that timed out compensates all the same: only being halted (canceled, lost) stops this phase.
-    const halted = () => this.halted;
-    const controller = (this.compensationController = new AbortController());
-    if (this.halted) controller.abort(this.halted);
+    const halted = () => this.state.halted;
+    const signal = this.state.compensationSignal();
     const replay = new StepRuntime(this.attemptContext(info, halted), journal, true);
     try {
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
@@ -354,78 +287,18 @@ export class RunExecutor {
           call: (fn) => this.redisCall(fn),
           confirmLease: () => this.confirmLease(),
           stopReason: halted,
-          signal: controller.signal,
+          signal,
           onLost: (code) => this.lost(code),
         },
         due,
         replay.compensations,
         reason,
       );
-      return await this.endCompensation(target, reasonJson, result, info, input);
+      return await this.finisher.endCompensation(target, reasonJson, result, info, input);
     } catch (error) {
-      if (this.halted || this.abandoned) return null;
-      return this.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, input);
+      if (this.state.halted || this.state.abandoned) return null;
+      return this.finisher.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, input);
     }
-  }
-
-  /** Ends a compensating run: `target` when every compensation ran, else `compensation_failed`. */
-  private async endCompensation(
-    target: 'failed' | 'canceled',
-    reasonJson: string,
-    result: { ok: true; ran: string[] } | { ok: false; ran: string[]; step: string; error: unknown },
-    info: RunInfo,
-    input: unknown,
-  ): Promise<ClaimedRun | null> {
-    const hook = target === 'failed' && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
-    const finished = result.ok
-      ? await this.finish(target, reasonJson, 0, undefined, !hook, ['compensated', '1'])
-      : await this.finish('compensation_failed', reasonJson, 0, undefined, !hook, ['compError', serializeError(result.error)]);
-    this.outcome = finished.code !== 'ok' ? { outcome: finished.code } : { outcome: 'failed', error: result.ok ? deserializeError(reasonJson) : result.error };
-    if (finished.code === 'ok' && hook) {
-      const compensation: CompensationOutcome = result.ok ? { status: 'compensated', steps: result.ran } : { status: 'failed', steps: result.ran, error: result.error };
-      await this.runOnFailure(deserializeError(reasonJson), info, input, compensation);
-    }
-    return finished.next;
-  }
-
-  /**
-   * Runs the handler within the run's timeout: a run claimed past its deadline (a waiting run woken
-   * by it, or a retry due after it) fails before its handler runs; one still running when the
-   * deadline passes has its attempt aborted with `RunTimeoutError`, which fails it for good
-   * through `fail()`, like any final failure.
-   */
-  private withinDeadline<T>(info: RunInfo, handler: () => Promise<T>): Promise<T> {
-    // No timeout: the handler's own promise, with no wrapper on the hot path.
-    return this.deadline ? this.raceDeadline(info, handler) : handler();
-  }
-
-  private async raceDeadline<T>(info: RunInfo, handler: () => Promise<T>): Promise<T> {
-    const timeoutMs = Number(this.claimed.hash.timeout) || 0;
-    const timedOut = () => new RunTimeoutError(this.runId, info.workflow, timeoutMs);
-    if (this.host.clock.now() >= this.deadline) throw timedOut();
-    let cancel: () => void = noop;
-    const arm = () => {
-      const left = this.deadline - this.host.clock.now();
-      // Node.js timers overflow past MAX_TIMER_MS: a longer wait is armed again when it ends.
-      if (left > 0) cancel = this.host.clock.setTimer(Math.min(left, MAX_TIMER_MS), arm);
-      else this.timeOut(timedOut());
-    };
-    arm();
-    try {
-      const output = await handler();
-      if (this.stopReason instanceof RunTimeoutError) throw this.stopReason;
-      return output;
-    } finally {
-      cancel();
-    }
-  }
-
-  /** The run's timeout passed while it ran: its signal aborts and its running steps reject with it. */
-  private timeOut(error: RunTimeoutError): void {
-    if (this.stopReason) return;
-    this.stopReason = error;
-    this.controller?.abort(error);
-    this.steps?.interrupt(error);
   }
 
   /**
@@ -438,42 +311,23 @@ export class RunExecutor {
     const code = await this.redisCall(() => this.host.scripts.registerCancelOn(this.runId, this.token, keys));
     if (code === 'lost') {
       this.lost('lost');
-      throw this.stopReason ?? new CanceledError(this.runId, 'this worker no longer holds the run');
+      throw this.state.stopReason ?? new CanceledError(this.runId, 'this worker no longer holds the run');
     }
   }
 
-  /** The run waits (a timer or a child): back to scheduled, without using an attempt. */
-  private async suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
-    const dueAt = notAfterDeadline(suspension.dueAt, this.deadline);
-    const result = await this.finish('wait', '', dueAt, suspension.waitFields);
-    this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
-    if (result.code === 'ok' && dueAt > 0) this.host.runScheduled(queue, dueAt);
-    return result.next;
-  }
-
-  /** A run of another version: back to scheduled for HAND_BACK_MS, its attempt unchanged. */
-  private async handBack(list: string, workflow: string, runVersion: number, ownVersion: number): Promise<ClaimedRun | null> {
-    this.host.versionMismatch(list, workflow, runVersion, ownVersion);
-    const result = await this.finish('wait', '', this.host.clock.now() + HAND_BACK_MS, [], false);
-    this.outcome = result.code === 'ok' ? { outcome: 'suspended', suspended: true } : { outcome: result.code };
-    return null;
+  /** The run waits (a timer or a child), until no later than its deadline. */
+  private suspend(queue: string, suspension: { dueAt: number; waitFields: string[] }): Promise<ClaimedRun | null> {
+    return this.finisher.suspend(queue, notAfterDeadline(suspension.dueAt, this.deadline), suspension.waitFields);
   }
 
   /**
-   * `onNonDeterminism: 'retry-latest'`: the run moves to the latest registered version (its queue
-   * field and the queue it waits in) and is retried there at once; null when it already is on it.
+   * `onNonDeterminism: 'retry-latest'`: the run moves to the latest registered version and is
+   * retried there at once; null when it already is on it.
    */
   private async retryOnLatest(error: NonDeterminismError, info: RunInfo): Promise<{ next: ClaimedRun | null } | null> {
     const latest = await this.redisCall(() => this.host.latestQueue(info.workflow));
     if (!latest || parseVersionQueue(latest).version <= parseVersionQueue(info.queue).version) return null;
-    const now = this.host.clock.now();
-    const result = await this.finish('retry', serializeError(error), now, [], false, ['queue', latest], latest);
-    this.outcome = result.code !== 'ok' ? { outcome: result.code } : { outcome: 'retry', error };
-    if (result.code === 'ok') {
-      this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: true, retryAt: now, durationMs: Date.now() - this.startedAt });
-      this.host.runScheduled(latest, now);
-    }
-    return { next: result.next };
+    return { next: await this.finisher.moveToLatest(error, info, latest) };
   }
 
   /** The facts `decideFailure` needs about this attempt. */
@@ -487,8 +341,8 @@ export class RunExecutor {
       deadline: this.deadline,
       compensating: hash.status === 'compensating',
       compensationTarget: hash.compensate === 'canceled' ? 'canceled' : 'failed',
-      halted: Boolean(this.halted),
-      stopReason: this.stopReason,
+      halted: Boolean(this.state.halted),
+      stopReason: this.state.stopReason,
       workflow: definition && { retries: definition.options.retries, onNonDeterminism: definition.options.onNonDeterminism, hasOnFailure: Boolean(definition.options.onFailure) },
       latestTried,
       compensationsDue: () => Boolean(this.steps && dueCompensations(this.runId, this.steps.journal()).length),
@@ -497,7 +351,7 @@ export class RunExecutor {
 
   /** The attempt failed: carries out what `decideFailure` says (retry, compensate or fail). */
   private async fail(thrown: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
-    if (this.abandoned) return null;
+    if (this.state.abandoned) return null;
     let decision = decideFailure(this.failureFacts(thrown, info, false));
     if (decision.action === 'move-to-latest') {
       const moved = await this.retryOnLatest(decision.error, info);
@@ -511,12 +365,12 @@ export class RunExecutor {
       case 'end-compensation':
         // A compensating run this worker cannot replay (its workflow is not registered here, its hash
         // is damaged): it must not end as if compensated. It needs a person; resume retries it.
-        return this.endCompensation(decision.target, this.claimed.hash.error || serializeError(decision.error), { ok: false, ran: [], step: '', error: decision.error }, info, input);
+        return this.finisher.endCompensation(decision.target, this.claimed.hash.error || serializeError(decision.error), { ok: false, ran: [], step: '', error: decision.error }, info, input);
       case 'compensate':
         return this.failAndCompensate(decision.error, info, input);
       case 'retry':
       case 'fail':
-        return this.retryOrFail(decision, info, input);
+        return this.finisher.retryOrFail(decision, info, input);
     }
   }
 
@@ -524,62 +378,8 @@ export class RunExecutor {
   private async failAndCompensate(error: unknown, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
     const journal = this.steps!.journal();
     const errorJson = serializeError(error);
-    const result = await this.finish('compensate', errorJson, 0, undefined, false);
-    if (result.code !== 'ok') {
-      this.outcome = { outcome: result.code };
-      return result.next;
-    }
-    this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: false, durationMs: Date.now() - this.startedAt });
-    return this.compensate(this.host.registry.get(info.workflow)!, info, input, errorJson, 'failed', journal);
-  }
-
-  private async retryOrFail(decision: { action: 'retry'; error: unknown; dueAt: number } | { action: 'fail'; error: unknown; onFailure: boolean }, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
-    const { error } = decision;
-    const retry = decision.action === 'retry';
-    // A run claimed by this finish would wait, unrenewed, while onFailure runs: claim none then.
-    const hook = !retry && decision.onFailure;
-    const result = await this.finish(retry ? 'retry' : 'failed', serializeError(error), retry ? decision.dueAt : 0, undefined, !hook);
-    // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
-    this.outcome = result.code !== 'ok' ? { outcome: result.code } : this.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: retry ? 'retry' : 'failed', error };
+    const result = await this.finisher.beginCompensation(error, errorJson, info);
     if (result.code !== 'ok') return result.next;
-    const retryAt = retry ? decision.dueAt : undefined;
-    this.host.hooks.emit('onRunFailed', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: retry, retryAt, durationMs: Date.now() - this.startedAt });
-    if (retry) {
-      this.host.runScheduled(info.queue, decision.dueAt);
-    } else {
-      await this.runOnFailure(error, info, input);
-    }
-    return result.next;
-  }
-
-  private async runOnFailure(error: unknown, info: RunInfo, input: unknown, compensation?: CompensationOutcome): Promise<void> {
-    const onFailure = this.host.registry.get(info.workflow)?.options.onFailure;
-    if (!onFailure) return;
-    try {
-      await onFailure(compensation ? { error, run: info, input, compensation } : { error, run: info, input });
-    } catch (hookError) {
-      this.host.logger.error(`onFailure of workflow "${info.workflow}" threw for run "${this.runId}": ${(hookError as Error)?.message}`, (hookError as Error)?.stack);
-    }
-  }
-
-  private async finish(outcome: FinishOutcome, payload: string, dueAt: number, waitFields: string[] = [], claimNext = true, extra: string[] = [], queue = this.queue): Promise<FinishResult> {
-    if (this.abandoned) return { code: 'lost', next: null };
-    const records = this.steps ? this.steps.takePending() : [];
-    records.push(...extra);
-    const result = await this.redisCall(() => this.host.scripts.finish({
-      runId: this.runId,
-      queue,
-      token: this.token,
-      now: this.host.clock.now(),
-      outcome,
-      payload,
-      dueAt,
-      nextToken: claimNext && this.host.claiming && !this.host.claimSkips.has(queue) ? this.host.nextLeaseToken() : '',
-      leaseMs: this.host.leaseMs,
-      waitFields,
-      records,
-    }));
-    if (result.code === 'lost') this.host.leaseLost(this.runId, this.startedAt);
-    return result;
+    return this.compensate(this.host.registry.get(info.workflow)!, info, input, errorJson, 'failed', journal);
   }
 }
