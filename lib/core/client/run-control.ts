@@ -4,8 +4,8 @@ import { encodeJson, serializeError } from '../store/serialization';
 import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
 import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
 
-import { RunProducer } from './producer';
-import { isPossibleRunId, newRunId } from './client-core';
+import { isPossibleRunId, newRunId, type ClientContext } from './client-context';
+import type { RunWaiter } from './run-waiter';
 
 /** Signals a run holds before a wait consumes them; one more is refused. */
 export const MAX_BUFFERED_SIGNALS = 1_000;
@@ -30,45 +30,34 @@ function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
 }
 
 /** Controlling runs: cancel or terminate (with the children they wait on), re-run, resume, signal, delete and prune ended runs. */
-export class RunControl extends RunProducer {
+export class RunControl {
+  constructor(
+    private readonly ctx: ClientContext,
+    private readonly waiter: RunWaiter,
+  ) {}
+
   /**
    * Starts a new run of an ended run's workflow with the same input, queue, attempts and
    * flow-control keys (mutex, throttle, rate limit) and timeout. Returns its handle.
    */
   rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
-    return this.call(() => this.rerunNow<TOutput>(id));
+    return this.ctx.call(() => this.rerunNow<TOutput>(id));
   }
 
-  protected async rerunNow<TOutput>(id: string): Promise<RunHandle<TOutput>> {
+  private async rerunNow<TOutput>(id: string): Promise<RunHandle<TOutput>> {
     if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
-    const [workflow, queue, maxAttempts, input, mutex, throttle, rateLimit, timeout] = await this.redis.hmget(
-      this.keys.run(id),
-      'workflow',
-      'queue',
-      'maxAttempts',
-      'input',
-      'mutex',
-      'throttle',
-      'rateLimit',
-      'timeout',
-    );
-    if (!workflow || !queue) throw new RunNotFoundError(id);
-    const extra: string[] = [];
-    for (const [field, value] of [['mutex', mutex], ['throttle', throttle], ['rateLimit', rateLimit], ['timeout', timeout]] as const) if (value !== null) extra.push(field, value);
-    const result = await this.scripts.enqueue({
+    const source = await this.ctx.runQueries.rerunSource(id);
+    if (!source) throw new RunNotFoundError(id);
+    const result = await this.ctx.scripts.enqueue({
+      ...source,
       runId: newRunId(),
-      workflow,
-      queue,
-      maxAttempts: maxAttempts ?? '1',
-      input: input ?? '',
-      now: this.clock.now(),
+      now: this.ctx.clock.now(),
       runAt: 0,
       idempotencyKey: '',
       idempotencyTtlSec: 1,
       localFlow: true,
-      extra,
     });
-    return this.handle<TOutput>(result.runId);
+    return this.waiter.handle<TOutput>(result.runId);
   }
 
   /**
@@ -80,12 +69,12 @@ export class RunControl extends RunProducer {
    * `RunNotResumableError` when it is queued, scheduled, running or succeeded.
    */
   resume(id: string): Promise<boolean> {
-    return this.call(() => this.resumeNow(id));
+    return this.ctx.call(() => this.resumeNow(id));
   }
 
-  protected async resumeNow(id: string): Promise<boolean> {
+  private async resumeNow(id: string): Promise<boolean> {
     if (!isPossibleRunId(id)) return false;
-    const outcome = await this.scripts.resume(id, this.clock.now());
+    const outcome = await this.ctx.scripts.resume(id, this.ctx.clock.now());
     if (outcome === 'ok') return true;
     if (outcome === 'missing') return false;
     if (outcome === 'corrupt') throw new CorruptRunDataError(id, 'the run hash lacks a workflow or queue field');
@@ -107,7 +96,7 @@ export class RunControl extends RunProducer {
     }
     if (!isPossibleRunId(id)) return false;
     const error = serializeError(new CanceledError(id, options.reason));
-    const result = await this.call(() => this.scripts.cancel(id, this.clock.now(), error, options.reason ?? '', options.compensate === true));
+    const result = await this.ctx.call(() => this.ctx.scripts.cancel(id, this.ctx.clock.now(), error, options.reason ?? '', options.compensate === true));
     return result === 'ok';
   }
 
@@ -124,7 +113,7 @@ export class RunControl extends RunProducer {
     if (options.reason !== undefined) checkUserName(options.reason, 'terminate reason', { max: 1000 });
     if (!isPossibleRunId(id)) throw new RunNotFoundError(String(id));
     const error = serializeError(new RunTerminatedError(id, options.reason));
-    const result = await this.call(() => this.scripts.terminate(id, this.clock.now(), error, options.reason ?? ''));
+    const result = await this.ctx.call(() => this.ctx.scripts.terminate(id, this.ctx.clock.now(), error, options.reason ?? ''));
     if (result === 'missing') throw new RunNotFoundError(id);
     return result === 'ok';
   }
@@ -144,7 +133,7 @@ export class RunControl extends RunProducer {
     if (!isPossibleRunId(id)) return false;
     const force = options.force === true;
     const error = force ? serializeError(new RunTerminatedError(id, 'deleted with force')) : '';
-    const result = await this.call(() => this.scripts.deleteRun(id, this.clock.now(), force, error, force ? 'deleted with force' : ''));
+    const result = await this.ctx.call(() => this.ctx.scripts.deleteRun(id, this.ctx.clock.now(), force, error, force ? 'deleted with force' : ''));
     if (result === 'ok') return true;
     if (result === 'missing') return false;
     throw new RunNotEndedError(id, result);
@@ -168,10 +157,10 @@ export class RunControl extends RunProducer {
     if (workflow !== undefined && !isWorkflowName(workflow)) {
       throw new ConfigurationError(`prune workflow must be a workflow name, got ${describeValue(workflow)}. ${WORKFLOW_NAME_RULE}`);
     }
-    const cutoff = this.clock.now() - olderThanMs;
+    const cutoff = this.ctx.clock.now() - olderThanMs;
     let deleted = 0;
     for (;;) {
-      const batch = await this.call(() => this.scripts.prune({ cutoff, batch: PRUNE_BATCH, statuses, workflow }));
+      const batch = await this.ctx.call(() => this.ctx.scripts.prune({ cutoff, batch: PRUNE_BATCH, statuses, workflow }));
       deleted += batch.deleted;
       if (batch.taken < PRUNE_BATCH) return { deleted };
     }
@@ -186,8 +175,8 @@ export class RunControl extends RunProducer {
   async signal(runId: string, name: string, payload: unknown = null): Promise<boolean> {
     if (!isPossibleRunId(runId)) return false;
     checkUserName(name, 'The signal name');
-    const text = encodeJson(payload ?? null, `The payload of signal "${name}"`, this.maxPayloadBytes);
-    const outcome = await this.call(() => this.scripts.signal(runId, name, text, this.clock.now(), MAX_BUFFERED_SIGNALS));
+    const text = encodeJson(payload ?? null, `The payload of signal "${name}"`, this.ctx.maxPayloadBytes);
+    const outcome = await this.ctx.call(() => this.ctx.scripts.signal(runId, name, text, this.ctx.clock.now(), MAX_BUFFERED_SIGNALS));
     if (outcome === 'full') throw new SignalBufferFullError(runId, name, MAX_BUFFERED_SIGNALS);
     return outcome === 'delivered' || outcome === 'buffered';
   }
