@@ -82,14 +82,16 @@ function scheduleDynamicError(id: string, workflow: string): ConfigurationError 
   );
 }
 
-/** Producing runs: by definition, by name, by events (now or at `emitAt`), and by runtime schedules. */
+/**
+ * Producing runs: by definition, by name, by events (now or at `emitAt`), and by runtime
+ * schedules. Its public methods are documented where `WorkflowClient` forwards to them.
+ */
 export class RunProducer {
   constructor(
     private readonly ctx: ClientContext,
     private readonly waiter: RunWaiter,
   ) {}
 
-  /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
     if (!definition || typeof definition.name !== 'string' || typeof definition.handler !== 'function') {
       throw new ConfigurationError(`start() needs a workflow definition (the value defineWorkflow returned), got ${definition === null ? 'null' : typeof definition}. Use runByName() to start a workflow by name.`);
@@ -117,10 +119,6 @@ export class RunProducer {
     return versionQueue(queue, options.version);
   }
 
-  /**
-   * Starts a run by workflow name. A workflow in this client's registry is validated locally; any
-   * other must have been registered in Redis by a worker, else `UnknownWorkflowError`.
-   */
   async runByName<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     if (typeof name !== 'string' || !name) throw new ConfigurationError(`runByName needs a workflow name, got ${JSON.stringify(name)}.`);
     const definition = this.ctx.registry.get(name);
@@ -130,13 +128,6 @@ export class RunProducer {
     return this.enqueue<TOutput>(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false);
   }
 
-  /**
-   * Starts several runs of one workflow: `items` are `{ input, options? }`. Every item's options and
-   * input (schema and size) are checked before the first run is stored, so one bad item stores
-   * nothing and its error names its index. The runs are then sent together, without waiting for
-   * each reply; a Redis failure part-way can leave the earlier items stored (give them idempotency
-   * keys to retry safely). Resolves with the handles, in the items' order.
-   */
   async runManyByName<TOutput = unknown>(name: string, items: ReadonlyArray<{ input: unknown; options?: RunOptions }>): Promise<Array<RunHandle<TOutput>>> {
     if (typeof name !== 'string' || !name) throw new ConfigurationError(`runManyByName needs a workflow name, got ${JSON.stringify(name)}.`);
     if (!Array.isArray(items)) throw new ConfigurationError(`runMany needs an array of { input, options? }, got ${describeValue(items)}.`);
@@ -165,7 +156,6 @@ export class RunProducer {
     );
   }
 
-  /** Same as `runByName`. */
   emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     return this.runByName<TOutput>(name, input, options);
   }
@@ -207,14 +197,6 @@ export class RunProducer {
     return this.waiter.handle<TOutput>(result.runId);
   }
 
-  /**
-   * Adds a schedule that starts a run of `workflow` on every tick of `cron` (a croner expression,
-   * in `timezone`) or `every` interval (at least 1 s), with `input`, once per tick across all
-   * workers, like a workflow's `cron` trigger; it is stored in Redis, so it outlives this process.
-   * Scheduling an id again replaces its schedule (an unchanged one keeps its next tick). A
-   * workflow in this client's registry is checked locally (input schema included); any other must
-   * be registered in Redis by a worker, else `UnknownWorkflowError`. Resolves with the schedule.
-   */
   async schedule(id: string, options: ScheduleOptions): Promise<ScheduleState> {
     checkUserName(id, 'The schedule id');
     assertKnownKeys(`the options of schedule "${id}"`, options, SCHEDULE_OPTION_KEYS);
@@ -244,17 +226,11 @@ export class RunProducer {
     return { id, workflow, ...shape, input: stored, nextAt: result.nextAt };
   }
 
-  /** Removes the schedule `id` added by `schedule()`; the runs it started stay. False when there was none. */
   async unschedule(id: string): Promise<boolean> {
     checkUserName(id, 'The schedule id');
     return this.ctx.call(() => this.ctx.scripts.unschedule(runtimeCronId(id)));
   }
 
-  /**
-   * Emits an event: every workflow subscribed to it (option `event: [{ name }]`) gets a run with the
-   * payload as input. Returns their run ids, or `[]` when `emitAt` is in the future (the fan-out
-   * then happens when due). With `idempotencyKey`, a repeated emit returns the same runs.
-   */
   async emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
     assertKnownKeys('emitEvent options', options, EMIT_EVENT_OPTION_KEYS);
     checkEventName(event, 'The event name of emitEvent');
@@ -273,7 +249,6 @@ export class RunProducer {
     return runIds;
   }
 
-  /** Emits an event at a later time; same as `emitEvent(event, payload, { emitAt, ... })`. */
   async scheduleEvent(event: string, payload: unknown, options: EmitEventOptions & { emitAt: Date | number }): Promise<string[]> {
     assertKnownKeys('scheduleEvent options', options, EMIT_EVENT_OPTION_KEYS);
     if (options?.emitAt === undefined) throw new ConfigurationError('scheduleEvent needs an emitAt option: the Date (or epoch ms) to fan the event out at.');

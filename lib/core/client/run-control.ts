@@ -29,17 +29,17 @@ function checkPruneStatuses(statuses: unknown): ReadonlySet<EndedStatus> {
   return new Set(statuses as EndedStatus[]);
 }
 
-/** Controlling runs: cancel or terminate (with the children they wait on), re-run, resume, signal, delete and prune ended runs. */
+/**
+ * Controlling runs: cancel or terminate (with the children they wait on), re-run, resume, signal,
+ * delete and prune ended runs. Its public methods are documented where `WorkflowClient` forwards
+ * to them.
+ */
 export class RunControl {
   constructor(
     private readonly ctx: ClientContext,
     private readonly waiter: RunWaiter,
   ) {}
 
-  /**
-   * Starts a new run of an ended run's workflow with the same input, queue, attempts and
-   * flow-control keys (mutex, throttle, rate limit) and timeout. Returns its handle.
-   */
   rerun<TOutput = unknown>(id: string): Promise<RunHandle<TOutput>> {
     return this.ctx.call(() => this.rerunNow<TOutput>(id));
   }
@@ -60,14 +60,6 @@ export class RunControl {
     return this.waiter.handle<TOutput>(result.runId);
   }
 
-  /**
-   * Restarts a failed, canceled or terminated run in place, under the same id, from its first incomplete step:
-   * steps that succeeded are not run again (the replay returns their stored outputs), failed ones
-   * are. Attempts count on (the next is the last one + 1) with a fresh budget of the workflow's
-   * `maxAttempts`, and the run queues like a new one, so its mutex, concurrency, throttle and rate
-   * limit apply. Resolves `true` when queued, `false` when the run does not exist; throws
-   * `RunNotResumableError` when it is queued, scheduled, running or succeeded.
-   */
   resume(id: string): Promise<boolean> {
     return this.ctx.call(() => this.resumeNow(id));
   }
@@ -81,13 +73,6 @@ export class RunControl {
     throw new RunNotResumableError(id, outcome);
   }
 
-  /**
-   * Cancels a run that has not ended. Queued and scheduled runs end at once; a running run's signal
-   * aborts and no later step starts. Returns false when the run already ended, is compensating or
-   * does not exist. With `compensate: true`, a run with completed steps that have `compensate`
-   * functions becomes `compensating`: a worker runs them in reverse order, then it ends `canceled`
-   * with `compensated: true` (its unfinished children alike).
-   */
   async cancelRun(id: string, options: { reason?: string; compensate?: boolean } = {}): Promise<boolean> {
     assertKnownKeys('cancelRun options', options, ['reason', 'compensate']);
     if (options.reason !== undefined) checkUserName(options.reason, 'cancelRun reason', { max: 1000 });
@@ -100,14 +85,6 @@ export class RunControl {
     return result === 'ok';
   }
 
-  /**
-   * Ends a run at once, as `terminated`: not cooperative like `cancelRun`, and nothing of the
-   * workflow runs after it (no `onFailure`, no compensation). A running attempt's `AbortSignal`
-   * aborts with `RunTerminatedError` and no later step starts; the unfinished children it waits on
-   * are terminated too, and parents waiting on it get a failed step (`RunTerminatedError`).
-   * Resolves `true` when this call terminated it, `false` when the run had already ended (its status
-   * is unchanged); throws `RunNotFoundError` when there is no such run.
-   */
   async terminate(id: string, options: { reason?: string } = {}): Promise<boolean> {
     assertKnownKeys('terminate options', options, ['reason']);
     if (options.reason !== undefined) checkUserName(options.reason, 'terminate reason', { max: 1000 });
@@ -118,13 +95,6 @@ export class RunControl {
     return result === 'ok';
   }
 
-  /**
-   * Deletes one ended run and everything it owns (step records, index entries, idempotency key,
-   * children, waiters and signals), as retention does. A run that has not ended is refused with
-   * `RunNotEndedError` and left as it was, unless `force: true`: then it is terminated (as
-   * `terminate` does, children included) and deleted in one atomic call. Resolves `true` when
-   * deleted, `false` when there is no such run.
-   */
   async deleteRun(id: string, options: { force?: boolean } = {}): Promise<boolean> {
     assertKnownKeys('deleteRun options', options, ['force']);
     if (options.force !== undefined && typeof options.force !== 'boolean') {
@@ -139,13 +109,6 @@ export class RunControl {
     throw new RunNotEndedError(id, result);
   }
 
-  /**
-   * Deletes ended runs (`statuses`, by default succeeded, failed, canceled and terminated) that finished more
-   * than `olderThan` ago, each with everything it owns (step records, index entries, idempotency
-   * key, children and waiters sets), as retention does; with `workflow`, only that workflow's.
-   * Runs that have not ended are never deleted. Works in atomic batches of 500 runs, oldest first,
-   * until none is left, and resolves with the number of runs deleted.
-   */
   async prune(options: PruneOptions): Promise<{ deleted: number }> {
     assertKnownKeys('prune options', options, PRUNE_OPTION_KEYS);
     if (options?.olderThan === undefined) {
@@ -166,12 +129,6 @@ export class RunControl {
     }
   }
 
-  /**
-   * Sends a signal to a run: the step waiting for it (`step.waitForSignal`) gets `payload`, or the
-   * signal is buffered for the next wait on its name. Resolves `false` when the run has ended or
-   * does not exist; throws `SignalBufferFullError` when the run already holds 1,000 unconsumed
-   * signals.
-   */
   async signal(runId: string, name: string, payload: unknown = null): Promise<boolean> {
     if (!isPossibleRunId(runId)) return false;
     checkUserName(name, 'The signal name');

@@ -58,7 +58,8 @@ function checkListOptions(options: ListRunsOptions, what: string): RunFilter & {
 /**
  * Reading runs: one run, its steps and children, pages of runs or summaries, counts, queue depths,
  * crons and workflows; and the building of the (workflow, status) index those pages read. Checks
- * the options; the reads themselves are the store's (`store/run-queries.ts` and beside it).
+ * the options; the reads themselves are the store's (`store/run-queries.ts` and beside it). Its
+ * public methods are documented where `WorkflowClient` forwards to them.
  */
 export class RunReader {
   constructor(private readonly ctx: ClientContext) {}

@@ -29,7 +29,8 @@ const GET_RUN_EVENT_TIMEOUT_MS = 60_000;
 
 /**
  * Waiting for runs: `handle(id)`, a run's result (woken by its end message, see RunEndWatcher),
- * and the values it publishes.
+ * and the values it publishes. Its public methods are documented where `WorkflowClient` forwards
+ * to them.
  */
 export class RunWaiter {
   private watcher: RunEndWatcher | undefined;
@@ -40,7 +41,6 @@ export class RunWaiter {
     private readonly getRun: <TOutput>(id: string) => Promise<RunState<TOutput> | null>,
   ) {}
 
-  /** A handle for an existing run id. */
   handle<TOutput = unknown>(id: string): RunHandle<TOutput> {
     return {
       id,
