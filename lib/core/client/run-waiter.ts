@@ -8,7 +8,15 @@ import {
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
 import { decodeJson, deserializeError } from '../store/serialization';
 import type { EndedRun } from '../store/run-queries';
-import { TERMINAL_STATUSES, type FinalStatus, type RunHandle, type RunOutcome, type RunState, type RunStatus, type WaitForRunOptions } from '../definition/types';
+import {
+  TERMINAL_STATUSES,
+  type FinalStatus,
+  type RunHandle,
+  type RunOutcome,
+  type RunState,
+  type RunStatus,
+  type WaitForRunOptions,
+} from '../definition/types';
 
 import { RunEndWatcher } from './run-end-watcher';
 import { isPossibleRunId, sleep, type ClientContext } from './client-context';
@@ -173,7 +181,9 @@ export class RunWaiter {
     const deadline = Date.now() + timeoutMs;
     let pause = 10;
     for (;;) {
-      const { status, value, field } = isPossibleRunId(runId) ? await this.ctx.call(() => this.ctx.runQueries.published(runId, key)) : { status: null, value: null, field: '' };
+      const { status, value, field } = isPossibleRunId(runId)
+        ? await this.ctx.call(() => this.ctx.runQueries.published(runId, key))
+        : { status: null, value: null, field: '' };
       if (status === null) throw new RunNotFoundError(runId);
       if (value !== null) return decodeJson(value, runId, field) as T;
       if (TERMINAL_STATUSES.has(status as RunStatus) || Date.now() >= deadline) return null;

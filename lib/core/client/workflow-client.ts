@@ -6,9 +6,9 @@ import type { GuardedTracing } from '../definition/tracing';
 import type { Clock } from '../definition/clock';
 import type { RunEventsOptions } from '../definition/run-events';
 import type { WorkflowDefinition, WorkflowRegistry } from '../definition/workflow';
-import { TERMINAL_STATUSES, type RedflowLogger, type RunHandle, type RunOptions, type RunOutcome, type RunState, type RunStats, type RunStatus } from '../definition/types';
+import { TERMINAL_STATUSES, type RedflowLogger, type RunHandle, type RunOptions, type RunOutcome, type RunState, type RunStats } from '../definition/types';
 import type { CountRunsOptions, CronState, EmitEventOptions, ListRunsOptions, PruneOptions, QueueStats, QueueStatsOptions } from '../definition/types';
-import type { RunSummary, ScheduleOptions, ScheduleState, StepState, WaitForRunOptions, WorkflowMeta } from '../definition/types';
+import type { RunStatus, RunSummary, ScheduleOptions, ScheduleState, StepState, WaitForRunOptions, WorkflowMeta } from '../definition/types';
 
 import { ClientContext, type ClientOptions } from './client-context';
 import { RunReader } from './run-reader';
@@ -59,8 +59,9 @@ export class WorkflowClient {
   ) {
     const context = new ClientContext(redis, ownsConnection, options);
     this.context = context;
-    ({ keys: this.keys, scripts: this.scripts, registry: this.registry, maxPayloadBytes: this.maxPayloadBytes, commandTimeoutMs: this.commandTimeoutMs } = context);
-    ({ health: this.health, logger: this.logger, clock: this.clock, eventsMaxLen: this.eventsMaxLen, tracing: this.tracing } = context);
+    ({ keys: this.keys, scripts: this.scripts, registry: this.registry, maxPayloadBytes: this.maxPayloadBytes } = context);
+    ({ commandTimeoutMs: this.commandTimeoutMs, health: this.health, logger: this.logger, clock: this.clock } = context);
+    ({ eventsMaxLen: this.eventsMaxLen, tracing: this.tracing } = context);
     this.reader = new RunReader(context);
     this.waiter = new RunWaiter(context, (id) => this.reader.getRun(id));
     this.producer = new RunProducer(context, this.waiter);

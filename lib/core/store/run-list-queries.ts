@@ -135,7 +135,8 @@ export class RunListQueries {
    * the newer version's), so a pinned run of an old version behind a newer backlog may be missed.
    */
   async hasUnfinishedRuns(workflow: string, version: number): Promise<boolean> {
-    const indexes = await pipelineReplies(this.redis, UNFINISHED_STATUSES.map((status) => ['zrange', this.keys.workflowStatusRuns(status, workflow), '0', String(VERSION_SCAN_CHUNK - 1)]));
+    const oldest = UNFINISHED_STATUSES.map((status) => ['zrange', this.keys.workflowStatusRuns(status, workflow), '0', String(VERSION_SCAN_CHUNK - 1)]);
+    const indexes = await pipelineReplies(this.redis, oldest);
     const ids = (indexes as string[][]).flat();
     const queues = await pipelineReplies(this.redis, ids.map((id) => ['hget', this.keys.run(id), 'queue']));
     return queues.some((queue) => typeof queue === 'string' && parseVersionQueue(queue).version === version);

@@ -119,7 +119,8 @@ export class RunQueries {
 
   /** What a re-run of run `id` copies, or null when the run does not exist. */
   async rerunSource(id: string): Promise<RerunSource | null> {
-    const [workflow, queue, maxAttempts, input, ...values] = await this.redis.hmget(this.keys.run(id), 'workflow', 'queue', 'maxAttempts', 'input', ...RERUN_EXTRA_FIELDS);
+    const key = this.keys.run(id);
+    const [workflow, queue, maxAttempts, input, ...values] = await this.redis.hmget(key, 'workflow', 'queue', 'maxAttempts', 'input', ...RERUN_EXTRA_FIELDS);
     if (!workflow || !queue) return null;
     const extra: string[] = [];
     RERUN_EXTRA_FIELDS.forEach((field, i) => {
