@@ -322,11 +322,7 @@ export class DashboardApi {
   private loadSecret(): Promise<string> {
     if (this.options.secret) return Promise.resolve(this.options.secret);
     this.secret ??= (async () => {
-      const key = this.client.keys.dashboardSecret();
-      const existing = await this.client.redis.get(key);
-      if (existing) return existing;
-      await this.client.redis.set(key, randomBytes(32).toString('base64url'), 'NX');
-      const secret = await this.client.redis.get(key);
+      const secret = await this.client.context.registryQueries.dashboardSecret(() => randomBytes(32).toString('base64url'));
       if (!secret) throw new RedisWriteRefusedError('SET', 'the dashboard secret was not stored');
       return secret;
     })();

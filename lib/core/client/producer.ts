@@ -17,15 +17,15 @@ import {
   versionQueue,
 } from '../definition/option-checks';
 import { encodeInput, encodeJson } from '../store/serialization';
-import { type EmitEventOptions, type RunHandle, type RunOptions, type ScheduleOptions, type ScheduleState } from '../definition/types';
+import type { EmitEventOptions, RunHandle, RunOptions, ScheduleOptions, ScheduleState } from '../definition/types';
 import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
 import { encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
 import { validateInput } from '../definition/validation';
 import { checkEventName, type WorkflowDefinition } from '../definition/workflow';
 import { traceFields } from '../store/run-record';
 
-import { RunHandles } from './run-handle';
-import { newRunId } from './client-core';
+import { newRunId, type ClientContext } from './client-context';
+import type { RunWaiter } from './run-waiter';
 
 /** Checks the options of starting a run before anything reaches Redis. */
 function checkRunOptions(options: RunOptions | undefined): void {
@@ -82,9 +82,16 @@ function scheduleDynamicError(id: string, workflow: string): ConfigurationError 
   );
 }
 
-/** Producing runs: by definition, by name, by events (now or at `emitAt`), and by runtime schedules. */
-export class RunProducer extends RunHandles {
-  /** Starts a run of a defined workflow. Validates input first: nothing is stored when it fails. */
+/**
+ * Producing runs: by definition, by name, by events (now or at `emitAt`), and by runtime
+ * schedules. Its public methods are documented where `WorkflowClient` forwards to them.
+ */
+export class RunProducer {
+  constructor(
+    private readonly ctx: ClientContext,
+    private readonly waiter: RunWaiter,
+  ) {}
+
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
     if (!definition || typeof definition.name !== 'string' || typeof definition.handler !== 'function') {
       throw new ConfigurationError(`start() needs a workflow definition (the value defineWorkflow returned), got ${definition === null ? 'null' : typeof definition}. Use runByName() to start a workflow by name.`);
@@ -105,37 +112,26 @@ export class RunProducer extends RunHandles {
     if (options?.version === undefined) return options?.queueOverride ?? '';
     let queue = options.queueOverride;
     if (queue === undefined) {
-      const stored = await this.call(() => this.redis.hget(this.keys.workflow(name), 'queue'));
-      if (!stored) throw this.registry.unknownWorkflow(name);
+      const stored = await this.ctx.call(() => this.ctx.registryQueries.workflowQueue(name));
+      if (!stored) throw this.ctx.registry.unknownWorkflow(name);
       queue = parseVersionQueue(stored).queue;
     }
     return versionQueue(queue, options.version);
   }
 
-  /**
-   * Starts a run by workflow name. A workflow in this client's registry is validated locally; any
-   * other must have been registered in Redis by a worker, else `UnknownWorkflowError`.
-   */
   async runByName<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     if (typeof name !== 'string' || !name) throw new ConfigurationError(`runByName needs a workflow name, got ${JSON.stringify(name)}.`);
-    const definition = this.registry.get(name);
+    const definition = this.ctx.registry.get(name);
     if (definition) return this.start(definition, input, options) as Promise<RunHandle<TOutput>>;
     checkRunOptions(options);
     // Without the definition here, the registry entry's static flow-control keys apply.
     return this.enqueue<TOutput>(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false);
   }
 
-  /**
-   * Starts several runs of one workflow: `items` are `{ input, options? }`. Every item's options and
-   * input (schema and size) are checked before the first run is stored, so one bad item stores
-   * nothing and its error names its index. The runs are then sent together, without waiting for
-   * each reply; a Redis failure part-way can leave the earlier items stored (give them idempotency
-   * keys to retry safely). Resolves with the handles, in the items' order.
-   */
   async runManyByName<TOutput = unknown>(name: string, items: ReadonlyArray<{ input: unknown; options?: RunOptions }>): Promise<Array<RunHandle<TOutput>>> {
     if (typeof name !== 'string' || !name) throw new ConfigurationError(`runManyByName needs a workflow name, got ${JSON.stringify(name)}.`);
     if (!Array.isArray(items)) throw new ConfigurationError(`runMany needs an array of { input, options? }, got ${describeValue(items)}.`);
-    const definition = this.registry.get(name) as WorkflowDefinition<unknown, unknown> | undefined;
+    const definition = this.ctx.registry.get(name) as WorkflowDefinition<unknown, unknown> | undefined;
     await Promise.all(
       items.map(async (item: unknown, i) => {
         if (item === null || typeof item !== 'object') throw new ConfigurationError(`Item ${i} of runMany for workflow "${name}" must be an object such as { input }, got ${describeValue(item)}.`);
@@ -148,7 +144,7 @@ export class RunProducer extends RunHandles {
           if (error instanceof InputValidationError) throw new InputValidationError(name, error.issues, `The input of item ${i} of runMany for workflow "${name}"`);
           throw error;
         }
-        encodeInput(name, input, `The input of item ${i} of runMany for workflow "${name}"`, this.maxPayloadBytes);
+        encodeInput(name, input, `The input of item ${i} of runMany for workflow "${name}"`, this.ctx.maxPayloadBytes);
       }),
     );
     return Promise.all(
@@ -160,12 +156,11 @@ export class RunProducer extends RunHandles {
     );
   }
 
-  /** Same as `runByName`. */
   emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     return this.runByName<TOutput>(name, input, options);
   }
 
-  protected async enqueue<TOutput>(
+  private async enqueue<TOutput>(
     workflow: string,
     input: unknown,
     queue: string,
@@ -174,12 +169,12 @@ export class RunProducer extends RunHandles {
     flow: RunFlowControl,
     localFlow: boolean,
   ): Promise<RunHandle<TOutput>> {
-    const encoded = encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.maxPayloadBytes);
-    const now = this.clock.now();
+    const encoded = encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.ctx.maxPayloadBytes);
+    const now = this.ctx.clock.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options.idempotencyTtl);
     // The caller's trace context goes into the run hash with the run's other fields, in the same script.
-    const trace = this.tracing?.inject();
+    const trace = this.ctx.tracing?.inject();
     // Every argument is checked before the call: bad input is reported as such even when Redis is down.
     const run = {
       runId: newRunId(),
@@ -195,21 +190,13 @@ export class RunProducer extends RunHandles {
       localFlow,
       extra: trace ? [...runFields(flow, options), ...traceFields(trace)] : runFields(flow, options),
     };
-    const result = await this.call(() => this.scripts.enqueue(run));
-    if (result.kind === 'unknown') throw this.registry.unknownWorkflow(workflow);
+    const result = await this.ctx.call(() => this.ctx.scripts.enqueue(run));
+    if (result.kind === 'unknown') throw this.ctx.registry.unknownWorkflow(workflow);
     if (result.kind === 'dynamic') throw dynamicFlowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
-    return this.handle<TOutput>(result.runId);
+    return this.waiter.handle<TOutput>(result.runId);
   }
 
-  /**
-   * Adds a schedule that starts a run of `workflow` on every tick of `cron` (a croner expression,
-   * in `timezone`) or `every` interval (at least 1 s), with `input`, once per tick across all
-   * workers, like a workflow's `cron` trigger; it is stored in Redis, so it outlives this process.
-   * Scheduling an id again replaces its schedule (an unchanged one keeps its next tick). A
-   * workflow in this client's registry is checked locally (input schema included); any other must
-   * be registered in Redis by a worker, else `UnknownWorkflowError`. Resolves with the schedule.
-   */
   async schedule(id: string, options: ScheduleOptions): Promise<ScheduleState> {
     checkUserName(id, 'The schedule id');
     assertKnownKeys(`the options of schedule "${id}"`, options, SCHEDULE_OPTION_KEYS);
@@ -218,38 +205,32 @@ export class RunProducer extends RunHandles {
     if (typeof workflow !== 'string' || !workflow) throw new ConfigurationError(`workflow of schedule "${id}" must be a workflow name, got ${describeValue(workflow)}.`);
     const tick = checkSchedule(id, options);
     const input = options.input ?? null;
-    const definition = this.registry.get(workflow);
+    const definition = this.ctx.registry.get(workflow);
     if (definition) {
       if (hasDynamicFlowKeys(definition.options)) throw scheduleDynamicError(id, workflow);
       await validateInput(workflow, definition.options.schema, input);
     }
     // As stored: what JSON makes of it (Dates become strings), checked for size and JSON-safety.
-    const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.maxPayloadBytes)) as unknown;
+    const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.ctx.maxPayloadBytes)) as unknown;
     const schedule = {
       cronId: runtimeCronId(id),
       def: encodeCron(workflow, { ...tick, input: stored }),
-      next: nextCronTick(workflow, tick, this.clock.now()),
+      next: nextCronTick(workflow, tick, this.ctx.clock.now()),
       workflow,
       local: definition !== undefined,
     };
-    const result = await this.call(() => this.scripts.schedule(schedule));
-    if (result.outcome === 'unknown') throw this.registry.unknownWorkflow(workflow);
+    const result = await this.ctx.call(() => this.ctx.scripts.schedule(schedule));
+    if (result.outcome === 'unknown') throw this.ctx.registry.unknownWorkflow(workflow);
     if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
     const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
     return { id, workflow, ...shape, input: stored, nextAt: result.nextAt };
   }
 
-  /** Removes the schedule `id` added by `schedule()`; the runs it started stay. False when there was none. */
   async unschedule(id: string): Promise<boolean> {
     checkUserName(id, 'The schedule id');
-    return this.call(() => this.scripts.unschedule(runtimeCronId(id)));
+    return this.ctx.call(() => this.ctx.scripts.unschedule(runtimeCronId(id)));
   }
 
-  /**
-   * Emits an event: every workflow subscribed to it (option `event: [{ name }]`) gets a run with the
-   * payload as input. Returns their run ids, or `[]` when `emitAt` is in the future (the fan-out
-   * then happens when due). With `idempotencyKey`, a repeated emit returns the same runs.
-   */
   async emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
     assertKnownKeys('emitEvent options', options, EMIT_EVENT_OPTION_KEYS);
     checkEventName(event, 'The event name of emitEvent');
@@ -257,18 +238,17 @@ export class RunProducer extends RunHandles {
     const emit = {
       eventId: `ev${newRunId()}`,
       event,
-      payload: encodeJson(payload, `The payload of event "${event}"`, this.maxPayloadBytes),
+      payload: encodeJson(payload, `The payload of event "${event}"`, this.ctx.maxPayloadBytes),
       fields: eventFields(payload),
-      now: this.clock.now(),
+      now: this.ctx.clock.now(),
       emitAt: timeOption(options.emitAt, 'emitAt'),
       idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),
       idempotencyTtlSec: idempotencyTtlSec(options.idempotencyTtl),
     };
-    const { runIds } = await this.call(() => this.scripts.emitEvent(emit));
+    const { runIds } = await this.ctx.call(() => this.ctx.scripts.emitEvent(emit));
     return runIds;
   }
 
-  /** Emits an event at a later time; same as `emitEvent(event, payload, { emitAt, ... })`. */
   async scheduleEvent(event: string, payload: unknown, options: EmitEventOptions & { emitAt: Date | number }): Promise<string[]> {
     assertKnownKeys('scheduleEvent options', options, EMIT_EVENT_OPTION_KEYS);
     if (options?.emitAt === undefined) throw new ConfigurationError('scheduleEvent needs an emitAt option: the Date (or epoch ms) to fan the event out at.');

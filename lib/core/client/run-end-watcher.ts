@@ -1,15 +1,7 @@
 import { closeConnection, subscriberConnection, type RedisConnection } from '../store/connection';
 import type { RedisHealth } from '../store/redis-health';
+import type { EndedRun } from '../store/run-queries';
 import type { FinalStatus } from '../definition/types';
-
-/**
- * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).
- * `payload` is undefined when the end message left it out (too large): read it from the run.
- */
-export interface EndedRun {
-  status: FinalStatus;
-  payload?: string;
-}
 
 type Listener = (ended: EndedRun) => void;
 

@@ -1,7 +1,8 @@
 import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
 import { outageKind } from '../store/redis-health';
-import { toRunEvents, type RunEvent, type RunEventType } from '../definition/run-events';
+import { checkRunEventsOptions, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
 import type { RedflowLogger } from '../definition/types';
+import type { ClientContext } from './client-context';
 
 /** What `RunEventStream` needs: checked `client.events()` options. */
 export interface RunEventReaderSettings {
@@ -185,5 +186,26 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
         this.wakeReader = undefined;
       }
     }
+  }
+}
+
+/** The event streams a client opened (`client.events()`), so that closing the client closes them. */
+export class RunEventStreams {
+  private readonly open = new Set<RunEventStream>();
+
+  constructor(private readonly ctx: ClientContext) {}
+
+  /** A new stream over the prefix's events, with checked `client.events()` options. */
+  events(options?: RunEventsOptions): RunEventStream {
+    const settings = checkRunEventsOptions(options);
+    const { redis, keys, logger, health } = this.ctx;
+    const stream: RunEventStream = new RunEventStream(redis, keys.events(), settings, logger, health, () => this.open.delete(stream));
+    this.open.add(stream);
+    return stream;
+  }
+
+  /** Closes the streams still open. */
+  async close(): Promise<void> {
+    await Promise.all([...this.open].map((stream) => stream.close()));
   }
 }

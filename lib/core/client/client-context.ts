@@ -12,13 +12,11 @@ import {
   optionKeys,
 } from '../definition/option-checks';
 import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
+import { RunQueries } from '../store/run-queries';
+import { RunListQueries } from '../store/run-list-queries';
+import { RegistryQueries } from '../store/registry-queries';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
-import {
-  stderrLogger,
-  TERMINAL_STATUSES,
-  type RedflowLogger,
-  type RunStatus,
-} from '../definition/types';
+import { stderrLogger, type RedflowLogger } from '../definition/types';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { systemClock, type Clock } from '../definition/clock';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
@@ -118,30 +116,31 @@ export function isPossibleRunId(id: unknown): id is string {
 }
 
 /**
- * What every part of the client shares: the connection, keys, scripts and limits, the first-call
- * eviction-policy check, and `call`, which runs one request within `commandTimeoutMs` and turns
- * connection failures into `RedisUnavailableError`.
+ * What every part of the client shares: the connection, keys, scripts, store queries and limits,
+ * the first-call eviction-policy check, and `call`, which runs one request within
+ * `commandTimeoutMs` and turns connection failures into `RedisUnavailableError`.
  */
-export class ClientCore {
+export class ClientContext {
   readonly keys: RedflowKeys;
-  /** @internal */
   readonly scripts: RedisScripts;
+  /** Reads of one run: the run, its steps, children, end and published values. */
+  readonly runQueries: RunQueries;
+  /** Reads of the run indexes: pages, counts, the overview, the index backfill. */
+  readonly listQueries: RunListQueries;
+  /** Reads of the registry, versions, crons and queue depths. */
+  readonly registryQueries: RegistryQueries;
   readonly registry: WorkflowRegistry;
   readonly maxPayloadBytes: number;
-  /** How long a call waits for Redis before rejecting with RedisUnavailableError. */
   readonly commandTimeoutMs: number;
-  /** Up, unreachable or refusing writes: shared with this client's worker. */
   readonly health: RedisHealth;
   readonly logger: RedflowLogger;
-  /** The source of workflow time, shared with this client's worker. */
   readonly clock: Clock;
-  /** The event stream's MAXLEN the scripts trim to; 0 when the stream is off (`events: false`). */
   readonly eventsMaxLen: number;
-  /** @internal The `tracing` option, guarded; undefined when tracing is off. */
+  /** The `tracing` option, guarded; undefined when tracing is off. */
   readonly tracing: GuardedTracing | undefined;
-  protected readonly requireNoEviction: boolean;
-  protected checked: Promise<void> | undefined;
-  protected closed = false;
+  private readonly requireNoEviction: boolean;
+  private checked: Promise<void> | undefined;
+  private closed = false;
 
   constructor(
     readonly redis: RedisConnection,
@@ -152,6 +151,9 @@ export class ClientCore {
     this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
     this.eventsMaxLen = checkEventStreamOption(options.events);
     this.scripts = new RedisScripts(redis, this.keys, this.eventsMaxLen);
+    this.runQueries = new RunQueries(redis, this.keys);
+    this.listQueries = new RunListQueries(redis, this.keys, this.scripts, this.runQueries);
+    this.registryQueries = new RegistryQueries(redis, this.keys, (workflow, version) => this.listQueries.hasUnfinishedRuns(workflow, version));
     this.registry = options.registry ?? getDefaultRegistry();
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });
@@ -167,7 +169,7 @@ export class ClientCore {
   /**
    * Checks Redis once per client, before its first call: warns (or, with
    * `redis.requireNoEviction`, throws ConfigurationError) when its `maxmemory-policy` lets it
-   * delete keys. A worker awaits it before it starts.
+   * delete keys.
    */
   ready(): Promise<void> {
     this.checked ??= withTimeout(this.checkEvictionPolicy(), this.commandTimeoutMs, this.health.address).catch((error: unknown) => {
@@ -178,7 +180,7 @@ export class ClientCore {
     return this.checked;
   }
 
-  protected async checkEvictionPolicy(): Promise<void> {
+  private async checkEvictionPolicy(): Promise<void> {
     const nodes = await masterNodes(this.redis, this.keys);
     for (const node of nodes) {
       const policy = await readEvictionPolicy(node);
@@ -198,7 +200,7 @@ export class ClientCore {
    * Runs one client call against Redis: after the first-connection check, within
    * `commandTimeoutMs`, with connection failures turned into `RedisUnavailableError`.
    */
-  protected async call<T>(fn: () => Promise<T>): Promise<T> {
+  async call<T>(fn: () => Promise<T>): Promise<T> {
     try {
       await this.ready();
       return await withTimeout(fn(), this.commandTimeoutMs, this.health.address);
@@ -207,7 +209,7 @@ export class ClientCore {
     }
   }
 
-  protected unavailable(error: unknown): unknown {
+  private unavailable(error: unknown): unknown {
     if (error instanceof RedisUnavailableError || outageKind(error) !== 'unreachable') return error;
     return new RedisUnavailableError(this.health.address, (error as Error).message.split('\n')[0]);
   }
@@ -218,10 +220,5 @@ export class ClientCore {
     this.closed = true;
     this.health.close();
     if (this.ownsConnection) await closeConnection(this.redis);
-  }
-
-  /** True when a run status is final. */
-  static isTerminal(status: RunStatus): boolean {
-    return TERMINAL_STATUSES.has(status);
   }
 }

@@ -6,27 +6,20 @@ import {
   TimeoutError,
 } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
-import { VALUE_FIELD_PREFIX } from '../store/step-record';
 import { decodeJson, deserializeError } from '../store/serialization';
-import { type FinalStatus, type RunHandle, type RunOutcome, type WaitForRunOptions } from '../definition/types';
+import type { EndedRun } from '../store/run-queries';
+import {
+  TERMINAL_STATUSES,
+  type FinalStatus,
+  type RunHandle,
+  type RunOutcome,
+  type RunState,
+  type RunStatus,
+  type WaitForRunOptions,
+} from '../definition/types';
 
-import { RunReader } from './run-reader';
-import { RunEndWatcher, type EndedRun } from './run-end-watcher';
-import { isPossibleRunId, sleep } from './client-core';
-
-const TERMINAL_STATUSES: readonly string[] = ['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
-
-/** The run hash fields a waiter reads: the status and what each end leaves. */
-const END_FIELDS = ['status', 'output', 'error', 'cancelReason'] as const;
-
-/** `{ status, payload }` of an ended run from its END_FIELDS, or undefined while it has not ended. */
-function endedFrom([status, output, error, reason]: (string | null)[]): EndedRun | undefined {
-  if (status === 'succeeded') return { status, payload: output ?? '' };
-  if (status === 'failed' || status === 'compensation_failed') return { status, payload: error ?? '' };
-  if (status === 'canceled') return { status, payload: reason ?? '' };
-  if (status === 'terminated') return { status, payload: error ?? '' };
-  return undefined;
-}
+import { RunEndWatcher } from './run-end-watcher';
+import { isPossibleRunId, sleep, type ClientContext } from './client-context';
 
 /** The final state of a run from its status and payload (output JSON, error JSON or cancel reason). */
 function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string): RunOutcome<TOutput> {
@@ -42,11 +35,20 @@ function isAbortSignal(value: unknown): value is AbortSignal {
 /** How long `getRunEvent` waits by default. */
 const GET_RUN_EVENT_TIMEOUT_MS = 60_000;
 
-/** Handles on runs: `handle(id)`, waiting for a run's result, and for the values it publishes. */
-export class RunHandles extends RunReader {
+/**
+ * Waiting for runs: `handle(id)`, a run's result (woken by its end message, see RunEndWatcher),
+ * and the values it publishes. Its public methods are documented where `WorkflowClient` forwards
+ * to them.
+ */
+export class RunWaiter {
   private watcher: RunEndWatcher | undefined;
 
-  /** A handle for an existing run id. */
+  constructor(
+    private readonly ctx: ClientContext,
+    /** Reads a run (RunReader.getRun): a handle's `getState`. */
+    private readonly getRun: <TOutput>(id: string) => Promise<RunState<TOutput> | null>,
+  ) {}
+
   handle<TOutput = unknown>(id: string): RunHandle<TOutput> {
     return {
       id,
@@ -60,18 +62,9 @@ export class RunHandles extends RunReader {
   }
 
   /**
-   * Waits for a run to end, without polling. By default it resolves with the run's output and
-   * rejects with its error (`CanceledError` when canceled); with `throwOnFailure: false` it
-   * resolves with the final state whatever it is. Rejects with `TimeoutError` after `timeoutMs`,
-   * with the signal's reason when `signal` aborts, and with `RunNotFoundError` when there is no
-   * such run. Without `timeoutMs`, a Redis that does not answer within `commandTimeoutMs`
-   * rejects it with `RedisUnavailableError`; with it, the wait rides out the outage until then.
-   *
    * Cost: one read of the run, then nothing until the run's end message arrives (it carries the
    * result, up to 64 KiB; a larger one is read once more). See RunEndWatcher.
    */
-  waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions & { throwOnFailure: false }): Promise<RunOutcome<TOutput>>;
-  waitForRun<TOutput = unknown>(id: string, options?: WaitForRunOptions & { throwOnFailure?: true }): Promise<TOutput>;
   async waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions = {}): Promise<TOutput | RunOutcome<TOutput>> {
     assertKnownKeys('waitForRun options', options, ['timeoutMs', 'signal', 'throwOnFailure']);
     if (options.signal !== undefined && !isAbortSignal(options.signal)) throw new TypeError('waitForRun option "signal" must be an AbortSignal.');
@@ -83,29 +76,23 @@ export class RunHandles extends RunReader {
   }
 
   /** `handle.result()`: the output, or the run's error. */
-  protected async waitForResult<TOutput>(id: string, timeoutMs?: number, signal?: AbortSignal): Promise<TOutput> {
+  private async waitForResult<TOutput>(id: string, timeoutMs?: number, signal?: AbortSignal): Promise<TOutput> {
     const outcome = await this.awaitEnd<TOutput>(id, timeoutMs, signal, 'result() timeoutMs');
     if (outcome.status === 'succeeded') return outcome.output;
     throw outcome.error;
   }
 
   private get endWatcher(): RunEndWatcher {
-    this.watcher ??= new RunEndWatcher(this.redis, this.keys.endedChannel(), this.health, (ids) => this.readEnded(ids));
+    this.watcher ??= new RunEndWatcher(this.ctx.redis, this.ctx.keys.endedChannel(), this.ctx.health, (ids) => this.readEnded(ids));
     return this.watcher;
   }
 
-  /** Reads runs in one round trip (a pipeline: every run key has the prefix's hash tag): the ended ones. */
+  /** The ended ones of runs `ids`, read 1,000 per round trip. */
   private async readEnded(ids: string[]): Promise<Map<string, EndedRun>> {
     const ended = new Map<string, EndedRun>();
     for (let i = 0; i < ids.length; i += 1_000) {
       const chunk = ids.slice(i, i + 1_000);
-      const pipeline = this.redis.pipeline();
-      for (const id of chunk) pipeline.hmget(this.keys.run(id), ...END_FIELDS);
-      const replies = (await this.call(() => pipeline.exec())) ?? [];
-      replies.forEach(([error, fields], j) => {
-        const run = error ? undefined : endedFrom(fields as (string | null)[]);
-        if (run) ended.set(chunk[j], run);
-      });
+      for (const [id, run] of await this.ctx.call(() => this.ctx.runQueries.ended(chunk))) ended.set(id, run);
     }
     return ended;
   }
@@ -157,15 +144,14 @@ export class RunHandles extends RunReader {
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => fail(new TimeoutError(`Waiting for the result of run "${id}"${redisSilent ? ` (Redis at ${this.health.address} did not answer)` : ''}`, timeoutMs)), timeoutMs);
+        timer = setTimeout(() => fail(new TimeoutError(`Waiting for the result of run "${id}"${redisSilent ? ` (Redis at ${this.ctx.health.address} did not answer)` : ''}`, timeoutMs)), timeoutMs);
       }
       const firstRead = async () => {
         for (;;) {
           try {
-            await this.call(() => watcher.subscribe());
-            const fields = await this.call(() => this.redis.hmget(this.keys.run(id), ...END_FIELDS));
-            if (fields[0] === null) return fail(new RunNotFoundError(id));
-            const run = endedFrom(fields);
+            await this.ctx.call(() => watcher.subscribe());
+            const run = await this.ctx.call(() => this.ctx.runQueries.end(id));
+            if (run === 'missing') return fail(new RunNotFoundError(id));
             if (run) ended(run);
             return;
           } catch (error) {
@@ -182,28 +168,25 @@ export class RunHandles extends RunReader {
     });
   }
 
-  override async close(): Promise<void> {
+  /** Stops the waits still pending (`ClientClosedError`) and closes the end watcher's subscriber. */
+  async close(): Promise<void> {
     await this.watcher?.close();
-    await super.close();
   }
 
-  /**
-   * The value the run published under `key` with `ctx.setEvent` (the latest one). Waits until it
-   * exists, for at most `timeoutMs` (default 60 s), and returns `null` when it does not exist by
-   * then or the run ended without it. `RunNotFoundError` when the run does not exist.
-   */
+  /** Polls the run, backing off from 10 ms to 250 ms, until the value, its end or the deadline. */
   async getRunEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | null> {
     assertKnownKeys('getRunEvent options', options, ['timeoutMs']);
     checkUserName(key, 'The key of getRunEvent');
     const timeoutMs = options.timeoutMs === undefined ? GET_RUN_EVENT_TIMEOUT_MS : checkDuration(options.timeoutMs, 'getRunEvent timeoutMs', { allowZero: true, timer: true });
     const deadline = Date.now() + timeoutMs;
-    const field = VALUE_FIELD_PREFIX + key;
     let pause = 10;
     for (;;) {
-      const [status, value] = isPossibleRunId(runId) ? await this.call(() => this.redis.hmget(this.keys.run(runId), 'status', field)) : [null, null];
+      const { status, value, field } = isPossibleRunId(runId)
+        ? await this.ctx.call(() => this.ctx.runQueries.published(runId, key))
+        : { status: null, value: null, field: '' };
       if (status === null) throw new RunNotFoundError(runId);
       if (value !== null) return decodeJson(value, runId, field) as T;
-      if (TERMINAL_STATUSES.includes(status) || Date.now() >= deadline) return null;
+      if (TERMINAL_STATUSES.has(status as RunStatus) || Date.now() >= deadline) return null;
       await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
       pause = Math.min(pause * 2, 250);
     }

@@ -1,0 +1,142 @@
+import type { RedisConnection } from './connection';
+import type { RedflowKeys } from './keys';
+import { pipelineReplies } from './run-queries';
+import { parseVersionQueue } from '../definition/option-checks';
+import { decodeCron, type StoredCron } from '../definition/cron';
+import type { QueueStats, WorkflowMeta, WorkflowVersionState } from '../definition/types';
+
+/** Ids read from the head of a ready list to find its oldest queued run (ids of runs canceled while queued may come first). */
+const READY_HEAD = 10;
+
+/** One entry of `cron:defs`, decoded, with its next tick from `cron:next`. */
+export interface StoredCronEntry {
+  cronId: string;
+  def: StoredCron;
+  nextAt?: number;
+}
+
+/**
+ * Reads of what a prefix holds besides runs: the workflow registry and the versions workers
+ * serve, cron schedules, queue depths, and the dashboard's token secret.
+ */
+export class RegistryQueries {
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly keys: RedflowKeys,
+    /** True when runs of a workflow's version are not over (RunListQueries.hasUnfinishedRuns). */
+    private readonly hasUnfinishedRuns: (workflow: string, version: number) => Promise<boolean>,
+  ) {}
+
+  /** Names of the workflows registered in Redis, sorted. */
+  async workflowNames(): Promise<string[]> {
+    return (await this.redis.smembers(this.keys.workflows())).sort();
+  }
+
+  /** The queue stored for a workflow (`<queue>@v<N>` for a version N > 1), or null when it is not registered. */
+  workflowQueue(name: string): Promise<string | null> {
+    return this.redis.hget(this.keys.workflow(name), 'queue');
+  }
+
+  /** A workflow's registry entry with the versions workers serve, or null when it is not registered. */
+  async workflowMeta(name: string): Promise<WorkflowMeta | null> {
+    const [h, versions] = await Promise.all([this.redis.hgetall(this.keys.workflow(name)), this.redis.hgetall(this.keys.workflowVersions(name))]);
+    if (!h.queue) return null;
+    const list = (value: string | undefined) => (value ? value.split('\n') : []);
+    const limit = Number(h.maxConcurrency ?? 0);
+    return {
+      name,
+      queue: parseVersionQueue(h.queue).queue,
+      version: Number(h.version ?? 1),
+      versions: await this.versionStates(name, versions),
+      maxAttempts: Number(h.maxAttempts),
+      maxConcurrency: limit > 0 ? limit : Infinity,
+      events: list(h.events),
+      crons: list(h.crons),
+      owner: h.owner,
+      updatedAt: Number(h.updatedAt),
+    };
+  }
+
+  /**
+   * The versions of a workflow from its `wfversions:` hash: live workers per version, and for a
+   * version with none, `noWorker` when runs started on it are not over (counted by version).
+   */
+  private async versionStates(workflow: string, fields: Record<string, string>): Promise<WorkflowVersionState[]> {
+    const now = Date.now();
+    const byVersion = new Map<number, WorkflowVersionState>();
+    for (const [field, value] of Object.entries(fields)) {
+      const [version, worker] = field.split('\n');
+      const state = byVersion.get(Number(version)) ?? { version: Number(version), workers: [], updatedAt: 0 };
+      byVersion.set(state.version, state);
+      if (worker === undefined) state.updatedAt = Number(value);
+      else if (Number(value) >= now) state.workers.push(worker);
+    }
+    const states = [...byVersion.values()].sort((a, b) => a.version - b.version);
+    for (const state of states) {
+      if (state.workers.length || !(await this.hasUnfinishedRuns(workflow, state.version))) continue;
+      state.noWorker = `no worker for ${workflow} v${state.version}`;
+    }
+    return states;
+  }
+
+  /** Every entry of `cron:defs`, decoded, with its next tick from `cron:next`. */
+  async crons(): Promise<StoredCronEntry[]> {
+    const [defs, next] = await Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]);
+    const nextById = new Map<string, number>();
+    for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
+    return Object.entries(defs).map(([cronId, json]) => ({ cronId, def: decodeCron(json), nextAt: nextById.get(cronId) }));
+  }
+
+  /**
+   * The depth of the queues of the registered workflows, and of each of `asked` (all queues when
+   * `onlyAsked` is false): two round trips for the registry and the counts (LLEN, ZCARD, a short
+   * LRANGE per queue, one ZCARD per registered workflow), one for the head runs.
+   */
+  async queueStats(asked: string[], onlyAsked: boolean): Promise<QueueStats[]> {
+    const workflows = await this.redis.smembers(this.keys.workflows());
+    const queueOf = await pipelineReplies(this.redis, workflows.map((w) => ['hget', this.keys.workflow(w), 'queue']));
+    const byQueue = new Map<string, string[]>(asked.map((q) => [q, []]));
+    workflows.forEach((workflow, i) => {
+      const queue = queueOf[i] as string | null;
+      if (!queue || (onlyAsked && !byQueue.has(queue))) return;
+      byQueue.set(queue, [...(byQueue.get(queue) ?? []), workflow]);
+    });
+    const queues = [...byQueue.keys()].sort();
+    const counts = await pipelineReplies(
+      this.redis,
+      queues.flatMap((q) => [
+        ['llen', this.keys.ready(q)],
+        ['zcard', this.keys.scheduled(q)],
+        ['lrange', this.keys.ready(q), '0', String(READY_HEAD - 1)],
+        ...byQueue.get(q)!.map((w) => ['zcard', this.keys.workflowStatusRuns('running', w)]),
+      ]),
+    );
+    let at = 0;
+    const rows = queues.map((queue) => {
+      const [queued, scheduled, head] = counts.slice(at, at + 3) as [number, number, string[]];
+      const running = (counts.slice(at + 3, at + 3 + byQueue.get(queue)!.length) as number[]).reduce((sum, n) => sum + Number(n), 0);
+      at += 3 + byQueue.get(queue)!.length;
+      return { queue, queued: Number(queued), scheduled: Number(scheduled), running, head };
+    });
+    const heads = rows.flatMap((r) => r.head);
+    const fields = await pipelineReplies(this.redis, heads.map((id) => ['hmget', this.keys.run(id), 'status', 'availableAt', 'createdAt']));
+    const headRun = new Map(heads.map((id, i) => [id, fields[i] as Array<string | null>]));
+    return rows.map(({ head, ...row }): QueueStats => {
+      const first = head.map((id) => headRun.get(id)).find((f) => f?.[0] === 'queued');
+      return { ...row, oldestQueuedAt: first ? Number(first[1] ?? first[2]) : null };
+    });
+  }
+
+  /**
+   * The dashboard's token secret, one per prefix for every replica: the stored one, else
+   * a new one from `create` once stored (the first replica to store one wins); undefined when Redis
+   * stored none.
+   */
+  async dashboardSecret(create: () => string): Promise<string | undefined> {
+    const key = this.keys.dashboardSecret();
+    const existing = await this.redis.get(key);
+    if (existing) return existing;
+    await this.redis.set(key, create(), 'NX');
+    return (await this.redis.get(key)) ?? undefined;
+  }
+}
