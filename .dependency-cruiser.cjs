@@ -46,6 +46,13 @@ module.exports = {
     layer('client', ['definition', 'store']),
     layer('worker', ['definition', 'store', 'client']),
     {
+      name: 'redis-through-the-store',
+      comment: 'Only lib/core/store talks to ioredis: the rest opens, watches and closes connections through store/connection.ts and reads and writes through the store (lint rule no-restricted-syntax in eslint.config.mjs catches Redis commands called elsewhere).',
+      severity: 'error',
+      from: { path: '^lib/', pathNot: ['^lib/core/store/', '^lib/testing/redis-server\\.ts$'] },
+      to: { path: '(^|/)node_modules/ioredis/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'core-needs-no-framework',
       comment: 'The engine works in plain Node: no Nest, no class-validator or class-transformer, no dashboard or CLI.',
       severity: 'error',

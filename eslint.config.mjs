@@ -19,4 +19,19 @@ export default tseslint.config(
     languageOptions: { sourceType: 'script', globals: { window: 'readonly', document: 'readonly', location: 'readonly', fetch: 'readonly', URLSearchParams: 'readonly', Node: 'readonly', HTMLSelectElement: 'readonly', clearTimeout: 'readonly', setTimeout: 'readonly' } },
   },
   { files: ['test/**', 'bench/**', 'sample/**', 'scripts/**'], rules: { 'no-console': 'off' } },
+  // The key layout is known in lib/core/store only: elsewhere a connection is opened, watched and
+  // closed, and every read and write goes through the store (its scripts and query classes).
+  {
+    files: ['lib/**/*.ts'],
+    ignores: ['lib/core/store/**', 'lib/testing/redis-server.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['callee.object.name', 'callee.object.property.name'].map((path) => ({
+          selector: `CallExpression[${path}=/^(redis|connection|subscriber)$/]:not([callee.property.name=/^(on|once|off|disconnect|quit|duplicate|nodes|removeListener|removeAllListeners|connect|ping|subscribe|unsubscribe)$/])`,
+          message: 'Redis is read and written through lib/core/store (a script of RedisScripts, or a method of RunQueries, RunListQueries or RegistryQueries), so that the key layout is known in one place.',
+        })),
+      ],
+    },
+  },
 );

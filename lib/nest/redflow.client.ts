@@ -1,5 +1,4 @@
 import { Logger, type Type } from '@nestjs/common';
-import { Cluster, Redis } from 'ioredis';
 import {
   ConfigurationError,
   InputValidationError,
@@ -13,7 +12,7 @@ import {
   type WorkflowContext,
   type WorkflowRegistry,
 } from '../core';
-import { openConnection } from '../core/store/connection';
+import { isConnection, openConnection } from '../core/store/connection';
 import { validateInput } from '../core/definition/validation';
 import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
 import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
@@ -132,7 +131,7 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     tracing: options.tracing,
   };
   const { redis, owned } =
-    connection instanceof Redis || connection instanceof Cluster
+    isConnection(connection)
       ? openConnection({ redis: connection })
       : typeof connection === 'object'
         ? openConnection({ redisOptions: connection })

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RedisOptions } from 'ioredis';
+import type { RedisOptions } from '../../core/store/ioredis-types';
 import { WorkflowClient } from '../../core/client/workflow-client';
 import { openConnection, type RedisConnection } from '../../core/store/connection';
 import { createDashboardHandler } from '../../dashboard/dashboard-handler';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { closeConnection, type ConnectionOptions } from '../store/connection';
-import { RedisHealth, redisAddress, withTimeout, outageKind } from '../store/redis-health';
+import { RedisHealth, redisAddress, withTimeout, outageKind, writeProbe } from '../store/redis-health';
 import { ConfigurationError, RedisUnavailableError } from '../errors';
 import { RedflowKeys } from '../store/keys';
 import { masterNodes } from '../store/prefix-scan';
@@ -162,7 +162,7 @@ export class ClientContext {
     this.clock = options.clock ?? systemClock;
     const tracing = checkTracingOption(options.tracing, 'createClient option');
     this.tracing = tracing && new GuardedTracing(tracing, this.logger);
-    this.health = new RedisHealth(redisAddress(redis), this.logger, () => this.redis.set(this.keys.probe(), String(Date.now()), 'PX', 60_000));
+    this.health = new RedisHealth(redisAddress(redis), this.logger, () => writeProbe(this.redis, this.keys.probe()));
     if (ownsConnection) this.health.watch(redis);
   }
 

@@ -1,4 +1,5 @@
 import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
+import { lastEntryId, readEntries, type StreamReply } from '../store/event-stream-reads';
 import { outageKind } from '../store/redis-health';
 import { checkRunEventsOptions, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
 import type { RedflowLogger } from '../definition/types';
@@ -14,7 +15,6 @@ export interface RunEventReaderSettings {
   blockMs: number;
 }
 
-type StreamReply = [string, [string, string[]][]][] | null;
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2_000;
@@ -52,7 +52,7 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
   ) {
     // '$' resolved now, on the client's own connection: a script this client sends after
     // events() returned runs after this read, so its events are not missed.
-    const start = settings.from === 'now' ? redis.xrevrange(key, '+', '-', 'COUNT', 1).then((last) => last[0]?.[0] ?? '0-0') : Promise.resolve(settings.from);
+    const start = settings.from === 'now' ? lastEntryId(redis, key) : Promise.resolve(settings.from);
     this.ready = start.then(
       (id) => {
         this.lastId ??= id;
@@ -149,7 +149,7 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
       }
       let reply: StreamReply;
       try {
-        reply = (await this.connection.xread('COUNT', room, 'BLOCK', this.settings.blockMs, 'STREAMS', this.key, this.lastId as string)) as StreamReply;
+        reply = await readEntries(this.connection, this.key, this.lastId as string, room, this.settings.blockMs);
       } catch (error) {
         if (this.closed) return;
         if (!outageKind(error) && !/closed|reset|ECONN|EPIPE/i.test(String((error as Error)?.message))) {

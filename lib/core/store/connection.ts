@@ -29,6 +29,11 @@ export function openConnection(options: ConnectionOptions & { redisOptions?: Red
   throw new ConfigurationError('No Redis connection given. Pass { redis } (an ioredis instance) or { url }, or set REDIS_URL.');
 }
 
+/** Whether `value` is an ioredis connection (a Redis or a Cluster) rather than options or a URL. */
+export function isConnection(value: unknown): value is RedisConnection {
+  return value instanceof Redis || value instanceof Cluster;
+}
+
 /** Closes a connection without waiting on a dead server. */
 export async function closeConnection(redis: RedisConnection): Promise<void> {
   // QUIT waits in the offline queue while Redis is unreachable (and would wait forever, as calls

@@ -42,6 +42,11 @@ export function redisAddress(redis: RedisConnection): string {
   return path ? path : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 }
 
+/** Writes the probe key (expires in a minute): succeeds only while Redis accepts writes. */
+export function writeProbe(redis: RedisConnection, key: string): Promise<unknown> {
+  return redis.set(key, String(Date.now()), 'PX', 60_000);
+}
+
 /** Resolves `promise`, or rejects with `RedisUnavailableError` once `timeoutMs` passed. */
 export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, address: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -79,6 +79,24 @@ export class RegistryQueries {
     return states;
   }
 
+  /**
+   * Cron ticks due at `now`, oldest first, at most `limit`: each trigger's id, its due tick, and
+   * its stored definition (null when it was removed meanwhile), undecoded.
+   */
+  async dueCrons(now: number, limit: number): Promise<Array<{ cronId: string; tick: number; def: string | null }>> {
+    const due = await this.redis.zrangebyscore(this.keys.cronNext(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit);
+    if (!due.length) return [];
+    const ids = due.filter((_, i) => i % 2 === 0);
+    const defs = await this.redis.hmget(this.keys.cronDefs(), ...ids);
+    return ids.map((cronId, i) => ({ cronId, tick: Number(due[2 * i + 1]), def: defs[i] }));
+  }
+
+  /** When the next cron tick of the prefix is due, if there is one. */
+  async nextCronTick(): Promise<number | undefined> {
+    const [, nextTick] = await this.redis.zrange(this.keys.cronNext(), 0, '0', 'WITHSCORES');
+    return nextTick === undefined ? undefined : Number(nextTick);
+  }
+
   /** Every entry of `cron:defs`, decoded, with its next tick from `cron:next`. */
   async crons(): Promise<StoredCronEntry[]> {
     const [defs, next] = await Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]);

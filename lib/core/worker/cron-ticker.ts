@@ -13,25 +13,20 @@ const CRON_BATCH = 20;
  * second away.
  */
 export async function fireDueCrons(client: WorkflowClient, report: (error: unknown, message: string) => void): Promise<number> {
-  const { keys, redis, scripts } = client;
+  const { scripts } = client;
+  const queries = client.context.registryQueries;
   const now = client.clock.now();
-  const due = await redis.zrangebyscore(keys.cronNext(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, CRON_BATCH);
-  if (due.length) {
-    const ids = due.filter((_, i) => i % 2 === 0);
-    const defs = await redis.hmget(keys.cronDefs(), ...ids);
-    for (let i = 0; i < ids.length; i++) {
-      const tick = Number(due[2 * i + 1]);
-      try {
-        if (defs[i] === null) continue;
-        const def = decodeCron(defs[i]!);
-        const next = nextCronTick(def.workflow, scheduleOf(def), Math.max(tick, now));
-        await scripts.cronFire(ids[i], tick, next, def.workflow, JSON.stringify(def.input ?? null), now);
-      } catch (error) {
-        report(error, `Cron "${ids[i]}" could not fire: ${(error as Error).message}`);
-      }
+  for (const { cronId, tick, def: stored } of await queries.dueCrons(now, CRON_BATCH)) {
+    try {
+      if (stored === null) continue;
+      const def = decodeCron(stored);
+      const next = nextCronTick(def.workflow, scheduleOf(def), Math.max(tick, now));
+      await scripts.cronFire(cronId, tick, next, def.workflow, JSON.stringify(def.input ?? null), now);
+    } catch (error) {
+      report(error, `Cron "${cronId}" could not fire: ${(error as Error).message}`);
     }
   }
-  const [, nextTick] = await redis.zrange(keys.cronNext(), 0, '0', 'WITHSCORES');
-  const wait = nextTick === undefined ? 1_000 : Number(nextTick) - client.clock.now();
+  const nextTick = await queries.nextCronTick();
+  const wait = nextTick === undefined ? 1_000 : nextTick - client.clock.now();
   return Math.min(1_000, Math.max(5, wait));
 }

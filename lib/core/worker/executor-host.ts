@@ -5,8 +5,17 @@ import type { WorkflowRegistry } from '../definition/workflow';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
 import type { HookRunner } from './hooks';
-import type { RunExecutor } from './run-executor';
 import type { StepMocks } from './step-runtime';
+
+/** An attempt as the lease renewal sees it. */
+export interface LeasedAttempt {
+  readonly runId: string;
+  readonly token: string;
+  /** The lease was renewed until `until` (ms, real time). */
+  leaseRenewed(until: number): void;
+  /** The run was terminated, or another worker holds it now. */
+  lost(code: 'canceled' | 'terminated' | 'lost'): void;
+}
 
 /** What an executor needs from its worker. */
 export interface ExecutorHost {
@@ -35,7 +44,7 @@ export interface ExecutorHost {
   /** Resolves when Redis is healthy again, or the worker stopped for good. */
   waitForRedis(): Promise<void>;
   /** Renews this attempt's lease now (a heartbeat of this run alone); tells the executor if it is lost. */
-  renewLease(executor: RunExecutor): Promise<void>;
+  renewLease(attempt: LeasedAttempt): Promise<void>;
   /** An attempt found its lease gone (taken over or canceled). */
   leaseLost(runId: string, attemptStartedAt: number): void;
   /** Tracing, when on: a span per attempt, child of the trace context stored with the run. */

@@ -2,6 +2,7 @@ import { RUN_INDEX_LEASE_MS, type WorkflowClient } from '../client/workflow-clie
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
 import type { BackgroundTimers } from './background-timers';
+import type { LeasedAttempt } from './executor-host';
 import { fireDueCrons } from './cron-ticker';
 import type { RunExecutor } from './run-executor';
 import type { VersionRouting } from './version-routing';
@@ -70,7 +71,7 @@ export class WorkerMaintenance {
   }
 
   /** Renews one attempt's lease now: a step is about to run after the lease came close to expiring. */
-  renewLease(executor: RunExecutor): Promise<void> {
+  renewLease(executor: LeasedAttempt): Promise<void> {
     return this.renewLeases(new Map([[executor.runId, executor]]));
   }
 
@@ -80,7 +81,7 @@ export class WorkerMaintenance {
    * expiry, or the loss of its run. Only the attempt asked about: the run may have been claimed
    * again meanwhile.
    */
-  private async renewLeases(sent: Map<string, RunExecutor>): Promise<void> {
+  private async renewLeases(sent: ReadonlyMap<string, LeasedAttempt>): Promise<void> {
     const pairs: string[] = [];
     for (const executor of sent.values()) pairs.push(executor.runId, executor.token);
     const until = Date.now() + this.worker.settings.leaseMs;

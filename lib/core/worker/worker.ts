@@ -11,6 +11,7 @@ import { BackgroundTimers } from './background-timers';
 import { EventLoopWatchdog } from './event-loop-watchdog';
 import type { HookRunner } from './hooks';
 import { PROMOTE_BATCH, WorkerMaintenance, type MaintenanceHost } from './maintenance';
+import type { LeasedAttempt } from './executor-host';
 import { RunExecutor, type ExecutorHost } from './run-executor';
 import type { StepMocks } from './step-runtime';
 import { StopSignal, STOPPED } from './stop-signal';
@@ -196,13 +197,13 @@ export class Worker implements ExecutorHost, MaintenanceHost {
   }
 
   /** ExecutorHost: renews one attempt's lease now. */
-  renewLease(executor: RunExecutor): Promise<void> {
+  renewLease(executor: LeasedAttempt): Promise<void> {
     return this.maintenance.renewLease(executor);
   }
 
   /** ExecutorHost: the queue of the latest registered version of a workflow. */
   latestQueue(workflow: string): Promise<string | null> {
-    return this.client.redis.hget(this.client.keys.workflow(workflow), 'queue');
+    return this.client.context.registryQueries.workflowQueue(workflow);
   }
 
   /** ExecutorHost: a run of another version was claimed from `list` (a workflow defined after this worker started). */
