@@ -1,0 +1,72 @@
+import type { AttemptContext } from './attempt-context';
+
+const noop = () => undefined;
+
+/**
+ * The write buffer of one attempt's step API. A new step's record is sent lazily: the step
+ * resolves as soon as its function returns, and the record is written either by the next step
+ * (which waits for `durable()` before running anything) or inside the finish script, which carries
+ * what `takePending()` returns when the handler returns first. So no step's side effects run
+ * before every earlier step is durable, at one round trip per step or less.
+ */
+export class CheckpointWriter {
+  /** Every field this attempt wrote (step, tries, compensation records...), for the journal a compensation phase reads. */
+  readonly written = new Map<string, string>();
+  /** True once the finish script took the pending records: the step API has ended. */
+  closed = false;
+  private pending: string[] = [];
+  private flushing: Promise<void> = Promise.resolve();
+  private flushError: unknown;
+  private flushQueued = false;
+
+  /** `replayOnly`: a replay that only collects compensations, which writes nothing. */
+  constructor(
+    private readonly ctx: AttemptContext,
+    private readonly replayOnly: boolean,
+  ) {}
+
+  /** Adds a field to the next checkpoint. */
+  record(field: string, json: string): void {
+    if (this.closed || this.replayOnly) return;
+    this.pending.push(field, json);
+    this.written.set(field, json);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      // Handlers that return right after their last step carry its record in the finish script;
+      // one that goes on with other work gets it written on the next turn of the event loop.
+      setImmediate(() => {
+        this.flushQueued = false;
+        if (!this.closed && this.pending.length) void this.durable().catch(noop);
+      });
+    }
+  }
+
+  /** Resolves when every completed step of this attempt is stored. */
+  async durable(): Promise<void> {
+    if (this.pending.length) {
+      const records = this.pending;
+      this.pending = [];
+      this.flushing = this.flushing.then(async () => {
+        if (this.flushError) return;
+        try {
+          const code = await this.ctx.call(() => this.ctx.scripts.checkpoint(this.ctx.runId, this.ctx.token, this.ctx.clock.now(), records));
+          if (code !== 'ok') this.ctx.onLost(code);
+        } catch (error) {
+          // Keep the records: the attempt now fails, and its finish call stores them.
+          this.pending.unshift(...records);
+          this.flushError = error;
+        }
+      });
+    }
+    await this.flushing;
+    if (this.flushError) throw this.flushError;
+  }
+
+  /** Ends the attempt's step API and returns the records the finish script must write. */
+  takePending(): string[] {
+    this.closed = true;
+    const records = this.pending;
+    this.pending = [];
+    return records;
+  }
+}
