@@ -13,12 +13,8 @@ import {
 } from '../definition/option-checks';
 import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
-import {
-  stderrLogger,
-  TERMINAL_STATUSES,
-  type RedflowLogger,
-  type RunStatus,
-} from '../definition/types';
+import { TERMINAL_STATUSES, type RunStatus } from '../definition/run-types';
+import { stderrLogger, type RedflowLogger } from '../definition/logger';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { systemClock, type Clock } from '../definition/clock';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';

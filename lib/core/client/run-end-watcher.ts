@@ -1,6 +1,6 @@
 import { closeConnection, subscriberConnection, type RedisConnection } from '../store/connection';
 import type { RedisHealth } from '../store/redis-health';
-import type { FinalStatus } from '../definition/types';
+import type { FinalStatus } from '../definition/run-types';
 
 /**
  * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).

@@ -1,7 +1,7 @@
 import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
 import { outageKind } from '../store/redis-health';
 import { toRunEvents, type RunEvent, type RunEventType } from '../definition/run-events';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 
 /** What `RunEventStream` needs: checked `client.events()` options. */
 export interface RunEventReaderSettings {

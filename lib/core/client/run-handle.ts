@@ -8,7 +8,8 @@ import {
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
 import { VALUE_FIELD_PREFIX } from '../store/step-record';
 import { decodeJson, deserializeError } from '../store/serialization';
-import { type FinalStatus, type RunHandle, type RunOutcome, type WaitForRunOptions } from '../definition/types';
+import type { FinalStatus, RunHandle, RunOutcome } from '../definition/run-types';
+import type { WaitForRunOptions } from '../definition/run-options';
 
 import { RunReader } from './run-reader';
 import { RunEndWatcher, type EndedRun } from './run-end-watcher';

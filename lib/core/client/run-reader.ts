@@ -4,23 +4,11 @@ import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from 
 import { scanPrefix } from '../store/prefix-scan';
 import { assertKnownKeys, checkInteger, checkResourceName, checkWorkflowVersion, COUNT_RUNS_OPTION_KEYS, LIST_RUNS_OPTION_KEYS, parseVersionQueue, QUEUE_STATS_OPTION_KEYS } from '../definition/option-checks';
 import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX } from '../store/step-record';
-import {
-  RUN_STATUSES,
-  TERMINAL_STATUSES,
-  type CountRunsOptions,
-  type CronState,
-  type ListRunsOptions,
-  type QueueStats,
-  type QueueStatsOptions,
-  type RunState,
-  type RunStats,
-  type RunStatus,
-  type RunSummary,
-  type ScheduleState,
-  type StepState,
-  type WorkflowMeta,
-  type WorkflowVersionState,
-} from '../definition/types';
+import { RUN_STATUSES, TERMINAL_STATUSES, type RunState, type RunStatus, type RunSummary, type StepState } from '../definition/run-types';
+import type { CountRunsOptions, ListRunsOptions } from '../definition/run-options';
+import type { QueueStats, QueueStatsOptions, RunStats } from '../definition/stats-types';
+import type { CronState, ScheduleState } from '../definition/schedule-types';
+import type { WorkflowMeta, WorkflowVersionState } from '../definition/workflow-types';
 import { decodeCron, scheduleIdOf, type StoredCron } from '../definition/cron';
 
 import { checkRunEventsOptions, type RunEventsOptions } from '../definition/run-events';

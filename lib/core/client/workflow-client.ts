@@ -8,7 +8,9 @@ import { cronIds, encodeCron, nextCronTick } from '../definition/cron';
 import { RunControl } from './run-control';
 import type { ClientOptions } from './client-core';
 
-export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunHandle, RunOptions, ScheduleOptions } from '../definition/types';
+export type { RunHandle } from '../definition/run-types';
+export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from '../definition/run-options';
+export type { ScheduleOptions } from '../definition/schedule-types';
 export { CLIENT_OPTION_KEYS, DEFAULT_COMMAND_TIMEOUT_MS, newRunId, type ClientOptions } from './client-core';
 export { RUN_INDEX_LEASE_MS } from './run-reader';
 

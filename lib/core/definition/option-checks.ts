@@ -6,25 +6,21 @@
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import type { InputSchema } from './validation';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, QueueStatsOptions, RunOptions, ScheduleOptions } from './types';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './run-options';
+import type { QueueStatsOptions } from './stats-types';
+import type { ScheduleOptions } from './schedule-types';
 import type {
   ChildRunOptions,
-  CronTrigger,
-  DebounceOptions,
   EmitEventStepOptions,
-  EventTrigger,
-  LimitOptions,
-  RetryPolicy,
   StepOptions,
   RunStepOptions,
   StepRetryPolicy,
   WaitForSignalOptions,
   WaitForEventOptions,
-  CancelOnTrigger,
-  WorkflowOptions,
   RaceChildOptions,
   RaceEventOptions,
-} from './workflow-types';
+} from './step-types';
+import type { CronTrigger, DebounceOptions, EventTrigger, LimitOptions, RetryPolicy, CancelOnTrigger, WorkflowOptions } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
 

@@ -7,14 +7,15 @@ import { decodeJson, deserializeError, encodeJson, serializeError } from '../sto
 import { StepRuntime, type AttemptContext } from './step-runtime';
 import { decideFailure, notAfterDeadline, readThrown, type FailureFacts } from './failure-decision';
 import { dueCompensations, runCompensations } from './compensations';
-import type { CompensationOutcome, WorkflowDefinition } from '../definition/workflow-types';
+import type { CompensationOutcome } from '../definition/step-types';
+import type { WorkflowDefinition } from '../definition/workflow-types';
 import { isJournalField } from '../store/step-record';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 import { validateInput } from '../definition/validation';
 import type { RunInfo, WorkflowRegistry } from '../definition/workflow';
 import type { CancelOnTrigger } from '../definition/workflow-types';
 import { cancelOnKeys } from '../definition/event-match';
-import type { HookRunner } from './hooks';
+import type { HookRunner } from './hook-runner';
 import type { Clock } from '../definition/clock';
 import type { StepMocks } from './step-runtime';
 import type { GuardedSpan, GuardedTracing, SpanOutcome } from '../definition/tracing';

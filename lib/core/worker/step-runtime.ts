@@ -42,7 +42,7 @@ import {
   type StoredStep,
 } from '../store/step-record';
 import { stepRetryDelayMs } from '../definition/retry';
-import type { HookRunner } from './hooks';
+import type { HookRunner } from './hook-runner';
 import type { Clock } from '../definition/clock';
 import type { GuardedSpan, GuardedTracing } from '../definition/tracing';
 import { traceFields } from '../store/run-record';
@@ -51,9 +51,9 @@ import { JournalGuard } from './journal-guard';
 export { STEP_FIELD_PREFIX };
 import { deserializeError, encodeInput, encodeJson, serializeError } from '../store/serialization';
 import { validateInput } from '../definition/validation';
-import type { CompensationContext } from '../definition/workflow-types';
+import type { CompensationContext } from '../definition/step-types';
 import { childBranch, eventBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../definition/race';
-import type { RaceBranch, RaceResult } from '../definition/workflow-types';
+import type { RaceBranch, RaceResult } from '../definition/step-types';
 import { checkEventName, type ChildRunOptions, type EmitEventStepOptions, type RunStepOptions, type StepApi, type StepRunContext, type StepOptions, type WaitForEventOptions, type WaitForSignalOptions, type WorkflowTarget, type WorkflowRegistry } from '../definition/workflow';
 
 /** Thrown through the handler when the run must wait (a timer or a child): not an error. */
