@@ -46,26 +46,23 @@ export type { DtoClass, InferInput, InputSchema, StandardSchemaIssue, StandardSc
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
 export type {
   CorruptRunSummary,
-  CronState,
   EndedStatus,
   FinalStatus,
   IntactRunSummary,
-  QueueStats,
-  QueueStatsOptions,
-  RedflowLogger,
   RunErrorSummary,
   RunOutcome,
   RunState,
-  RunStats,
   RunStatus,
   RunSummary,
-  ScheduleState,
   StepState,
   StoredError,
-  WaitForRunOptions,
-  WorkflowMeta,
-} from './definition/types';
-export { RUN_HOOK_EVENTS } from './definition/hooks';
+} from './definition/run-types';
+export type { WaitForRunOptions } from './definition/run-options';
+export type { QueueStats, QueueStatsOptions, RunStats } from './definition/stats-types';
+export type { CronState, ScheduleState } from './definition/schedule-types';
+export type { RedflowLogger } from './definition/logger';
+export type { WorkflowMeta } from './definition/workflow-types';
+export { RUN_HOOK_EVENTS } from './definition/worker-hooks';
 export type {
   RunCanceledEvent,
   RunCompleteEvent,
@@ -78,7 +75,7 @@ export type {
   StepHookEvent,
   WorkerErrorContext,
   WorkerHooks,
-} from './definition/hooks';
+} from './definition/worker-hooks';
 export type { RunStarter } from './definition/workflow-types';
 export { checkTraceContext, MAX_TRACESTATE_CHARS } from './definition/tracing';
 export type { AttemptTraceInfo, RedflowTracing, SpanOutcome, StepTraceInfo, TraceContext, TraceSpan } from './definition/tracing';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WorkflowClient } from '../core/client/workflow-client';
 import { ConfigurationError } from '../core/errors';
-import type { RedflowLogger } from '../core/definition/types';
+import type { RedflowLogger } from '../core/definition/logger';
 import { DashboardApi, SECURITY_HEADERS } from './dashboard-api';
 import { DashboardHttpError } from './dashboard-http-error';
 import { resolveDashboardOptions, type DashboardDenial, type DashboardOptions } from './dashboard-options';

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ConfigurationError } from '../core/errors';
 import { assertKnownKeys, describeValue, optionKeys } from '../core/definition/option-checks';
-import type { RunState, StepState } from '../core/definition/types';
+import type { RunState, StepState } from '../core/definition/run-types';
 
 /** What `authorize` answers instead of `false` to choose the response, e.g. a 401 that makes the browser prompt. */
 export interface DashboardDenial {

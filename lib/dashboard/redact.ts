@@ -1,4 +1,4 @@
-import type { RunState, RunSummary } from '../core/definition/types';
+import type { RunState, RunSummary } from '../core/definition/run-types';
 import type { DashboardRun } from './dashboard-options';
 
 /**

@@ -1,5 +1,5 @@
 import { TimeoutError, type RunHandle, type RunState, type RunStatus, type StepState, type StoredError, type WorkflowClient } from '../core';
-import { TERMINAL_STATUSES } from '../core/definition/types';
+import { TERMINAL_STATUSES } from '../core/definition/run-types';
 import type { StepMock, StepMocks } from '../core/worker/step-runtime';
 import type { VirtualClock } from './virtual-clock';
 

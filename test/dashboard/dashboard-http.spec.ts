@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import { Controller, Get, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { ConfigurationError, createDashboardHandler, NonRetriableError, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
+import { createNestApp } from '../support/nest-app';
 
 /**
  * The dashboard's HTTP surface as a plain Node handler: the page and its assets, the JSON API over
@@ -910,11 +910,10 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
   afterAll(() => engine?.close());
 
   async function start(dashboard: DashboardOptions): Promise<INestApplication> {
-    const module = await Test.createTestingModule({
+    app = await createNestApp({
       imports: [RedflowModule.forRoot({ app: 'dashboard-test', connection: engine.redis, prefix: engine.prefix, worker: false, dashboard })],
       controllers: [HealthController],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
+    });
     await app.init();
     return app;
   }

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { basicAuth, ConfigurationError, guard, RedflowModule, type DashboardOptions, type RedflowModuleOptions } from '../../lib';
 import { TestEngine } from '../support/engine';
+import { createNestApp, fastifyReady } from '../support/nest-app';
 import { OwnRedis } from '../support/own-redis';
 
 /**
@@ -44,17 +45,19 @@ async function startApp(
   module: Partial<RedflowModuleOptions> & { dashboard?: DashboardOptions },
   setup: { prefix?: string; cors?: boolean; middleware?: boolean; providers?: unknown[] } = {},
 ): Promise<INestApplication> {
-  const testing = await Test.createTestingModule({
-    imports: [RedflowModule.forRoot({ app: 'dashboard-nest', worker: false, ...module } as RedflowModuleOptions)],
-    controllers: [HealthController],
-    providers: (setup.providers ?? []) as never[],
-  }).compile();
-  const app = platform === 'fastify' ? testing.createNestApplication(new FastifyAdapter(), { logger: false }) : testing.createNestApplication({ logger: false });
+  const app = await createNestApp(
+    {
+      imports: [RedflowModule.forRoot({ app: 'dashboard-nest', worker: false, ...module } as RedflowModuleOptions)],
+      controllers: [HealthController],
+      providers: (setup.providers ?? []) as never[],
+    },
+    { adapter: platform === 'fastify' ? new FastifyAdapter() : undefined },
+  );
   if (setup.prefix) app.setGlobalPrefix(setup.prefix);
   if (setup.cors) app.enableCors({ origin: true, credentials: true });
   if (setup.middleware) app.use(requireUserOnDashboardPath);
   await app.init();
-  if (platform === 'fastify') await (app.getHttpAdapter().getInstance() as { ready(): Promise<void> }).ready();
+  if (platform === 'fastify') await fastifyReady(app);
   return app;
 }
 

@@ -1,6 +1,6 @@
 import { createAdmin } from '../../lib';
 import { CorruptRunDataError, RedisScriptError, type RedflowLogger, type RedisConnection, type RunStatus, type RunSummary } from '../../lib';
-import { RUN_STATUSES } from '../../lib/core/definition/types';
+import { RUN_STATUSES } from '../../lib/core/definition/run-types';
 import { summarizeRun } from '../../lib/core/store/run-record';
 import type { FinishOutcome } from '../../lib/core/store/redis-scripts';
 import { TestEngine, countScriptCalls, deferred, eventually } from '../support/engine';

@@ -1,12 +1,9 @@
-import { createAdmin } from '../../lib';
 import 'reflect-metadata';
-import { Injectable, Scope, type INestApplication, type Provider } from '@nestjs/common';
+import { Injectable, Scope, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
 import {
   ConfigurationError,
-  createClient,
   Cron,
   OnEvent,
   RedflowClient,
@@ -18,7 +15,8 @@ import {
 import { RedflowExplorer } from '../../lib/nest/redflow.explorer';
 import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
 import { IsString } from 'class-validator';
-import { connect, FAST_RUNTIME } from '../support/engine';
+import { FAST_RUNTIME } from '../support/engine';
+import { nestAppPerTest } from '../support/nest-app';
 
 class GreetDto {
   @IsString() who!: string;
@@ -212,24 +210,13 @@ describe('RedflowExplorer', () => {
     });
 
     describe('end to end', () => {
-      const redis = connect();
-      let app: INestApplication | undefined;
-      let prefix: string;
-
-      beforeEach(() => {
-        prefix = `test:nest:explorer:${randomBytes(4).toString('hex')}`;
-      });
-      afterEach(async () => {
-        await app?.close();
-        app = undefined;
-        await createAdmin(createClient({ redis, prefix })).resetState();
-      });
-      afterAll(() => redis.quit());
+      const nest = nestAppPerTest('nest:explorer');
+      const { redis } = nest;
 
       it('runs workflows of a useValue provider and of a useFactory provider with an injected dependency', async () => {
         const value = new ValueWorkflows();
-        const module = await Test.createTestingModule({
-          imports: [RedflowModule.forRoot({ app: 'explorer', connection: redis, prefix, worker: { runtime: FAST_RUNTIME } })],
+        const app = await nest.start({
+          imports: [RedflowModule.forRoot({ app: 'explorer', connection: redis, prefix: nest.prefix, worker: { runtime: FAST_RUNTIME } })],
           providers: [
             { provide: 'VALUE_WORKFLOWS', useValue: value },
             { provide: 'TAX', useValue: new Tax(0.2) },
@@ -237,9 +224,7 @@ describe('RedflowExplorer', () => {
             { provide: 'answer', useValue: 42 },
             { provide: 'greeting', useFactory: () => 'a string' },
           ],
-        }).compile();
-        app = module.createNestApplication({ logger: false });
-        await app.init();
+        });
         const client = app.get(RedflowClient);
 
         const hello = await client.runByName<string>('ValueWorkflows.hello', 'ada');

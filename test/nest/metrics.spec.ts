@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
 import request from 'supertest';
@@ -20,6 +19,7 @@ import {
 import { redflowMetrics, RedflowMetricsModule } from '../../lib/metrics';
 import { connect, eventually } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
+import { nestAppPerTest } from '../support/nest-app';
 
 @Injectable()
 class PaymentWorkflows {
@@ -69,34 +69,20 @@ function sample(text: string, line: string): number | undefined {
 }
 
 describe('RedflowMetricsModule in a Nest app', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
-
-  beforeEach(() => {
-    prefix = `test:metrics:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
+  const nest = nestAppPerTest('metrics');
+  const { redis } = nest;
 
   async function start(metrics: Parameters<typeof RedflowMetricsModule.forRoot>[0]): Promise<INestApplication> {
-    const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'payments', connection: redis, prefix, worker: { queues: ['default'], concurrency: 5, runtime } }), RedflowMetricsModule.forRoot(metrics)],
+    return nest.start({
+      imports: [RedflowModule.forRoot({ app: 'payments', connection: redis, prefix: nest.prefix, worker: { queues: ['default'], concurrency: 5, runtime } }), RedflowMetricsModule.forRoot(metrics)],
       providers: [PaymentWorkflows],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
-    return app;
+    });
   }
 
   it('counts runs by workflow and outcome, times runs and steps, and reads queue depths at scrape time over /metrics', async () => {
     const registry = new Registry();
     await start({ registry, path: '/metrics' });
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
 
     const ok = await Promise.all([client.run(PaymentWorkflows, 'charge', {}), client.run(PaymentWorkflows, 'charge', {})]);
     expect(await Promise.all(ok.map((h) => h.result()))).toEqual(['captured', 'captured']);
@@ -106,14 +92,14 @@ describe('RedflowMetricsModule in a Nest app', () => {
     expect(await refund.result()).toBe('refunded');
     const hold = await client.run(PaymentWorkflows, 'hold', undefined);
     await eventually(async () => (await client.getRun(hold.id))?.status === 'running');
-    const whileHolding = (await request(app!.getHttpServer()).get('/metrics').expect(200)).text;
+    const whileHolding = (await request(nest.app!.getHttpServer()).get('/metrics').expect(200)).text;
     expect(sample(whileHolding, 'redflow_queue_runs{queue="default",status="running"}')).toBe(1);
     await client.cancelRun(hold.id, { reason: 'released' });
     for (let i = 0; i < 2; i++) await client.run(PaymentWorkflows, 'exportLedger', undefined);
     await client.run(PaymentWorkflows, 'exportLedger', undefined, { runAt: Date.now() + 60_000 });
 
     // Hooks are called after the run's end is stored: wait for the last one.
-    const scrape = async () => (await request(app!.getHttpServer()).get('/metrics').expect(200).expect('content-type', /^text\/plain; version=0.0.4/)).text;
+    const scrape = async () => (await request(nest.app!.getHttpServer()).get('/metrics').expect(200).expect('content-type', /^text\/plain; version=0.0.4/)).text;
     const text: string = await eventually(async () => {
       const body = await scrape();
       return sample(body, 'redflow_runs_total{workflow="hold-funds",status="canceled"}') === 1 && sample(body, 'redflow_runs_total{workflow="flaky-refund",status="completed"}') === 1 ? body : '';
@@ -153,27 +139,25 @@ describe('RedflowMetricsModule in a Nest app', () => {
     const { register } = await import('prom-client');
     await start(undefined);
     expect(register.getSingleMetric('redflow_runs_total')).toBeDefined();
-    await request(app!.getHttpServer()).get('/metrics').expect(404);
-    const client = app!.get(RedflowClient);
+    await request(nest.app!.getHttpServer()).get('/metrics').expect(404);
+    const client = nest.app!.get(RedflowClient);
     expect(await (await client.run(PaymentWorkflows, 'charge', {})).result()).toBe('captured');
     await eventually(async () => (await register.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="charge-card",status="completed"} 1'));
-    await app!.close();
-    app = undefined;
+    await nest.app!.close();
+    nest.app = undefined;
     expect(register.getSingleMetric('redflow_runs_total')).toBeUndefined();
     expect(register.getSingleMetric('redflow_queue_runs')).toBeUndefined();
   });
 
   it('forRootAsync builds the options from providers and serves the route given next to useFactory', async () => {
     const registry = new Registry();
-    const module = await Test.createTestingModule({
+    const app = await nest.start({
       imports: [
-        RedflowModule.forRoot({ app: 'payments', connection: redis, prefix, worker: false }),
+        RedflowModule.forRoot({ app: 'payments', connection: redis, prefix: nest.prefix, worker: false }),
         RedflowMetricsModule.forRootAsync({ path: '/internal/metrics', useFactory: () => ({ registry, prefix: 'shop_redflow_' }) }),
       ],
       providers: [PaymentWorkflows],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
+    });
     const text = (await request(app.getHttpServer()).get('/internal/metrics').expect(200)).text;
     expect(sample(text, 'shop_redflow_queue_runs{queue="exports",status="queued"}')).toBe(0);
     expect(registry.getSingleMetric('shop_redflow_runs_total')).toBeDefined();

@@ -1,7 +1,5 @@
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
 import { IsInt, Min } from 'class-validator';
 import {
   createAdmin,
@@ -16,7 +14,8 @@ import {
   type RedflowModuleOptions,
   type WorkflowContext,
 } from '../../lib';
-import { connect, eventually } from '../support/engine';
+import { eventually } from '../support/engine';
+import { nestAppPerTest } from '../support/nest-app';
 
 class ChargeDto {
   @IsInt() @Min(1) cents!: number;
@@ -90,37 +89,23 @@ class ApprovalWorkflows {
 const runtime = { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
 
 describe('RedflowModule', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
-
-  beforeEach(() => {
-    prefix = `test:nest:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
+  const nest = nestAppPerTest('nest');
+  const { redis } = nest;
 
   async function start(imports: unknown[], providers: unknown[] = [Ledger, BillingWorkflows]): Promise<INestApplication> {
-    const module = await Test.createTestingModule({ imports: imports as never[], providers: providers as never[] }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
-    return app;
+    return nest.start({ imports: imports as never[], providers: providers as never[] });
   }
 
-  const options = (): RedflowModuleOptions => ({ app: 'billing', connection: redis, prefix, worker: { runtime } });
+  const options = (): RedflowModuleOptions => ({ app: 'billing', connection: redis, prefix: nest.prefix, worker: { runtime } });
 
   it('forRoot: runs @Workflow methods with their injected dependencies, and @Step calls are durable steps', async () => {
     await start([RedflowModule.forRoot(options())]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     const handle = await client.run(BillingWorkflows, 'bill', { cents: 250 });
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toEqual({ entry: 'charged 250', attempt: 2 });
     // Two @Step calls on attempt 1; attempt 2 replays them from Redis.
-    expect(app!.get(BillingWorkflows).calls).toBe(2);
-    expect(app!.get(Ledger).entries).toEqual(['charged 250', 'charged 250']);
+    expect(nest.app!.get(BillingWorkflows).calls).toBe(2);
+    expect(nest.app!.get(Ledger).entries).toEqual(['charged 250', 'charged 250']);
     expect((await client.getRunSteps(handle.id)).map((s) => [s.name, s.output])).toEqual([
       ['record', 'charged 250'],
       ['record#2', 'charged 250'],
@@ -135,22 +120,22 @@ describe('RedflowModule', () => {
     const client = (await start([RedflowModule.forRoot(options())], [ReceiptWorkflows])).get(RedflowClient);
     const handle = await client.run(ReceiptWorkflows, 'send', { to: 'ada@example.com' });
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe('sent to ada@example.com');
-    expect(app!.get(ReceiptWorkflows).deliveries).toBe(3);
+    expect(nest.app!.get(ReceiptWorkflows).deliveries).toBe(3);
     expect((await client.getRun(handle.id))!.attempt).toBe(1);
     expect(await client.getRunSteps(handle.id)).toEqual([expect.objectContaining({ name: 'deliver', status: 'succeeded', attempts: 3, lastError: expect.objectContaining({ message: 'mail server busy (2)' }) })]);
   });
 
   it('RedflowClient has no destructive operations; RedflowAdmin, injected by name, deletes the prefix and nothing else', async () => {
     await start([RedflowModule.forRoot({ ...options(), worker: false })]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     expect('resetState' in client).toBe(false);
     const { id } = await client.runByName('bill', { cents: 3 }, { runAt: Date.now() + 60_000 });
-    const other = createClient({ redis, prefix: `${prefix}-other` });
+    const other = createClient({ redis, prefix: `${nest.prefix}-other` });
     const kept = `${other.keys.base}keep`;
     await redis.set(kept, '1');
     const ours = `${client.keys.base.replace(/[{}]/g, '\\$&')}*`;
     expect((await redis.keys(ours)).length).toBeGreaterThan(3);
-    await app!.get(RedflowAdmin).resetState();
+    await nest.app!.get(RedflowAdmin).resetState();
     expect(await client.getRun(id)).toBeNull();
     expect(await redis.keys(ours)).toEqual([]);
     expect(await redis.get(kept)).toBe('1');
@@ -160,7 +145,7 @@ describe('RedflowModule', () => {
 
   it('validates the DTO input when a run is started, storing nothing when it fails', async () => {
     await start([RedflowModule.forRoot(options())]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow(InputValidationError);
     await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow('Input for workflow "bill" is invalid: cents: cents must not be less than 1.');
     expect(await client.listRuns()).toEqual([]);
@@ -168,10 +153,10 @@ describe('RedflowModule', () => {
 
   it('starts @OnEvent workflows for each emitted event', async () => {
     await start([RedflowModule.forRoot(options())]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     const [runId] = await client.emitEvent('invoice.paid', { invoice: 'inv_1' });
     await expect(client.handle(runId).result({ timeoutMs: 5000 })).resolves.toBe('inv_1');
-    expect(app!.get(Ledger).entries).toEqual(['paid inv_1']);
+    expect(nest.app!.get(Ledger).entries).toEqual(['paid inv_1']);
   });
 
   it('forRootAsync with useFactory and inject', async () => {
@@ -182,7 +167,7 @@ describe('RedflowModule', () => {
     @Module({ providers: [Config], exports: [Config] })
     class ConfigModule {}
     await start([RedflowModule.forRootAsync({ imports: [ConfigModule], inject: [Config], useFactory: (config: Config) => config.get() })]);
-    const handle = await app!.get(RedflowClient).run(BillingWorkflows, 'bill', { cents: 5 });
+    const handle = await nest.app!.get(RedflowClient).run(BillingWorkflows, 'bill', { cents: 5 });
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toMatchObject({ entry: 'charged 5' });
   });
 
@@ -194,10 +179,10 @@ describe('RedflowModule', () => {
       }
     }
     await start([RedflowModule.forRootAsync({ useClass: OptionsFactory })]);
-    const meta = await app!.get(RedflowClient).getWorkflowMeta('bill');
+    const meta = await nest.app!.get(RedflowClient).getWorkflowMeta('bill');
     expect(meta).toMatchObject({ name: 'bill', owner: 'billing' });
-    expect(await redis.hget(app!.get(RedflowClient).keys.workflow('bill'), 'maxConcurrency')).toBe('4');
-    expect(await redis.hget(app!.get(RedflowClient).keys.workflow('on-paid'), 'maxConcurrency')).toBe('0');
+    expect(await redis.hget(nest.app!.get(RedflowClient).keys.workflow('bill'), 'maxConcurrency')).toBe('4');
+    expect(await redis.hget(nest.app!.get(RedflowClient).keys.workflow('on-paid'), 'maxConcurrency')).toBe('0');
   });
 
   it('forRootAsync with useExisting, and a connection given as ioredis options (owned and closed on shutdown)', async () => {
@@ -211,12 +196,12 @@ describe('RedflowModule', () => {
     @Module({ providers: [SharedOptions], exports: [SharedOptions] })
     class SharedModule {}
     await start([RedflowModule.forRootAsync({ imports: [SharedModule], useExisting: SharedOptions })]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     expect(client.redis).not.toBe(redis);
     const handle = await client.run(BillingWorkflows, 'bill', { cents: 7 });
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toMatchObject({ entry: 'charged 7' });
-    await app!.close();
-    app = undefined;
+    await nest.app!.close();
+    nest.app = undefined;
     await eventually(() => (client.redis as { status: string }).status === 'end');
   });
 
@@ -228,7 +213,7 @@ describe('RedflowModule', () => {
     @Module({ providers: [Checkout] })
     class FeatureModule {}
     await start([RedflowModule.forRoot({ ...options(), isGlobal: true }), FeatureModule]);
-    expect(app!.get(Checkout).client).toBe(app!.get(RedflowClient));
+    expect(nest.app!.get(Checkout).client).toBe(nest.app!.get(RedflowClient));
   });
 
   it('client.signal(WorkflowClass, runId, name, payload) validates the payload by the class\'s declared signal DTO', async () => {
@@ -247,7 +232,7 @@ describe('RedflowModule', () => {
 
   it('client.run rejects a method that is not a @Workflow', async () => {
     await start([RedflowModule.forRoot({ ...options(), worker: false })]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     // `record` takes a number, not a context: it is not a workflow method, so it does not type-check either.
     // @ts-expect-error not a workflow method
     expect(() => client.run(BillingWorkflows, 'record', 1)).toThrow(

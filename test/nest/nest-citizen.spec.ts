@@ -1,12 +1,9 @@
 import 'reflect-metadata';
 import { Body, Controller, Get, Injectable, Module, Param, Post, type INestApplication, type OnModuleInit } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
 import { IsInt, Min } from 'class-validator';
 import request from 'supertest';
 import {
-  createAdmin,
   createClient,
   InjectWorkflow,
   RedflowClient,
@@ -18,7 +15,7 @@ import {
   type WorkflowContext,
   type WorkflowRefOf,
 } from '../../lib';
-import { connect } from '../support/engine';
+import { fastifyReady, nestAppPerTest } from '../support/nest-app';
 
 class OrderDto {
   @IsInt() @Min(1) qty!: number;
@@ -118,49 +115,37 @@ const runtime = { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockT
  * module, this library's errors as HTTP statuses (Express and Fastify), and messages in Nest terms.
  */
 describe('a first-class Nest citizen', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
+  const nest = nestAppPerTest('nest-citizen');
+  const { redis } = nest;
 
-  beforeEach(() => {
-    prefix = `test:nest-citizen:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
-
-  const options = (extra: Partial<RedflowModuleOptions> = {}): RedflowModuleOptions => ({ app: 'orders', connection: redis, prefix, worker: { runtime }, maxPayloadBytes: 1_024, ...extra });
+  const options = (extra: Partial<RedflowModuleOptions> = {}): RedflowModuleOptions => ({ app: 'orders', connection: redis, prefix: nest.prefix, worker: { runtime }, maxPayloadBytes: 1_024, ...extra });
 
   async function start(imports: unknown[], setup: { platform?: 'express' | 'fastify'; controllers?: unknown[] } = {}): Promise<INestApplication> {
-    const module = await Test.createTestingModule({ imports: imports as never[], providers: [OrderWorkflows], controllers: (setup.controllers ?? []) as never[] }).compile();
-    app = setup.platform === 'fastify' ? module.createNestApplication(new FastifyAdapter(), { logger: false }) : module.createNestApplication({ logger: false });
-    await app.init();
-    if (setup.platform === 'fastify') await (app.getHttpAdapter().getInstance() as { ready(): Promise<void> }).ready();
+    const adapter = setup.platform === 'fastify' ? new FastifyAdapter() : undefined;
+    const app = await nest.start({ imports: imports as never[], providers: [OrderWorkflows], controllers: (setup.controllers ?? []) as never[] }, { adapter });
+    if (adapter) await fastifyReady(app);
     return app;
   }
 
   it('is global by default: a feature module injects RedflowClient without importing RedflowModule; isGlobal: false keeps it local', async () => {
     await start([RedflowModule.forRoot(options({ worker: false })), ReportsModule]);
-    expect(app!.get(Reports).client).toBe(app!.get(RedflowClient));
-    await app!.close();
-    app = undefined;
+    expect(nest.app!.get(Reports).client).toBe(nest.app!.get(RedflowClient));
+    await nest.app!.close();
+    nest.app = undefined;
     await expect(start([RedflowModule.forRoot({ ...options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(/can't resolve dependencies of the Reports \(\?\)/);
   });
 
   it('forRootAsync is global by default too, and isGlobal: false keeps it local', async () => {
     await start([RedflowModule.forRootAsync({ useFactory: () => options({ worker: false }) }), ReportsModule]);
-    expect(app!.get(Reports).client).toBe(app!.get(RedflowClient));
-    await app!.close();
-    app = undefined;
+    expect(nest.app!.get(Reports).client).toBe(nest.app!.get(RedflowClient));
+    await nest.app!.close();
+    nest.app = undefined;
     await expect(start([RedflowModule.forRootAsync({ useFactory: () => options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(/can't resolve dependencies of the Reports \(\?\)/);
   });
 
   it('@InjectWorkflow gives a typed handle with run, runMany, get, list and count', async () => {
     await start([RedflowModule.forRoot(options()), OrdersModule]);
-    const { place } = app!.get(Orders);
+    const { place } = nest.app!.get(Orders);
     expect(place.name).toBe('place-order');
     const one = await place.run({ qty: 2 });
     await expect(one.result({ timeoutMs: 5_000 })).resolves.toEqual({ placed: 2 });
@@ -174,7 +159,7 @@ describe('a first-class Nest citizen', () => {
     expect((await place.list()).map((r) => r.output).sort((a, b) => a!.placed - b!.placed)).toEqual([{ placed: 2 }, { placed: 3 }, { placed: 4 }]);
     expect((await place.get(one.id))?.output).toEqual({ placed: 2 });
     // A run of another workflow is not this handle's.
-    const other = await app!.get(RedflowClient).run(OrderWorkflows, 'other', {});
+    const other = await nest.app!.get(RedflowClient).run(OrderWorkflows, 'other', {});
     expect(await place.get(other.id)).toBeNull();
   });
 
@@ -185,7 +170,7 @@ describe('a first-class Nest citizen', () => {
 
   it.each(['express', 'fastify'] as const)('maps this library\'s errors thrown from a controller to HTTP statuses on %s', async (platform) => {
     await start([RedflowModule.forRoot(options())], { platform, controllers: [OrdersController] });
-    const http = () => request(app!.getHttpServer());
+    const http = () => request(nest.app!.getHttpServer());
     // 400 with the validator's messages; nothing stored.
     const invalid = await http().post('/orders').send({ qty: 0 }).expect(400);
     expect(invalid.body).toEqual({ statusCode: 400, error: 'Bad Request', message: ['qty: qty must not be less than 1'] });
@@ -204,17 +189,17 @@ describe('a first-class Nest citizen', () => {
     // 503 without Redis details; any other error is Nest's own 500.
     expect((await http().get('/orders/down').expect(503)).body).toEqual({ statusCode: 503, error: 'Service Unavailable', message: 'Workflow storage is unavailable. Retry later.' });
     expect((await http().get('/orders/plain-error').expect(500)).body).toEqual({ statusCode: 500, message: 'Internal server error' });
-    expect(await app!.get(RedflowClient).countRuns({ workflow: 'place-order' })).toBe(1);
+    expect(await nest.app!.get(RedflowClient).countRuns({ workflow: 'place-order' })).toBe(1);
   });
 
   it('exceptionFilter: false leaves this library\'s errors to Nest (500)', async () => {
     await start([RedflowModule.forRoot({ ...options(), exceptionFilter: false })], { controllers: [OrdersController] });
-    await request(app!.getHttpServer()).post('/orders').send({ qty: 0 }).expect(500);
+    await request(nest.app!.getHttpServer()).post('/orders').send({ qty: 0 }).expect(500);
   });
 
   it('the events option reaches the client: events: false writes no stream entries', async () => {
     await start([RedflowModule.forRoot(options({ events: false }))]);
-    const client = app!.get(RedflowClient);
+    const client = nest.app!.get(RedflowClient);
     await expect((await client.run(OrderWorkflows, 'other', {})).result({ timeoutMs: 5_000 })).resolves.toBe('other');
     expect(await redis.exists(client.keys.events())).toBe(0);
     await expect(start([RedflowModule.forRoot(options({ events: { maxLen: 0 } }))])).rejects.toThrow(/RedflowModule option "events"\.maxLen/);
@@ -222,7 +207,7 @@ describe('a first-class Nest citizen', () => {
 
   it('UnknownWorkflowError tells a Nest user about @Workflow, not defineWorkflow', async () => {
     await start([RedflowModule.forRoot(options({ worker: false }))]);
-    const error = await app!.get(RedflowClient).runByName('nope', {}).catch((e: unknown) => e);
+    const error = await nest.app!.get(RedflowClient).runByName('nope', {}).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnknownWorkflowError);
     expect((error as Error).message).toContain('Decorate a provider method with @Workflow()');
     expect((error as Error).message).not.toContain('defineWorkflow');

@@ -1,11 +1,9 @@
-import { createAdmin } from '../../lib';
 import 'reflect-metadata';
-import { Injectable, type INestApplication } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
-import { ConfigurationError, Cron, OnEvent, RedflowModule, Step, Workflow, createClient, type RedflowModuleOptions, type WorkflowContext } from '../../lib';
+import { ConfigurationError, Cron, OnEvent, RedflowModule, Step, Workflow, type RedflowModuleOptions, type WorkflowContext } from '../../lib';
 import { resolveRedflowOptions } from '../../lib/nest/redflow-options.interface';
-import { connect } from '../support/engine';
+import { nestAppPerTest } from '../support/nest-app';
 
 /** The message of the ConfigurationError `fn` throws (decorating a class, for most tests here). */
 function configError(fn: () => unknown): string {
@@ -214,23 +212,12 @@ class Jobs {
 }
 
 describe('RedflowModule.forRoot', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
-
-  beforeEach(() => {
-    prefix = `test:options:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
+  const nest = nestAppPerTest('options');
+  const { redis } = nest;
 
   it('fails to compile with a misspelt option, naming it and the right one', async () => {
     // The connection is this test's own, so the client the module built before failing is not left open.
-    const options = { app: 'x', connection: redis, prefix, wroker: {} } as unknown as RedflowModuleOptions;
+    const options = { app: 'x', connection: redis, prefix: nest.prefix, wroker: {} } as unknown as RedflowModuleOptions;
     const compiling = Test.createTestingModule({ imports: [RedflowModule.forRoot(options)], providers: [Jobs] }).compile();
     await expect(compiling).rejects.toThrow(ConfigurationError);
     await expect(compiling).rejects.toThrow(
@@ -239,11 +226,9 @@ describe('RedflowModule.forRoot', () => {
   });
 
   it('starts with valid options', async () => {
-    const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'x', connection: process.env.REDFLOW_TEST_REDIS_URL, prefix, worker: false, redis: { requireNoEviction: false } })],
+    await nest.start({
+      imports: [RedflowModule.forRoot({ app: 'x', connection: process.env.REDFLOW_TEST_REDIS_URL, prefix: nest.prefix, worker: false, redis: { requireNoEviction: false } })],
       providers: [Jobs],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
+    });
   });
 });

@@ -1,9 +1,8 @@
 import 'reflect-metadata';
-import { Injectable, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
-import { ConfigurationError, createAdmin, createClient, NonRetriableError, RedflowClient, RedflowModule, Step, Workflow, type CompensationContext, type WorkflowContext } from '../../lib';
-import { connect, eventually } from '../support/engine';
+import { Injectable } from '@nestjs/common';
+import { ConfigurationError, NonRetriableError, RedflowClient, RedflowModule, Step, Workflow, type CompensationContext, type WorkflowContext } from '../../lib';
+import { eventually } from '../support/engine';
+import { nestAppPerTest } from '../support/nest-app';
 
 /** A dependency the compensation needs: proof that it runs on the provider, with DI. */
 @Injectable()
@@ -41,27 +40,14 @@ class CheckoutWorkflows {
 }
 
 describe('@Step({ compensate })', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
-
-  beforeEach(() => {
-    prefix = `test:nest:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
+  const nest = nestAppPerTest('nest');
+  const { redis } = nest;
 
   it('runs the named method of the same provider, with its injected dependencies, when the run fails', async () => {
-    const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'shop', connection: redis, prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
+    const app = await nest.start({
+      imports: [RedflowModule.forRoot({ app: 'shop', connection: redis, prefix: nest.prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
       providers: [PaymentGateway, CheckoutWorkflows],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
+    });
     const client = app.get(RedflowClient);
     const handle = await client.run(CheckoutWorkflows, 'checkout', { order: 'o-7' });
     await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow('no carrier for o-7');

@@ -1,10 +1,8 @@
 import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Cron as ScheduleCron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
-import { ConfigurationError, createAdmin, createClient, Cron, RedflowModule, Workflow, type WorkflowContext } from '../../lib';
-import { connect } from '../support/engine';
+import { ConfigurationError, Cron, RedflowModule, Workflow, type WorkflowContext } from '../../lib';
+import { nestAppPerTest } from '../support/nest-app';
 
 class NightlyWithScheduleCron {
   @ScheduleCron('0 2 * * *')
@@ -37,28 +35,14 @@ class Reports {
 
 /** `@nestjs/schedule` next to this library: its decorators refused on workflows, ours listed in its registry. */
 describe('@nestjs/schedule interop', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
-
-  beforeEach(() => {
-    prefix = `test:schedule:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
+  const nest = nestAppPerTest('schedule');
+  const { redis } = nest;
 
   async function start(providers: unknown[], imports: unknown[] = []): Promise<INestApplication> {
-    const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'reports', connection: redis, prefix }), ...imports] as never[],
+    return nest.start({
+      imports: [RedflowModule.forRoot({ app: 'reports', connection: redis, prefix: nest.prefix }), ...imports] as never[],
       providers: providers as never[],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
-    return app;
+    });
   }
 
   it('refuses @Cron of @nestjs/schedule on a @Workflow at startup, naming Class.method, the cause and the one-line fix', async () => {
@@ -76,7 +60,7 @@ describe('@nestjs/schedule interop', () => {
 
   it('lists our crons in SchedulerRegistry as jobs that never fire, next to the app\'s own', async () => {
     await start([Reports], [ScheduleModule.forRoot()]);
-    const registry = app!.get(SchedulerRegistry);
+    const registry = nest.app!.get(SchedulerRegistry);
     expect([...registry.getCronJobs().keys()].sort()).toEqual(['local-cleanup', 'redflow:nightly-report']);
     const ours = registry.getCronJob('redflow:nightly-report');
     expect(ours.isActive).toBe(false);
@@ -88,6 +72,6 @@ describe('@nestjs/schedule interop', () => {
 
   it('without ScheduleModule, nothing is listed and nothing fails', async () => {
     await start([Reports]);
-    expect(() => app!.get(SchedulerRegistry)).toThrow();
+    expect(() => nest.app!.get(SchedulerRegistry)).toThrow();
   });
 });

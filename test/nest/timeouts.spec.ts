@@ -1,11 +1,7 @@
 import 'reflect-metadata';
 import { Injectable, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
 import {
   ConfigurationError,
-  createAdmin,
-  createClient,
   currentStep,
   RedflowClient,
   RedflowModule,
@@ -14,7 +10,7 @@ import {
   Workflow,
   type WorkflowContext,
 } from '../../lib';
-import { connect } from '../support/engine';
+import { nestAppPerTest } from '../support/nest-app';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -51,28 +47,14 @@ class ImportWorkflows {
 
 /** `@Workflow({ timeout })` and `@Step({ heartbeatTimeout })` with `currentStep()`, in a Nest app on the test Redis. */
 describe('timeouts in Nest', () => {
-  const redis = connect();
-  let app: INestApplication | undefined;
-  let prefix: string;
-
-  beforeEach(() => {
-    prefix = `test:nest:${randomBytes(4).toString('hex')}`;
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await createAdmin(createClient({ redis, prefix })).resetState();
-  });
-  afterAll(() => redis.quit());
+  const nest = nestAppPerTest('nest');
+  const { redis } = nest;
 
   async function start(): Promise<INestApplication> {
-    const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'imports', connection: redis, prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
+    return nest.start({
+      imports: [RedflowModule.forRoot({ app: 'imports', connection: redis, prefix: nest.prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
       providers: [ImportWorkflows],
-    }).compile();
-    app = module.createNestApplication({ logger: false });
-    await app.init();
-    return app;
+    });
   }
 
   it('@Workflow({ timeout }) fails a waiting run with RunTimeoutError', async () => {

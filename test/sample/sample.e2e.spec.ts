@@ -3,7 +3,6 @@ import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { ValidationPipe } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import type { App } from 'supertest/types';
 import { RedflowClient, type RunState, type StepState } from '../../lib';
@@ -11,6 +10,7 @@ import { RedflowOrchestrator } from '../../lib/nest/redflow.orchestrator';
 import { AnalyticsWorkflows } from '../../sample/src/analytics/analytics.workflows';
 import { AppModule } from '../../sample/src/app.module';
 import { PaymentService } from '../../sample/src/orders/payment.service';
+import { createNestApp } from '../support/nest-app';
 
 /** What GET /runs/:id answers: the run plus its steps. */
 type RunView = RunState & { steps: StepState[] };
@@ -55,8 +55,7 @@ describe('sample shop over HTTP (AppModule with its worker, real Redis)', () => 
     // AppModule reads both in its forRootAsync factory, so they must be set before compile().
     process.env.REDIS_URL = url;
     process.env.REDFLOW_PREFIX = `test:sample:${randomBytes(5).toString('hex')}`;
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule.register({ worker: true })] }).compile();
-    app = moduleRef.createNestApplication({ logger: ['error', 'warn'] });
+    app = await createNestApp({ imports: [AppModule.register({ worker: true })] }, { logger: ['error', 'warn'] });
     app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }));
     await app.init();
     client = app.get(RedflowClient);

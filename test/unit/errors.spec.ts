@@ -74,7 +74,7 @@ const run: RunInfo = { id: 'r1', workflow: 'wf', queue: 'default', attempt: 1, m
 const NOW = 1_000_000;
 
 describe('the error table', () => {
-  it('lists every error class errors.ts exports, under its own name', () => {
+  it('lists every error class lib/core/errors exports, under its own name', () => {
     const exported = Object.values(errors).filter(
       (value): value is typeof RedflowError => typeof value === 'function' && (value === RedflowError || value.prototype instanceof RedflowError),
     );

@@ -11,9 +11,9 @@ import {
   checkUserName,
   describeValue,
   MAX_DURATION_MS,
-  nearestName,
   WORKFLOW_OPTION_KEYS,
 } from '../../lib/core/definition/option-checks';
+import { nearestName } from '../../lib/core/definition/nearest-name';
 
 /** The error `fn` throws; fails the test if it throws nothing or not a ConfigurationError. */
 function thrown(fn: () => unknown): ConfigurationError {

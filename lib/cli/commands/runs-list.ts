@@ -1,4 +1,4 @@
-import { RUN_STATUSES, type RunStatus } from '../../core/definition/types';
+import { RUN_STATUSES, type RunStatus } from '../../core/definition/run-types';
 import { redactSummary } from '../../dashboard/redact';
 import { wholeNumber } from '../args';
 import type { ClientCommand } from '../cli-command';

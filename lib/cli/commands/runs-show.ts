@@ -1,4 +1,4 @@
-import type { RunState, StepState } from '../../core/definition/types';
+import type { RunState, StepState } from '../../core/definition/run-types';
 import { runIdArgument } from '../args';
 import type { ClientCommand } from '../cli-command';
 import { runNotFound } from '../cli-error';

@@ -16,7 +16,7 @@ import { RunQueries } from '../store/run-queries';
 import { RunListQueries } from '../store/run-list-queries';
 import { RegistryQueries } from '../store/registry-queries';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
-import { stderrLogger, type RedflowLogger } from '../definition/types';
+import { stderrLogger, type RedflowLogger } from '../definition/logger';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { systemClock, type Clock } from '../definition/clock';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';

@@ -17,7 +17,9 @@ import {
   versionQueue,
 } from '../definition/option-checks';
 import { encodeInput, encodeJson } from '../store/serialization';
-import type { EmitEventOptions, RunHandle, RunOptions, ScheduleOptions, ScheduleState } from '../definition/types';
+import type { EmitEventOptions, RunOptions } from '../definition/run-options';
+import type { RunHandle } from '../definition/run-types';
+import type { ScheduleOptions, ScheduleState } from '../definition/schedule-types';
 import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
 import { encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
 import { validateInput } from '../definition/validation';

@@ -2,7 +2,8 @@ import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotEndedErro
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import { encodeJson, serializeError } from '../store/serialization';
 import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
-import { ENDED_STATUSES, type EndedStatus, type PruneOptions, type RunHandle } from '../definition/types';
+import { ENDED_STATUSES, type EndedStatus, type RunHandle } from '../definition/run-types';
+import type { PruneOptions } from '../definition/run-options';
 
 import { isPossibleRunId, newRunId, type ClientContext } from './client-context';
 import type { RunWaiter } from './run-waiter';

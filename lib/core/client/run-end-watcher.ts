@@ -1,7 +1,7 @@
 import { closeConnection, subscriberConnection, type RedisConnection } from '../store/connection';
 import type { RedisHealth } from '../store/redis-health';
 import type { EndedRun } from '../store/run-queries';
-import type { FinalStatus } from '../definition/types';
+import type { FinalStatus } from '../definition/run-types';
 
 type Listener = (ended: EndedRun) => void;
 

@@ -2,7 +2,7 @@ import { duplicateConnection, type ConnectionWatcher, type RedisConnection } fro
 import { lastEntryId, readEntries, type StreamReply } from '../store/event-stream-reads';
 import { outageKind } from '../store/redis-health';
 import { checkRunEventsOptions, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 import type { ClientContext } from './client-context';
 
 /** What `RunEventStream` needs: checked `client.events()` options. */

@@ -10,20 +10,11 @@ import {
   LIST_RUNS_OPTION_KEYS,
   QUEUE_STATS_OPTION_KEYS,
 } from '../definition/option-checks';
-import {
-  RUN_STATUSES,
-  type CountRunsOptions,
-  type CronState,
-  type ListRunsOptions,
-  type QueueStats,
-  type QueueStatsOptions,
-  type RunState,
-  type RunStats,
-  type RunSummary,
-  type ScheduleState,
-  type StepState,
-  type WorkflowMeta,
-} from '../definition/types';
+import { RUN_STATUSES, type RunState, type RunSummary, type StepState } from '../definition/run-types';
+import { type CountRunsOptions, type ListRunsOptions } from '../definition/run-options';
+import { type CronState, type ScheduleState } from '../definition/schedule-types';
+import { type QueueStats, type QueueStatsOptions, type RunStats } from '../definition/stats-types';
+import { type WorkflowMeta } from '../definition/workflow-types';
 import { scheduleIdOf } from '../definition/cron';
 
 import { isPossibleRunId, type ClientContext } from './client-context';

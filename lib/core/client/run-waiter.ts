@@ -8,15 +8,8 @@ import {
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
 import { decodeJson, deserializeError } from '../store/serialization';
 import type { EndedRun } from '../store/run-queries';
-import {
-  TERMINAL_STATUSES,
-  type FinalStatus,
-  type RunHandle,
-  type RunOutcome,
-  type RunState,
-  type RunStatus,
-  type WaitForRunOptions,
-} from '../definition/types';
+import { TERMINAL_STATUSES, type FinalStatus, type RunHandle, type RunOutcome, type RunState, type RunStatus } from '../definition/run-types';
+import { type WaitForRunOptions } from '../definition/run-options';
 
 import { RunEndWatcher } from './run-end-watcher';
 import { isPossibleRunId, sleep, type ClientContext } from './client-context';

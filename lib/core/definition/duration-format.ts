@@ -1,6 +1,6 @@
 /**
  * The duration syntax every option and `RetryAfterError` accept, with no imports: the one piece of
- * `definition/` that `errors.ts` may use.
+ * `definition/` that `errors/` may use.
  */
 
 /** A duration: milliseconds, or a string such as `"500ms"`, `"5s"`, `"1m"`, `"2h"`, `"1d"`. */

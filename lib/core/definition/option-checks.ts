@@ -5,26 +5,23 @@
  */
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
+import { nearestName } from './nearest-name';
 import type { InputSchema } from './validation';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, QueueStatsOptions, RunOptions, ScheduleOptions } from './types';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './run-options';
+import type { QueueStatsOptions } from './stats-types';
+import type { ScheduleOptions } from './schedule-types';
 import type {
   ChildRunOptions,
-  CronTrigger,
-  DebounceOptions,
   EmitEventStepOptions,
-  EventTrigger,
-  LimitOptions,
-  RetryPolicy,
   StepOptions,
   RunStepOptions,
   StepRetryPolicy,
   WaitForSignalOptions,
   WaitForEventOptions,
-  CancelOnTrigger,
-  WorkflowOptions,
   RaceChildOptions,
   RaceEventOptions,
-} from './workflow-types';
+} from './step-types';
+import type { CronTrigger, DebounceOptions, EventTrigger, LimitOptions, RetryPolicy, CancelOnTrigger, WorkflowOptions } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
 
@@ -162,8 +159,10 @@ export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempoten
 /** Keys of `ListRunsOptions`. */
 export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'version', 'limit', 'offset']);
 
-/** Keys of `CountRunsOptions`. */
+/** Keys of `QueueStatsOptions` (`getQueueStats`). */
 export const QUEUE_STATS_OPTION_KEYS = optionKeys<QueueStatsOptions>()(['queues']);
+
+/** Keys of `CountRunsOptions`. */
 export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status', 'version']);
 
 /** Keys of `PruneOptions`. */
@@ -191,41 +190,6 @@ export function describeValue(value: unknown): string {
 /** True for option objects: object literals and class instances, not arrays, Dates, Maps, functions or null. */
 function isOptionObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && Object.prototype.toString.call(value) === '[object Object]';
-}
-
-/** Levenshtein distance: single-character insertions, deletions and substitutions. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length];
-}
-
-/**
- * The candidate closest to `word`, compared case-insensitively, if it is close enough to be a
- * likely typo: within an edit distance of max(2, ⌊length/3⌋), or one containing the other (at
- * least 3 characters long). Ties go to the earlier candidate. `undefined` when none is close.
- */
-export function nearestName(word: string, candidates: readonly string[]): string | undefined {
-  const lower = word.toLowerCase();
-  const threshold = Math.max(2, Math.floor(word.length / 3));
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of candidates) {
-    const other = candidate.toLowerCase();
-    const distance = editDistance(lower, other);
-    const contains = Math.min(lower.length, other.length) >= 3 && (other.includes(lower) || lower.includes(other));
-    if ((distance <= threshold || contains) && distance < bestDistance) {
-      best = candidate;
-      bestDistance = distance;
-    }
-  }
-  return best;
 }
 
 /**

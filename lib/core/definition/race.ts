@@ -6,7 +6,8 @@
 import { ConfigurationError } from '../errors';
 import type { Duration } from './duration-format';
 import { assertKnownKeys, describeValue, RACE_CHILD_OPTION_KEYS, RACE_EVENT_OPTION_KEYS } from './option-checks';
-import type { RaceBranch, RaceChildOptions, RaceEventOptions, WorkflowTarget } from './workflow-types';
+import type { RaceBranch, RaceChildOptions, RaceEventOptions } from './step-types';
+import type { WorkflowTarget } from './workflow-types';
 
 const BRANCH = Symbol('redflow.raceBranch');
 

@@ -14,7 +14,7 @@ export function defaultRetryDelayMs(attempt: number): number {
  */
 export function nextAttemptAt(policy: RetryPolicy | undefined, run: RunInfo, error: unknown, now: number): number | null {
   if (run.attempt >= run.maxAttempts) return null;
-  // Permanent errors (the table in errors.ts) fail at once: another attempt would fail the same way.
+  // Permanent errors (the error table in errors/error-table.ts) fail at once: another attempt would fail the same way.
   if (!isRetryable(error)) return null;
   if (policy?.shouldRetry && !policy.shouldRetry({ run, error })) return null;
   if (error instanceof RetryAfterError) return dueAt(error.delay, now, 'RetryAfterError delay');

@@ -11,7 +11,7 @@
  */
 import { ConfigurationError } from '../errors';
 import { describeValue } from './option-checks';
-import type { RedflowLogger } from './types';
+import type { RedflowLogger } from './logger';
 
 /** A W3C trace context (https://www.w3.org/TR/trace-context/), as HTTP headers carry it. */
 export interface TraceContext {

@@ -5,6 +5,7 @@ import { assertWorkflowOptionKeys, checkDuration, checkRunTimeout, checkInteger,
 import type { InferInput, InputSchema } from './validation';
 import type { RunStarter, WorkflowDefinition, WorkflowHandler, WorkflowOptions } from './workflow-types';
 
+export type * from './step-types';
 export type * from './workflow-types';
 
 let defaultClient: RunStarter | undefined;

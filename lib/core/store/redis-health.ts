@@ -1,7 +1,7 @@
 import { Cluster, ReplyError } from 'ioredis';
 import { isWriteRefusedReply, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
 import type { RedisConnection } from './connection';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 
 /** Why Redis cannot take our writes right now. */
 export type OutageKind = 'unreachable' | 'write-refused';

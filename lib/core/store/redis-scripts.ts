@@ -4,7 +4,7 @@ import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWrit
 import { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
 import { SCRIPTS, commandName, loadLibrary, loadScript, type ScriptName } from './scripts/script-loader';
-import { ENDED_STATUSES, type EndedStatus } from '../definition/types';
+import { ENDED_STATUSES, type EndedStatus } from '../definition/run-types';
 
 /** A Redis connection: standalone or Cluster. */
 export type { RedisConnection };

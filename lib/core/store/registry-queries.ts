@@ -3,7 +3,8 @@ import type { RedflowKeys } from './keys';
 import { pipelineReplies } from './run-queries';
 import { parseVersionQueue } from '../definition/option-checks';
 import { decodeCron, type StoredCron } from '../definition/cron';
-import type { QueueStats, WorkflowMeta, WorkflowVersionState } from '../definition/types';
+import type { QueueStats } from '../definition/stats-types';
+import type { WorkflowMeta, WorkflowVersionState } from '../definition/workflow-types';
 
 /** Ids read from the head of a ready list to find its oldest queued run (ids of runs canceled while queued may come first). */
 const READY_HEAD = 10;

@@ -7,7 +7,8 @@ import { isRunStatus } from './run-record';
 import { pipelineReplies, type RunQueries } from './run-queries';
 import { scanPrefix } from './prefix-scan';
 import { parseVersionQueue } from '../definition/option-checks';
-import { RUN_STATUSES, TERMINAL_STATUSES, type RunStats, type RunStatus } from '../definition/types';
+import { RUN_STATUSES, TERMINAL_STATUSES, type RunStatus } from '../definition/run-types';
+import { type RunStats } from '../definition/stats-types';
 
 /**
  * The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. 2:

@@ -2,7 +2,7 @@ import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 import { parseRun, RUN_FIELDS } from './run-record';
 import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX, VALUE_FIELD_PREFIX } from './step-record';
-import type { FinalStatus, RunState, StepState } from '../definition/types';
+import type { FinalStatus, RunState, StepState } from '../definition/run-types';
 
 /**
  * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).

@@ -5,7 +5,7 @@
  * codec in `step-record.ts`.
  */
 import { CorruptRunDataError } from '../errors';
-import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/types';
+import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/run-types';
 import { decodeJson } from './serialization';
 import { checkTraceContext, type TraceContext } from '../definition/tracing';
 import { parseVersionQueue } from '../definition/option-checks';

@@ -1,16 +1,5 @@
 import { CorruptRunDataError, errorClassNamed, InputValidationError, OutputSerializationError, PayloadTooLargeError, RedflowError, WorkflowRunError } from '../errors';
-
-/**
- * The stored form of an error. `fields` (since the error table) holds the own data fields of our
- * error classes, such as `TimeoutError.timeoutMs`; errors stored before it have none.
- */
-export interface SerializedError {
-  name: string;
-  message: string;
-  stack?: string;
-  issues?: unknown;
-  fields?: Record<string, unknown>;
-}
+import type { StoredError } from '../definition/run-types';
 
 /** The default largest input or step output, in bytes: 1 MiB. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
@@ -205,7 +194,7 @@ function ownFields(err: Error): Record<string, unknown> | undefined {
 /** Encodes an error for storage; never throws. */
 export function serializeError(error: unknown): string {
   const err = error instanceof Error ? error : new Error(typeof error === 'string' ? error : safeJson(error));
-  const out: SerializedError = { name: err.name, message: err.message, stack: err.stack };
+  const out: StoredError = { name: err.name, message: err.message, stack: err.stack };
   const issues = (err as { issues?: unknown }).issues;
   if (issues !== undefined) out.issues = issues;
   try {
@@ -243,7 +232,7 @@ function define(target: object, key: string, value: unknown, enumerable: boolean
  * fields were stored come back without them.
  */
 export function deserializeError(text: string | undefined): Error {
-  let data: SerializedError;
+  let data: StoredError;
   try {
     data = JSON.parse(text ?? '');
     if (typeof data !== 'object' || data === null) throw new TypeError('not an object');

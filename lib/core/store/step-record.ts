@@ -1,5 +1,5 @@
 import { CorruptRunDataError } from '../errors';
-import type { StepState } from '../definition/types';
+import type { StepState } from '../definition/run-types';
 import { decodeJson } from './serialization';
 
 /**

@@ -2,7 +2,7 @@ import type { Clock } from '../definition/clock';
 import type { GuardedSpan, GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
 import type { RedisScripts } from '../store/redis-scripts';
-import type { HookRunner } from './hooks';
+import type { HookRunner } from './hook-runner';
 
 /** What the step runtime needs from the attempt it belongs to. */
 export interface AttemptContext {

@@ -1,7 +1,7 @@
 import { CanceledError, type NonDeterminismError } from '../errors';
 import type { SpanOutcome } from '../definition/tracing';
 import type { RunInfo } from '../definition/workflow';
-import type { CompensationOutcome } from '../definition/workflow-types';
+import type { CompensationOutcome } from '../definition/step-types';
 import type { ClaimedRun, FinishOutcome, FinishResult } from '../store/redis-scripts';
 import { deserializeError, serializeError } from '../store/serialization';
 import type { AttemptState } from './attempt-state';

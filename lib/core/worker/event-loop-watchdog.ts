@@ -1,4 +1,4 @@
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 
 /**
  * Watches a worker's event loop: warns when it was blocked for more than half the lease (runs of

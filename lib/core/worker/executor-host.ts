@@ -1,10 +1,10 @@
 import type { Clock } from '../definition/clock';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
-import type { HookRunner } from './hooks';
+import type { HookRunner } from './hook-runner';
 import type { StepMocks } from './step-runtime';
 
 /** An attempt as the lease renewal sees it. */

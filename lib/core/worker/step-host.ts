@@ -1,5 +1,6 @@
 import type { CheckedStepRetry } from '../definition/option-checks';
-import type { CompensationContext, StepApi } from '../definition/workflow-types';
+import type { CompensationContext } from '../definition/step-types';
+import type { StepApi } from '../definition/workflow-types';
 import type { StepTarget } from '../store/redis-scripts';
 import type { AttemptContext } from './attempt-context';
 import type { CheckpointWriter } from './checkpoint-writer';

@@ -1,5 +1,5 @@
 import { parseVersionQueue, versionQueue } from '../definition/option-checks';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 import type { WorkflowRegistry } from '../definition/workflow';
 import type { WorkflowDefinition } from '../definition/workflow-types';
 

@@ -4,11 +4,11 @@ import type { ClientOptions, WorkflowClient } from '../client/workflow-client';
 import type { ConnectionOptions } from '../store/connection';
 import { ConfigurationError } from '../errors';
 import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
-import type { WorkerHooks } from '../definition/hooks';
+import type { WorkerHooks } from '../definition/worker-hooks';
 import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
-import { stderrLogger, type RedflowLogger } from '../definition/types';
+import { stderrLogger, type RedflowLogger } from '../definition/logger';
 import type { WorkflowRegistry } from '../definition/workflow';
-import { checkHooks, HookRunner } from './hooks';
+import { checkHooks, HookRunner } from './hook-runner';
 import type { StepMocks } from './step-runtime';
 import { versionQueues } from './version-routing';
 

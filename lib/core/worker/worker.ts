@@ -5,11 +5,11 @@ import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-s
 import { assertKnownKeys } from '../definition/option-checks';
 import type { Clock } from '../definition/clock';
 import type { GuardedTracing } from '../definition/tracing';
-import type { RedflowLogger } from '../definition/types';
+import type { RedflowLogger } from '../definition/logger';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { BackgroundTimers } from './background-timers';
 import { EventLoopWatchdog } from './event-loop-watchdog';
-import type { HookRunner } from './hooks';
+import type { HookRunner } from './hook-runner';
 import { PROMOTE_BATCH, WorkerMaintenance, type MaintenanceHost } from './maintenance';
 import type { LeasedAttempt } from './executor-host';
 import { RunExecutor, type ExecutorHost } from './run-executor';

@@ -3,7 +3,7 @@ import { matchKey } from '../../definition/event-match';
 import { checkUserName } from '../../definition/option-checks';
 import { childBranch, eventBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../../definition/race';
 import { checkEventName, type StepOptions, type WorkflowTarget } from '../../definition/workflow';
-import type { RaceBranch, RaceResult } from '../../definition/workflow-types';
+import type { RaceBranch, RaceResult } from '../../definition/step-types';
 import { ConfigurationError, CorruptRunDataError } from '../../errors';
 import type { StepTarget } from '../../store/redis-scripts';
 import { deserializeError } from '../../store/serialization';

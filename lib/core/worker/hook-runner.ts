@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors';
 import { assertKnownKeys } from '../definition/option-checks';
-import { WORKER_HOOK_KEYS, type RunHookEvent, type WorkerErrorContext, type WorkerHooks } from '../definition/hooks';
-import type { RedflowLogger } from '../definition/types';
+import { WORKER_HOOK_KEYS, type RunHookEvent, type WorkerErrorContext, type WorkerHooks } from '../definition/worker-hooks';
+import type { RedflowLogger } from '../definition/logger';
 
 /** Checks the worker option `hooks`: known names, each a function. */
 export function checkHooks(hooks: WorkerHooks | undefined): WorkerHooks {

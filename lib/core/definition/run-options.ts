@@ -1,0 +1,75 @@
+/** Options of the client's calls on runs: starting, emitting events, listing, counting, waiting, pruning. */
+import type { Duration } from './duration-format';
+import type { EndedStatus, RunStatus } from './run-types';
+
+/** Options of starting a run. */
+export interface RunOptions {
+  /** Returns the existing run for the same key (and input) instead of starting another one. */
+  idempotencyKey?: string;
+  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+  /** Start no earlier than this (a Date or epoch ms); the run waits as `scheduled` until then. */
+  runAt?: Date | number;
+  /** Run on this queue instead of the workflow's own. */
+  queueOverride?: string;
+  /** This run's timeout, instead of the workflow's `timeout` (see `WorkflowOptions.timeout`). */
+  timeout?: Duration;
+  /**
+   * Start the run on this version of the workflow (a worker with that version claims it).
+   * @default the version of the definition given to `start`; by name, the latest registered version
+   */
+  version?: number;
+}
+
+/** Options of `emitEvent`. */
+export interface EmitEventOptions {
+  /** A repeated emit with the same key (within the TTL) returns the same runs. */
+  idempotencyKey?: string;
+  /** Seconds the key is kept. @default 604800 (7 days) */
+  idempotencyTtl?: number;
+  /** Fan out at this time instead of now. */
+  emitAt?: Date | number;
+}
+
+/** Filters of `listRuns` and `listRunSummaries`; results are newest first. */
+export interface ListRunsOptions {
+  workflow?: string;
+  status?: RunStatus;
+  /** Only runs that started on this version of `workflow` (needs `workflow`). */
+  version?: number;
+  /** @default 50 */
+  limit?: number;
+  /** @default 0 */
+  offset?: number;
+}
+
+/** Filters of `countRuns`: both, either or neither. */
+export interface CountRunsOptions {
+  workflow?: string;
+  status?: RunStatus;
+  /**
+   * Only runs that started on this version of `workflow` (needs `workflow`). Unlike the other
+   * filters this reads each run of the index (its `queue` field), in pipelines of 1,000.
+   */
+  version?: number;
+}
+
+/** Options of `prune`. */
+export interface PruneOptions {
+  /** Deletes runs that finished longer ago than this: ms, or a string such as `"7d"`. */
+  olderThan: Duration;
+  /** @default ['succeeded', 'failed', 'canceled', 'terminated'] */
+  statuses?: EndedStatus[];
+  /** Only this workflow's runs. @default every workflow */
+  workflow?: string;
+}
+
+/** Options of `client.waitForRun`. */
+export interface WaitForRunOptions {
+  /** Reject with TimeoutError after this long (ms). @default no limit */
+  timeoutMs?: number;
+  /** Stop waiting when it aborts: the wait rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** `false`: resolve with the final state (`RunOutcome`) even when the run failed or was canceled. @default true */
+  throwOnFailure?: boolean;
+}

@@ -1,0 +1,165 @@
+/**
+ * A run and its steps as the client reads them: statuses, the stored run and step records, list
+ * rows, the error record, and the handle of a started run.
+ */
+
+/**
+ * Where a run is in its life. `compensating`: it failed for good or was canceled with
+ * `{ compensate: true }`, and the compensations of its completed steps are running (it then ends
+ * `failed` or `canceled` with `compensated: true`). `compensation_failed`: a compensation failed
+ * after its retries: the run needs a person (`resume` runs the compensations left). `terminated`:
+ * ended at once by `terminate`, without compensations.
+ */
+export type RunStatus = 'scheduled' | 'queued' | 'running' | 'compensating' | 'succeeded' | 'failed' | 'canceled' | 'compensation_failed' | 'terminated';
+
+/** Every status. */
+export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
+
+/** Statuses a run never leaves (a `compensation_failed` or `terminated` run leaves it only when resumed). */
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated']);
+
+/**
+ * A status a run ends in, as retention and `prune` delete them. A `compensation_failed` run is
+ * never deleted by either: it waits for a person (resume it, or delete it).
+ */
+export type EndedStatus = 'succeeded' | 'failed' | 'canceled' | 'terminated';
+
+/** Every status a run ends in, `compensation_failed` included. */
+export type FinalStatus = EndedStatus | 'compensation_failed';
+
+/** The statuses a run ends in, in the order the scripts that delete ended runs take their indexes. */
+export const ENDED_STATUSES: readonly EndedStatus[] = ['succeeded', 'failed', 'canceled', 'terminated'];
+
+/**
+ * An error as stored with a run or step. `fields` holds the own data fields of the library's error
+ * classes (`TimeoutError.timeoutMs`, `CanceledError.runId`, ...; errors stored before the error
+ * table have none); `issues` the validation issues of an `InputValidationError`.
+ */
+export interface StoredError {
+  name: string;
+  message: string;
+  stack?: string;
+  issues?: unknown;
+  fields?: Record<string, unknown>;
+}
+
+/** A run as stored. */
+export interface RunState<TOutput = unknown> {
+  id: string;
+  workflow: string;
+  queue: string;
+  /** The version of the workflow the run started on (and runs on): only a worker with that version claims it. */
+  version: number;
+  status: RunStatus;
+  input: unknown;
+  output?: TOutput;
+  /** The error of the last failed attempt, or of the run when it failed or was canceled. */
+  error?: StoredError;
+  attempt: number;
+  maxAttempts: number;
+  createdAt: number;
+  /** When the run is or was due to start (after a delay or retry backoff). */
+  availableAt: number;
+  /** When the current or last attempt started. */
+  startedAt?: number;
+  finishedAt?: number;
+  cancelReason?: string;
+  idempotencyKey?: string;
+  /** The run that started this one with `step.runWorkflow` / `step.emitWorkflow`. */
+  parentId?: string;
+  /** The latest value given to `step.setProgress`, if any. */
+  progress?: unknown;
+  /** True when the run failed or was canceled and every compensation of its completed steps ran. */
+  compensated?: boolean;
+  /** The error of the compensation that failed (status `compensation_failed`); `error` keeps the run's own. */
+  compensationError?: StoredError;
+  /** The run's timeout in ms (its own or its workflow's), if it has one. */
+  timeoutMs?: number;
+  /** When the run's timeout passes (epoch ms, from its first start); set once it started. */
+  deadline?: number;
+}
+
+/** The error of a run in a list: its class name and the start of its message. */
+export interface RunErrorSummary {
+  name: string;
+  /** Cut to 200 characters, ending with '…' when it was longer. */
+  message: string;
+}
+
+/**
+ * A run as a list row shows it: read without its input, output or step records, so a page of
+ * summaries stays small whatever the runs carry.
+ */
+export interface IntactRunSummary
+  extends Pick<RunState, 'id' | 'workflow' | 'queue' | 'version' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'> {
+  /** `finishedAt - startedAt`: the length of the last attempt of an ended run that started. */
+  durationMs?: number;
+  error?: RunErrorSummary;
+  /** Never set here; lets `summary.corrupt !== undefined` tell a `CorruptRunSummary` apart. */
+  corrupt?: undefined;
+}
+
+/**
+ * A run whose stored hash could not be read (a field missing or undecodable): `corrupt` says
+ * what is wrong, and only the fields that could be read are set.
+ */
+export type CorruptRunSummary = Partial<Omit<IntactRunSummary, 'id' | 'corrupt'>> & {
+  id: string;
+  /** What could not be read, e.g. `field "error" is not valid JSON`. */
+  corrupt: string;
+};
+
+/** A row of `listRunSummaries`: check `corrupt !== undefined` before relying on the other fields. */
+export type RunSummary = IntactRunSummary | CorruptRunSummary;
+
+/** A stored step record. */
+export interface StepState {
+  name: string;
+  /** `waiting`: a `waitFor` not yet due, a child run not yet ended, or a signal not yet received. */
+  status: 'succeeded' | 'failed' | 'waiting';
+  output?: unknown;
+  error?: StoredError;
+  /** Order in which the run's step records were stored. */
+  seq: number;
+  /** The attempt that ran it. */
+  attempt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  /** For `waitFor` steps. */
+  wakeAt?: number;
+  /** For `runWorkflow` steps still waiting. */
+  childRunId?: string;
+  /** For `waitForSignal` steps still waiting: the signal name (`wakeAt` is the timeout, if any). */
+  signal?: string;
+  /** For `waitForEvent` steps still waiting: the event name and the match (`wakeAt` is the timeout, if any). */
+  event?: string;
+  match?: Record<string, unknown>;
+  /** Times its function ran: failed tries plus the one that succeeded. Set once it ran at all. */
+  attempts?: number;
+  /** The error of its last failed try, when one failed (also when a later try succeeded). */
+  lastError?: StoredError;
+  /** When the next try of a step retried by its own policy is due. */
+  retryAt?: number;
+}
+
+/** How a run ended, as `waitForRun(id, { throwOnFailure: false })` resolves. */
+export type RunOutcome<TOutput = unknown> =
+  | { runId: string; status: 'succeeded'; output: TOutput }
+  | { runId: string; status: 'failed'; error: Error }
+  | { runId: string; status: 'canceled'; error: Error; reason?: string }
+  | { runId: string; status: 'terminated'; error: Error }
+  /** A compensation failed after its retries (saga): `error` is the run's own error; `getRun` has the compensation's. */
+  | { runId: string; status: 'compensation_failed'; error: Error };
+
+/** A started run. */
+export interface RunHandle<TOutput = unknown> {
+  readonly id: string;
+  /** The run as stored now, or null if it no longer exists. */
+  getState(): Promise<RunState<TOutput> | null>;
+  /**
+   * Waits for the run to end, woken by its end (no polling). Resolves with its output; rejects
+   * with its error when it failed, `CanceledError` when canceled, `TimeoutError` after
+   * `timeoutMs`, and the signal's reason when `signal` aborts.
+   */
+  result(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<TOutput>;
+}
