@@ -11,13 +11,11 @@
 -- time of each step record (a retry: at `now`).
 --!include keys.lua
 --!include status.lua
+--!include lease.lua
 --!include run-events.lua
 
-local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow', 'crashes')
-if not HELD[run[1]] or run[2] ~= ARGV[2] then
-  if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
-  return 'lost'
-end
+local run, lost = leased_run(KEYS[1], ARGV[2], HELD, 'workflow', 'crashes')
+if not run then return lost end
 redis.call('HSET', KEYS[1], unpack(ARGV, 5))
 -- The attempt made progress: the crashes counted by reap are no longer in a row.
 if run[4] then redis.call('HDEL', KEYS[1], 'crashes') end

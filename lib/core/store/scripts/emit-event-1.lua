@@ -11,6 +11,7 @@
 -- ARGV[14] the payload's top-level scalar fields, '<name>\t<value JSON>' per line (event waits)
 -- Returns { 'lost' } | { 'ok', runIds... }
 --!include writable.lua
+--!include lease.lua
 --!include keys.lua
 --!include step-record.lua
 --!include fan-out.lua
@@ -19,10 +20,7 @@ local base, eventId, name, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now, emitAt, parentId = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[9]
 assert_writable(base)
 local parentKey = k_run(base, parentId)
-if parentId ~= '' then
-  local parent = redis.call('HMGET', parentKey, 'status', 'lease')
-  if parent[1] ~= 'running' or parent[2] ~= ARGV[10] then return { 'lost' } end
-end
+if parentId ~= '' and not leased_run(parentKey, ARGV[10], RUNNING) then return { 'lost' } end
 
 if ARGV[7] ~= '' then
   local idemKey = k_event_idempotency(base, name, ARGV[7])

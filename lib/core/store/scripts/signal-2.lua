@@ -31,9 +31,8 @@ if field then
     if key then record = race_won(waiting, key, true, payload, now) end
   end
   if record then
-    redis.call('HSET', KEYS[1], field, record)
     redis.call('HDEL', KEYS[1], 'sigwait:' .. name)
-    if run[1] == 'scheduled' then wake(base, runId, run) end
+    resolve_wait(base, runId, run, field, record)
     emit_event(base, 'run.signaled', runId, run[4], now, { 'signal', name })
     return 'delivered'
   end

@@ -22,6 +22,7 @@
 -- Returns { 'lost' } | { 'unknown' } | { 'dynamic' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
 --   stepRecord starts with '[3' while the parent must wait.
 --!include writable.lua
+--!include lease.lua
 --!include keys.lua
 --!include start-run.lua
 --!include step-record.lua
@@ -29,8 +30,7 @@
 
 local base, parentId, now = ARGV[1], ARGV[2], tonumber(ARGV[7])
 assert_writable(base)
-local parent = redis.call('HMGET', KEYS[1], 'status', 'lease')
-if parent[1] ~= 'running' or parent[2] ~= ARGV[3] then return { 'lost' } end
+if not leased_run(KEYS[1], ARGV[3], RUNNING) then return { 'lost' } end
 
 local workflow, input, idemKey = ARGV[10], ARGV[13], ARGV[15]
 local childId = ARGV[9]
