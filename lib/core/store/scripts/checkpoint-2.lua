@@ -2,6 +2,7 @@
 -- while the caller still holds the run's lease. The reply tells the worker whether the run was
 -- canceled meanwhile. The lease itself is the heartbeat's to extend (every third of a lease).
 -- KEYS[1] run hash            KEYS[2] leases zset (unused: kept so the contract reads like finish's)
+-- ARGV: runId token now base ...records
 -- ARGV[1] run id              ARGV[2] lease token  ARGV[3] now (ms, workflow time)
 -- ARGV[4] base ("{prefix}:")
 -- ARGV[5..] pairs of step field ("s:<name>"), step record JSON

@@ -3,6 +3,7 @@
 -- for later when emitAt is in the future. Called from a step, it also writes the step's record.
 -- Subscriptions of workflows that no longer exist are dropped here.
 -- KEYS[1] subscribers set of the event
+-- ARGV: base eventId event payload now emitAt idempotencyKey idempotencyTtlSec runId token field seq attempt fields
 -- ARGV[1] base "{prefix}:"    ARGV[2] event id    ARGV[3] event name   ARGV[4] payload JSON
 -- ARGV[5] now (ms)            ARGV[6] emitAt (ms, 0 = now)
 -- ARGV[7] idempotency key or ''                   ARGV[8] idempotency TTL (s)

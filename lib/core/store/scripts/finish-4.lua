@@ -14,6 +14,7 @@
 -- the run's original error.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- KEYS[3] queue ready list    KEYS[4] queue scheduled zset
+-- ARGV: base runId token now outcome payload dueAt nextToken leaseUntil waitFields ...records
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] now (ms)
 -- ARGV[5] outcome             ARGV[6] output JSON (succeeded) or error JSON (failed, retry)
 -- ARGV[7] due time (ms) for retry / wait, 0 = no time (wait for a child without timeout)

@@ -1,5 +1,6 @@
 -- heartbeat: extends the leases of a worker's running runs in one call.
 -- KEYS[1] leases zset
+-- ARGV: base leaseUntil ...leases
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease expiry (ms)
 -- ARGV[3..] pairs of run id, lease token
 -- Returns the ids of runs the worker no longer holds (canceled, taken over or gone); a terminated

@@ -2,6 +2,7 @@
 -- its first attempt starts, so that a matching emit cancels it (fan-out.lua). Marks the run with
 -- `cancelOn` so later attempts skip this call. The registrations go when the run ends (end_run).
 -- KEYS[1] run hash
+-- ARGV: base runId token ...triggers
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token
 -- ARGV[4..] triples of event name, match shape, match hash
 -- Returns 'ok' | 'lost'

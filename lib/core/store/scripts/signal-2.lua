@@ -3,6 +3,7 @@
 -- step.waitForAny still undecided, the record of the race this signal wins); otherwise the
 -- signal is buffered, oldest first, for the next wait on its name (at most ARGV[6] per run).
 -- KEYS[1] run hash            KEYS[2] signals list of the run
+-- ARGV: base runId name payload now max
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] signal name   ARGV[4] payload JSON
 -- ARGV[5] now (ms)            ARGV[6] most buffered signals per run
 -- Returns 'delivered' | 'buffered' | 'full' | 'ended' | 'missing'

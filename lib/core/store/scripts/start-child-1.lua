@@ -8,6 +8,8 @@
 --   into the parent's step record when it ends). If the child already ended, its result is the
 --   step record now; otherwise the record says "waiting" until it ends or the deadline passes.
 -- KEYS[1] parent run hash
+-- ARGV: base runId token field seq attempt now mode childId workflow queue maxAttempts input runAt
+-- ARGV: idempotencyKey idempotencyTtlSec deadline localFlow debounceKey debouncePeriodMs debounceTimeoutMs ...extra
 -- ARGV[1] base "{prefix}:"    ARGV[2] parent run id   ARGV[3] parent lease token
 -- ARGV[4] step field          ARGV[5] step seq        ARGV[6] attempt     ARGV[7] now (ms)
 -- ARGV[8] mode 'wait' | 'emit' | 'race'              ARGV[9] child run id (when no idempotency key)

@@ -13,6 +13,7 @@
 --     '<step field>|<key>' in the event waits (event-waits.lua) for each event (deliver_event).
 --     Reply 'wait'; the caller suspends the run until a branch wins or the deadline passes.
 -- KEYS[1] run hash            KEYS[2] signals list of the run
+-- ARGV: base runId token field now raceRecord raceBranches
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] step field
 -- ARGV[5] now (ms)
 -- ARGV[6] the race record to store ([6, ...]) when the step has none yet, else ''

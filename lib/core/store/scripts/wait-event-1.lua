@@ -4,6 +4,7 @@
 -- matching fields delivers straight into the record. The caller then suspends the run (finish
 -- with the wait outcome) until the event or the deadline. Events emitted before are not kept.
 -- KEYS[1] run hash
+-- ARGV: base runId token field seq attempt event deadline now matchShape matchHash matchJson
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] step field
 -- ARGV[5] step seq            ARGV[6] attempt     ARGV[7] event name    ARGV[8] deadline (ms, 0 = none)
 -- ARGV[9] now (ms)            ARGV[10] match shape ARGV[11] match hash  ARGV[12] match JSON

@@ -5,6 +5,7 @@
 -- suspends the run (finish with the wait outcome) until the signal or the deadline. A record that
 -- already holds a payload is returned as it is ('got').
 -- KEYS[1] run hash            KEYS[2] signals list of the run
+-- ARGV: base runId token field seq attempt name deadline now
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] step field
 -- ARGV[5] step seq            ARGV[6] attempt     ARGV[7] signal name   ARGV[8] deadline (ms, 0 = none)
 -- ARGV[9] now (ms)
