@@ -7,6 +7,7 @@
 -- once; a run seen twice is only added again. Each run's workflow goes into `wfnames`. A run with no workflow or an unknown status is
 -- left out: it cannot be listed by status, and reading it by id reports it as corrupt.
 -- KEYS[1] index marker "{P}:index:wfstatus"    KEYS[2] the workflow's runs zset
+-- ARGV: base token leaseMs cursor count
 -- ARGV[1] base "{prefix}:"    ARGV[2] the marker's value while this caller builds the index
 -- ARGV[3] marker lease (ms), renewed by every chunk    ARGV[4] ZSCAN cursor ('0' to start)
 -- ARGV[5] chunk size (ZSCAN COUNT)

@@ -2,6 +2,7 @@
 -- while the caller still holds the run's lease. The reply tells the worker whether the run was
 -- canceled meanwhile. The lease itself is the heartbeat's to extend (every third of a lease).
 -- KEYS[1] run hash            KEYS[2] leases zset (unused: kept so the contract reads like finish's)
+-- ARGV: runId token now base ...records
 -- ARGV[1] run id              ARGV[2] lease token  ARGV[3] now (ms, workflow time)
 -- ARGV[4] base ("{prefix}:")
 -- ARGV[5..] pairs of step field ("s:<name>"), step record JSON
@@ -11,13 +12,11 @@
 -- time of each step record (a retry: at `now`).
 --!include keys.lua
 --!include status.lua
+--!include lease.lua
 --!include run-events.lua
 
-local run = redis.call('HMGET', KEYS[1], 'status', 'lease', 'workflow', 'crashes')
-if not HELD[run[1]] or run[2] ~= ARGV[2] then
-  if run[1] == 'canceled' or run[1] == 'terminated' then return run[1] end
-  return 'lost'
-end
+local run, lost = leased_run(KEYS[1], ARGV[2], HELD, 'workflow', 'crashes')
+if not run then return lost end
 redis.call('HSET', KEYS[1], unpack(ARGV, 5))
 -- The attempt made progress: the crashes counted by reap are no longer in a row.
 if run[4] then redis.call('HDEL', KEYS[1], 'crashes') end

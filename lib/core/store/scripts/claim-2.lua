@@ -1,6 +1,7 @@
 -- claim: starts the next queued run of a queue under a new lease and returns it with its step
 -- records, so the worker needs no second read.
 -- KEYS[1] queue ready list    KEYS[2] leases zset
+-- ARGV: base token now leaseUntil ...skip
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease token (unique per claim)   ARGV[3] now (ms)   ARGV[4] lease expiry (ms, real time)
 -- ARGV[5..] workflows whose queued runs are left in the list (the worker has them at another version)
 -- Returns { runId, flat run hash }, or nil when the queue is empty, or { '', workflow } when it

@@ -4,6 +4,7 @@
 -- frees memory on a full Redis.
 -- KEYS[1] succeeded index     KEYS[2] failed index    KEYS[3] canceled index
 -- KEYS[4] terminated index    (in this order)
+-- ARGV: base cutoff batch
 -- ARGV[1] base "{prefix}:"    ARGV[2] cutoff (finish time, ms)   ARGV[3] batch size
 -- Returns the number of index entries taken: the runs deleted, and entries of runs that have
 -- moved to a live status since (those runs stay).

@@ -3,6 +3,7 @@
 -- id "cron.<cronId>.<tickMs>" is deterministic as well. The tick is skipped when the workflow is
 -- at its maxConcurrency.
 -- KEYS[1] cron next-time zset
+-- ARGV: base cronId tick next workflow input now
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id     ARGV[3] tick time (ms, the expected score)
 -- ARGV[4] following tick (ms) ARGV[5] workflow    ARGV[6] input JSON  ARGV[7] now (ms)
 -- Returns 'fired' | 'skipped' (at maxConcurrency) | 'taken' (another worker fired it) | 'unknown'

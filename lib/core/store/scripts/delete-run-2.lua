@@ -2,6 +2,7 @@
 -- A run that has not ended is refused, unless `force`: then it is terminated first (with the
 -- unfinished children it waits on, as terminate does) and deleted, in this one call.
 -- KEYS[1] run hash            KEYS[2] leases zset
+-- ARGV: base runId now force errorJson reason
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] now (ms)
 -- ARGV[4] '1' = force         ARGV[5] error JSON (force)    ARGV[6] reason (force)
 -- Returns 'ok' when deleted, 'missing', or the status of a live run refused without force

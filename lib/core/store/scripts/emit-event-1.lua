@@ -3,6 +3,7 @@
 -- for later when emitAt is in the future. Called from a step, it also writes the step's record.
 -- Subscriptions of workflows that no longer exist are dropped here.
 -- KEYS[1] subscribers set of the event
+-- ARGV: base eventId event payload now emitAt idempotencyKey idempotencyTtlSec runId token field seq attempt fields
 -- ARGV[1] base "{prefix}:"    ARGV[2] event id    ARGV[3] event name   ARGV[4] payload JSON
 -- ARGV[5] now (ms)            ARGV[6] emitAt (ms, 0 = now)
 -- ARGV[7] idempotency key or ''                   ARGV[8] idempotency TTL (s)
@@ -11,6 +12,7 @@
 -- ARGV[14] the payload's top-level scalar fields, '<name>\t<value JSON>' per line (event waits)
 -- Returns { 'lost' } | { 'ok', runIds... }
 --!include writable.lua
+--!include lease.lua
 --!include keys.lua
 --!include step-record.lua
 --!include fan-out.lua
@@ -19,10 +21,7 @@ local base, eventId, name, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now, emitAt, parentId = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[9]
 assert_writable(base)
 local parentKey = k_run(base, parentId)
-if parentId ~= '' then
-  local parent = redis.call('HMGET', parentKey, 'status', 'lease')
-  if parent[1] ~= 'running' or parent[2] ~= ARGV[10] then return { 'lost' } end
-end
+if parentId ~= '' and not leased_run(parentKey, ARGV[10], RUNNING) then return { 'lost' } end
 
 if ARGV[7] ~= '' then
   local idemKey = k_event_idempotency(base, name, ARGV[7])

@@ -2,6 +2,8 @@
 -- and idempotency key; or, with a debounce key, updates the pending run of that key instead.
 -- KEYS[1] run hash            KEYS[2] idempotency key (a placeholder when ARGV[9] is '')
 -- KEYS[3] debounce key (a placeholder when ARGV[11] is '')
+-- ARGV: base runId workflow queue maxAttempts input now runAt idempotencyKey idempotencyTtlSec
+-- ARGV: debounceKey debouncePeriodMs debounceTimeoutMs localFlow ...extra
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] workflow name
 -- ARGV[4] queue or '' (from the registry)          ARGV[5] maxAttempts or '' (from the registry)
 -- ARGV[6] input JSON          ARGV[7] now (ms)    ARGV[8] runAt (ms, 0 = now)

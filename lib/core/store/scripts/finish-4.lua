@@ -14,6 +14,7 @@
 -- the run's original error.
 -- KEYS[1] run hash            KEYS[2] leases zset
 -- KEYS[3] queue ready list    KEYS[4] queue scheduled zset
+-- ARGV: base runId token now outcome payload dueAt nextToken leaseUntil waitFields ...records
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] now (ms)
 -- ARGV[5] outcome             ARGV[6] output JSON (succeeded) or error JSON (failed, retry)
 -- ARGV[7] due time (ms) for retry / wait, 0 = no time (wait for a child without timeout)
@@ -24,6 +25,7 @@
 --   code: 'ok' | 'canceled' | 'terminated' (the run ended so meanwhile) | 'lost' (lease taken over or run gone)
 --!include writable.lua
 --!include status.lua
+--!include lease.lua
 --!include index.lua
 --!include end-run.lua
 --!include claim.lua
@@ -34,10 +36,9 @@ local base, runId, token, now, outcome = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARG
 assert_writable(base)
 local runKey = KEYS[1]
 local code = 'ok'
-local run = redis.call('HMGET', runKey, 'status', 'lease', 'createdAt', 'workflow', 'mutex', 'slot', 'waited', 'crashes', 'sigs', 'evw')
-if not HELD[run[1]] or run[2] ~= token then
-  code = 'lost'
-  if run[1] == 'canceled' or run[1] == 'terminated' then code = run[1] end
+local run, lost = leased_run(runKey, token, HELD, 'createdAt', 'workflow', 'mutex', 'slot', 'waited', 'crashes', 'sigs', 'evw')
+if not run then
+  code = lost
 else
   -- The attempt got to its end: the crashes counted by reap are no longer in a row.
   if run[8] then redis.call('HDEL', runKey, 'crashes') end

@@ -1,5 +1,6 @@
 -- fire-events: fans out events emitted for a time that has come (emitAt), in a bounded batch.
 -- KEYS[1] due events zset
+-- ARGV: base now batch
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
 -- Returns the number of events fanned out.
 --!include writable.lua

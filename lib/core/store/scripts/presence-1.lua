@@ -3,6 +3,7 @@
 -- other workers that expired are dropped on the way. The version's own field keeps the last time
 -- any worker served it, so a version whose workers are all gone is still listed.
 -- KEYS[1] workflows set (the prefix's slot)
+-- ARGV: base now expiry workerId ...versions
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms, real time)    ARGV[3] expiry (ms, real time), '0' to remove
 -- ARGV[4] worker id           ARGV[5..] pairs of workflow name, version
 -- Returns nothing.

@@ -1,5 +1,6 @@
 -- promote: moves due scheduled runs of a queue (delayed runs, retries) to its ready list.
 -- KEYS[1] queue scheduled zset  KEYS[2] queue ready list
+-- ARGV: base now batch
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
 -- Returns { moved count, next due time in ms or -1 }
 --!include writable.lua

@@ -6,6 +6,7 @@
 -- KEYS[1] succeeded index     KEYS[2] failed index    KEYS[3] canceled index
 -- KEYS[4] terminated index    (in this order; each `status:<status>`, or
 --         `wfstatus:<status>:<workflow>` for one workflow's runs)
+-- ARGV: base cutoff batch succeeded failed canceled terminated
 -- ARGV[1] base "{prefix}:"    ARGV[2] cutoff (finish time, ms, exclusive)    ARGV[3] batch size
 -- ARGV[4..7] '1' to prune succeeded, failed, canceled, terminated runs (in KEYS order), '0' to keep them
 -- Returns { runs deleted, index entries taken }.

@@ -5,6 +5,7 @@
 -- index's status since the list read it stays. A run with an unknown status stays too (a list
 -- shows it as corrupt). Only deletes, so no write check: it frees memory on a full Redis.
 -- KEYS[1] the (workflow, status) index
+-- ARGV: base status ...runIds
 -- ARGV[1] base "{prefix}:"    ARGV[2] the index's status    ARGV[3..] run ids
 -- Returns the number of runs taken out.
 --!include status.lua

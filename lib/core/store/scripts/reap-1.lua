@@ -7,6 +7,7 @@
 -- Compensating runs (their leases in `comp-leases`) go back to their queue still compensating, or
 -- end `compensation_failed` once interrupted more than ARGV[4] times (`recoveries`).
 -- KEYS[1] leases zset
+-- ARGV: base now batch maxRecoveries
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size   ARGV[4] max recoveries
 -- Returns the ids of the recovered (or failed) runs.
 --!include writable.lua

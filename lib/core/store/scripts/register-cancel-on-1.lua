@@ -2,17 +2,18 @@
 -- its first attempt starts, so that a matching emit cancels it (fan-out.lua). Marks the run with
 -- `cancelOn` so later attempts skip this call. The registrations go when the run ends (end_run).
 -- KEYS[1] run hash
+-- ARGV: base runId token ...triggers
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token
 -- ARGV[4..] triples of event name, match shape, match hash
 -- Returns 'ok' | 'lost'
 --!include writable.lua
+--!include lease.lua
 --!include keys.lua
 --!include event-waits.lua
 
 local base, runId = ARGV[1], ARGV[2]
 assert_writable(base)
-local run = redis.call('HMGET', KEYS[1], 'status', 'lease')
-if run[1] ~= 'running' or run[2] ~= ARGV[3] then return 'lost' end
+if not leased_run(KEYS[1], ARGV[3], RUNNING) then return 'lost' end
 for i = 4, #ARGV, 3 do
   register_event_wait(base, runId, ARGV[i], ARGV[i + 1], ARGV[i + 2], '')
 end

@@ -9,6 +9,7 @@
 -- with a timeout gets a new deadline from its next claim. The child runs it waited on are linked
 -- to it again (relink_children).
 -- KEYS[1] run hash
+-- ARGV: base runId now
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id    ARGV[3] now (ms)
 -- Returns 'ok' when queued, 'missing', 'corrupt' (no workflow or queue), or the status of a run that
 -- is not failed, canceled or terminated

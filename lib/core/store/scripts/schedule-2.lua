@@ -4,6 +4,7 @@
 -- registered, and must not compute a flow-control key with a function (runs of a tick are
 -- created here, in Redis).
 -- KEYS[1] cron definitions hash   KEYS[2] cron next-time zset
+-- ARGV: base cronId def next workflow local
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id ('@' + schedule id)    ARGV[3] definition JSON
 -- ARGV[4] its next tick (ms)  ARGV[5] workflow    ARGV[6] '1' when the caller has the workflow's definition
 -- Returns { 'created' | 'replaced' | 'unchanged', next tick } | { 'unknown' } | { 'dynamic' }

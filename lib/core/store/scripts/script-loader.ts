@@ -107,6 +107,22 @@ function scriptBody(name: ScriptName, parts: string[], done: Set<string>): strin
   return source.replace(INCLUDE, '');
 }
 
+const ARGV_LINE = /^-- ARGV: (.+)$/gm;
+
+/**
+ * A script's ARGV names, in order, as its header declares them: `-- ARGV: base runId now
+ * ...records` (a long list goes on over more `-- ARGV:` lines), a last name starting with `...`
+ * taking the rest of ARGV. The caller's twin is
+ * `SCRIPT_ARGS` (`store/script-args.ts`), from which every call builds its ARGV;
+ * `test/unit/script-args.spec.ts` checks that the two agree. The event stream's MAXLEN, which
+ * `RedisScripts` appends to every call, is not declared: the prologue takes it off first.
+ */
+export function scriptArgs(name: ScriptName): string[] {
+  const lines = [...readFileSync(join(__dirname, scriptFile(name)), 'utf8').matchAll(ARGV_LINE)];
+  if (!lines.length) throw new Error(`${scriptFile(name)} declares no ARGV: add a "-- ARGV: name ..." line to its header.`);
+  return lines.flatMap((line) => line[1].trim().split(/\s+/));
+}
+
 /** Every script as one Redis Functions library (`FUNCTION LOAD`). */
 export interface ScriptLibrary {
   /** `redflow_<hash of the code>`: two builds with different scripts never share a name. */

@@ -3,6 +3,7 @@
 -- step.waitForAny still undecided, the record of the race this signal wins); otherwise the
 -- signal is buffered, oldest first, for the next wait on its name (at most ARGV[6] per run).
 -- KEYS[1] run hash            KEYS[2] signals list of the run
+-- ARGV: base runId name payload now max
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] signal name   ARGV[4] payload JSON
 -- ARGV[5] now (ms)            ARGV[6] most buffered signals per run
 -- Returns 'delivered' | 'buffered' | 'full' | 'ended' | 'missing'
@@ -31,9 +32,8 @@ if field then
     if key then record = race_won(waiting, key, true, payload, now) end
   end
   if record then
-    redis.call('HSET', KEYS[1], field, record)
     redis.call('HDEL', KEYS[1], 'sigwait:' .. name)
-    if run[1] == 'scheduled' then wake(base, runId, run) end
+    resolve_wait(base, runId, run, field, record)
     emit_event(base, 'run.signaled', runId, run[4], now, { 'signal', name })
     return 'delivered'
   end

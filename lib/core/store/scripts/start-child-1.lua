@@ -8,6 +8,8 @@
 --   into the parent's step record when it ends). If the child already ended, its result is the
 --   step record now; otherwise the record says "waiting" until it ends or the deadline passes.
 -- KEYS[1] parent run hash
+-- ARGV: base runId token field seq attempt now mode childId workflow queue maxAttempts input runAt
+-- ARGV: idempotencyKey idempotencyTtlSec deadline localFlow debounceKey debouncePeriodMs debounceTimeoutMs ...extra
 -- ARGV[1] base "{prefix}:"    ARGV[2] parent run id   ARGV[3] parent lease token
 -- ARGV[4] step field          ARGV[5] step seq        ARGV[6] attempt     ARGV[7] now (ms)
 -- ARGV[8] mode 'wait' | 'emit' | 'race'              ARGV[9] child run id (when no idempotency key)
@@ -22,6 +24,7 @@
 -- Returns { 'lost' } | { 'unknown' } | { 'dynamic' } | { 'conflict', existingId } | { 'ok', childId, stepRecord }
 --   stepRecord starts with '[3' while the parent must wait.
 --!include writable.lua
+--!include lease.lua
 --!include keys.lua
 --!include start-run.lua
 --!include step-record.lua
@@ -29,8 +32,7 @@
 
 local base, parentId, now = ARGV[1], ARGV[2], tonumber(ARGV[7])
 assert_writable(base)
-local parent = redis.call('HMGET', KEYS[1], 'status', 'lease')
-if parent[1] ~= 'running' or parent[2] ~= ARGV[3] then return { 'lost' } end
+if not leased_run(KEYS[1], ARGV[3], RUNNING) then return { 'lost' } end
 
 local workflow, input, idemKey = ARGV[10], ARGV[13], ARGV[15]
 local childId = ARGV[9]

@@ -3,6 +3,7 @@
 -- workflows are kept, and so are runtime schedules (client.schedule), which no workflow lists. A
 -- cron whose definition is unchanged keeps its next time.
 -- KEYS[1] workflows set       KEYS[2] cron definitions hash   KEYS[3] cron next-time zset
+-- ARGV: base owner now prune ...entries
 -- ARGV[1] base "{prefix}:"    ARGV[2] owner       ARGV[3] now (ms)
 -- ARGV[4] '1' to remove this owner's workflows that are not listed, '0' to keep them
 -- ARGV[5..] one JSON per workflow: { name, queue, version, maxAttempts, maxConcurrency, events: [name],

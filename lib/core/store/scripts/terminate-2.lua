@@ -3,6 +3,7 @@
 -- it is not cooperative: the worker of a running attempt is told (its AbortSignal aborts and no
 -- later step starts), but no compensation or onFailure runs.
 -- KEYS[1] run hash            KEYS[2] leases zset
+-- ARGV: base runId now errorJson reason
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] now (ms)
 -- ARGV[4] error JSON          ARGV[5] reason
 -- Returns 'ok' when terminated now, else the unchanged terminal status, or 'missing'

@@ -1,5 +1,6 @@
 -- unschedule: removes a runtime schedule (client.schedule); its runs already started stay.
 -- KEYS[1] cron definitions hash   KEYS[2] cron next-time zset
+-- ARGV: base cronId
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id ('@' + schedule id)
 -- Returns 1 when the schedule existed, else 0.
 --!include writable.lua

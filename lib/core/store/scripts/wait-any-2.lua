@@ -8,28 +8,30 @@
 --     branch is then unregistered (its `sigwait:<name>`, its `waiters:<child>` entry, its event wait), each losing child that has not ended is
 --     canceled ('cancel') or left running outside the parent's children ('abandon'), and the
 --     branches field is deleted. Reply 'done' with the step record.
---   * else the race record and its branches are stored (from ARGV[8], ARGV[9] the first time) and
+--   * else the race record and its branches are stored (from ARGV[6], ARGV[7] the first time) and
 --     registered: `sigwait:<name>` for each signal, the parent in `waiters:<child>` for each child,
 --     '<step field>|<key>' in the event waits (event-waits.lua) for each event (deliver_event).
 --     Reply 'wait'; the caller suspends the run until a branch wins or the deadline passes.
 -- KEYS[1] run hash            KEYS[2] signals list of the run
+-- ARGV: base runId token field now raceRecord raceBranches
 -- ARGV[1] base "{prefix}:"    ARGV[2] run id      ARGV[3] lease token   ARGV[4] step field
 -- ARGV[5] now (ms)
 -- ARGV[6] the race record to store ([6, ...]) when the step has none yet, else ''
 -- ARGV[7] its branches JSON (when ARGV[6] is set)
 -- Returns { 'lost' } | { 'corrupt' } | { 'done', step record } | { 'wait', race record }
 --!include writable.lua
+--!include lease.lua
 --!include keys.lua
 --!include status.lua
 --!include step-record.lua
+--!include step-wait.lua
 --!include cancel.lua
 --!include event-waits.lua
 --!include child-wait.lua
 
 local base, runId, token, field, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 assert_writable(base)
-local run = redis.call('HMGET', KEYS[1], 'status', 'lease')
-if run[1] ~= 'running' or run[2] ~= token then return { 'lost' } end
+if not leased_run(KEYS[1], token, RUNNING) then return { 'lost' } end
 local branchesField = race_field(field)
 local stored = redis.call('HMGET', KEYS[1], field, branchesField)
 local record, branchesJson = stored[1], stored[2]
@@ -49,15 +51,8 @@ if is_race_wait(record) then
     if branch[2] == 's' then signals[branch[3]] = branch[1] end
   end
   if next(signals) then
-    for _, entry in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
-      local sep = string.find(entry, '\n', 1, true)
-      local branchKey = signals[string.sub(entry, 1, sep - 1)]
-      if branchKey then
-        redis.call('LREM', KEYS[2], 1, entry)
-        key, won, payload = branchKey, true, string.sub(entry, sep + 1)
-        break
-      end
-    end
+    key, payload = take_signal(KEYS[2], signals)
+    if key then won = true end
   end
   if not key then
     for _, branch in ipairs(branches) do

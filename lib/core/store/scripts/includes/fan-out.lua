@@ -34,9 +34,8 @@ local function deliver_event(base, event, payload, fields, now)
       end
       unregister_event_wait(base, runId, event, shape, hash, field)
       if record then
-        redis.call('HSET', runKey, stepField or field, record)
+        resolve_wait(base, runId, run, stepField or field, record)
         emit_event(base, 'run.signaled', runId, run[4], now, { 'event', event })
-        if run[1] == 'scheduled' then wake(base, runId, run) end
       end
     end
   end

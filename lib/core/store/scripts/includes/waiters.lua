@@ -18,18 +18,13 @@ local function notify_waiters(base, runId, ok, payload, now)
     if parent[1] and not TERMINAL[parent[1]] then
       local waiting = redis.call('HGET', parentKey, field)
       if is_child_wait(waiting) then
-        local record = resolved_record(waiting, ok, payload, now)
-        if record then redis.call('HSET', parentKey, field, record) end
-        if parent[1] == 'scheduled' then wake(base, parentId, parent) end
+        resolve_wait(base, parentId, parent, field, resolved_record(waiting, ok, payload, now))
       elseif is_race_wait(waiting) then
         -- A branch of step.waitForAny: this child wins the race (the parent's worker unregisters the
         -- other branches and cancels or abandons the losing children).
         local key = race_branch_key(redis.call('HGET', parentKey, race_field(field)), 'c', runId)
         local record = key and race_won(waiting, key, ok, payload, now)
-        if record then
-          redis.call('HSET', parentKey, field, record)
-          if parent[1] == 'scheduled' then wake(base, parentId, parent) end
-        end
+        if record then resolve_wait(base, parentId, parent, field, record) end
       end
     end
   end

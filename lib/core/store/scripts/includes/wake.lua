@@ -1,4 +1,4 @@
--- wake.lua: waking a scheduled run.
+-- wake.lua: waking a scheduled run, and handing a waiting run what its step waited for.
 --!include keys.lua
 --!include index.lua
 
@@ -9,4 +9,13 @@ local function wake(base, runId, run)
   redis.call('HSET', k_run(base, runId), 'status', 'queued')
   move_index(base, runId, run[4], run[1], 'queued', run[3])
   redis.call('LPUSH', k_ready(base, run[2]), runId)
+end
+
+-- What a run's step waited for happened (a child ended, a signal or an event came, a race was
+-- won): writes `record` into the step's `field` and, when the run is suspended (scheduled), wakes
+-- it. A nil `record` (a damaged waiting record) is left for the run's replay to report; the run is
+-- still woken. run = { status, queue, createdAt, workflow }
+local function resolve_wait(base, runId, run, field, record)
+  if record then redis.call('HSET', k_run(base, runId), field, record) end
+  if run[1] == 'scheduled' then wake(base, runId, run) end
 end
