@@ -1,7 +1,10 @@
 export * from './errors';
 export { toMs, type Duration } from './definition/duration';
 export { systemClock, type Clock } from './definition/clock';
-export { createClient, WorkflowClient, type ClientOptions, type CountRunsOptions, type EmitEventOptions, type ListRunsOptions, type PruneOptions, type RunHandle, type RunOptions, type ScheduleOptions } from './client/workflow-client';
+export { createClient, WorkflowClient, type ClientOptions } from './client/workflow-client';
+export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './definition/run-options';
+export type { RunHandle } from './definition/run-types';
+export type { ScheduleOptions } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
 export { RunEventStream } from './client/run-events-reader';
 export { RUN_EVENT_TYPES, DEFAULT_EVENTS_MAX_LEN, type EventStreamOptions, type RunEvent, type RunEventType, type RunEventsOptions, type RunWaitingFor } from './definition/run-events';

@@ -119,22 +119,37 @@ export class RedflowTestEngine {
   }
 
   /** Stops the workers, deletes the prefix's keys and closes (and stops) what this engine opened. */
-  async close(): Promise<void> {
-    const errors: unknown[] = [];
-    const attempt = async (fn: () => Promise<unknown>) => {
-      try {
-        await fn();
-      } catch (error) {
-        errors.push(error);
-      }
-    };
-    await attempt(() => Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 }))));
-    await attempt(() => createAdmin(this.client).resetState());
-    await attempt(() => this.client.close());
-    if (this.owned) await attempt(() => this.redis.quit());
-    if (this.server) await attempt(() => this.server!.stop());
-    if (errors.length) throw errors[0];
+  close(): Promise<void> {
+    return tearDownTestPrefix({
+      first: () => Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 }))),
+      client: this.client,
+      redis: this.redis,
+      owned: this.owned,
+      server: this.server,
+    });
   }
+}
+
+/**
+ * Tears down a test prefix, each step tried even when an earlier one failed: `first` (stopping
+ * workers), then the prefix's keys deleted, the client closed, the connection closed when it was
+ * opened here, and the redis-server stopped when one was started. Rejects with the first error.
+ */
+export async function tearDownTestPrefix(parts: { first?: () => Promise<unknown>; client: WorkflowClient; redis: RedisConnection; owned: boolean; server?: TestRedisServer }): Promise<void> {
+  const errors: unknown[] = [];
+  const attempt = async (fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+    } catch (error) {
+      errors.push(error);
+    }
+  };
+  if (parts.first) await attempt(parts.first);
+  await attempt(() => createAdmin(parts.client).resetState());
+  await attempt(() => parts.client.close());
+  if (parts.owned) await attempt(() => parts.redis.quit());
+  if (parts.server) await attempt(() => parts.server!.stop());
+  if (errors.length) throw errors[0];
 }
 
 /**

@@ -6,18 +6,12 @@ import type { GuardedTracing } from '../definition/tracing';
 import type { Clock } from '../definition/clock';
 import type { RunEventsOptions } from '../definition/run-events';
 import type { WorkflowDefinition, WorkflowRegistry } from '../definition/workflow';
-import { TERMINAL_STATUSES, type RunHandle, type RunOutcome, type RunState } from '../definition/run-types';
-import { type RedflowLogger } from '../definition/logger';
-import { type RunOptions } from '../definition/run-options';
-import { type RunStats } from '../definition/stats-types';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions } from '../definition/run-options';
-import type { CronState } from '../definition/schedule-types';
-import type { QueueStats, QueueStatsOptions } from '../definition/stats-types';
-import type { RunStatus, RunSummary, StepState } from '../definition/run-types';
-import type { ScheduleOptions, ScheduleState } from '../definition/schedule-types';
-import type { WaitForRunOptions } from '../definition/run-options';
+import { TERMINAL_STATUSES, type RunHandle, type RunOutcome, type RunState, type RunStatus, type RunSummary, type StepState } from '../definition/run-types';
+import type { RedflowLogger } from '../definition/logger';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitForRunOptions } from '../definition/run-options';
+import type { QueueStats, QueueStatsOptions, RunStats } from '../definition/stats-types';
+import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
 import type { WorkflowMeta } from '../definition/workflow-types';
-
 import { ClientContext, type ClientOptions } from './client-context';
 import { RunReader } from './run-reader';
 import { RunWaiter } from './run-waiter';
@@ -26,11 +20,7 @@ import { RunControl } from './run-control';
 import { RunEventStreams, type RunEventStream } from './run-events-reader';
 import { syncRegistry, type SyncRegistryOptions } from './registry-sync';
 
-export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from '../definition/run-options';
-export type { RunHandle } from '../definition/run-types';
-export type { ScheduleOptions } from '../definition/schedule-types';
 export { CLIENT_OPTION_KEYS, DEFAULT_COMMAND_TIMEOUT_MS, newRunId, type ClientOptions } from './client-context';
-export { RUN_INDEX_LEASE_MS } from '../store/run-list-queries';
 
 /**
  * Starts, inspects and cancels runs. Create one with `createClient`. Each method hands over to the

@@ -1,4 +1,5 @@
-import { RUN_INDEX_LEASE_MS, type WorkflowClient } from '../client/workflow-client';
+import type { WorkflowClient } from '../client/workflow-client';
+import { RUN_INDEX_LEASE_MS } from '../store/run-list-queries';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
 import type { BackgroundTimers } from './background-timers';

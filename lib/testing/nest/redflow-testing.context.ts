@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createAdmin, createClient, WorkflowRegistry, type RedisConnection } from '../../core';
+import { createClient, WorkflowRegistry, type RedisConnection } from '../../core';
 import { openConnection } from '../../core/store/connection';
 import type { RedflowModuleOptions } from '../../nest/redflow-options.interface';
 import { TestRedisServer } from '../redis-server';
-import { TEST_RUNTIME } from '../test-engine';
+import { tearDownTestPrefix, TEST_RUNTIME } from '../test-engine';
 import { TestRunner } from '../test-runner';
 import { VirtualClock } from '../virtual-clock';
 
@@ -62,20 +62,7 @@ export class RedflowTestingContext {
   }
 
   /** Deletes the prefix's keys, closes the connection it opened and stops its redis-server. */
-  async close(): Promise<void> {
-    const errors: unknown[] = [];
-    const attempt = async (fn: () => Promise<unknown>) => {
-      try {
-        await fn();
-      } catch (error) {
-        errors.push(error);
-      }
-    };
-    const client = createClient({ redis: this.redis, prefix: this.prefix });
-    await attempt(() => createAdmin(client).resetState());
-    await attempt(() => client.close());
-    if (this.owned) await attempt(() => this.redis.quit());
-    if (this.server) await attempt(() => this.server!.stop());
-    if (errors.length) throw errors[0];
+  close(): Promise<void> {
+    return tearDownTestPrefix({ client: createClient({ redis: this.redis, prefix: this.prefix }), redis: this.redis, owned: this.owned, server: this.server });
   }
 }
