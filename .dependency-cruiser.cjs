@@ -33,7 +33,13 @@ const layer = (name, below, extra = []) => ({
 
 module.exports = {
   forbidden: [
-    { name: 'no-circular', comment: 'Import cycles make load order matter and layers blur.', severity: 'error', from: { path: '^lib/' }, to: { circular: true } },
+    {
+      name: 'no-circular',
+      comment: 'Import cycles make load order matter and layers blur.',
+      severity: 'error',
+      from: { path: '^lib/' },
+      to: { circular: true },
+    },
     {
       name: 'errors-are-a-leaf',
       comment: 'lib/core/errors/ is imported by every layer, so it imports none of them (only the duration syntax, which imports nothing).',
@@ -47,7 +53,8 @@ module.exports = {
     layer('worker', ['definition', 'store', 'client']),
     {
       name: 'redis-through-the-store',
-      comment: 'Only lib/core/store talks to ioredis: the rest opens, watches and closes connections through store/connection.ts and reads and writes through the store (lint rule no-restricted-syntax in eslint.config.mjs catches Redis commands called elsewhere).',
+      comment:
+        'Only lib/core/store talks to ioredis: the rest opens, watches and closes connections through store/connection.ts and reads and writes through the store (lint rule no-restricted-syntax in eslint.config.mjs catches Redis commands called elsewhere).',
       severity: 'error',
       from: { path: '^lib/', pathNot: ['^lib/core/store/', '^lib/testing/redis-server\\.ts$'] },
       to: { path: '(^|/)node_modules/ioredis/', dependencyTypesNot: ['type-only'] },
@@ -57,7 +64,12 @@ module.exports = {
       comment: 'The engine works in plain Node: no Nest, no class-validator or class-transformer, no dashboard or CLI.',
       severity: 'error',
       from: { path: '^lib/core/' },
-      to: { path: ['^lib/(nest|dashboard|cli|testing|health|metrics)/', '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/|prom-client/)'] },
+      to: {
+        path: [
+          '^lib/(nest|dashboard|cli|testing|health|metrics)/',
+          '(^|/)node_modules/(@nestjs/|class-validator/|class-transformer/|reflect-metadata/|prom-client/)',
+        ],
+      },
     },
     {
       name: 'dashboard-is-framework-free',
@@ -96,10 +108,17 @@ module.exports = {
     },
     {
       name: 'plain-metrics-needs-no-nest',
-      comment: '`nestjs-redflow/core/metrics` (lib/metrics/core.ts and what it loads) works in plain Node with prom-client; only the module, service and controller load Nest.',
+      comment:
+        '`nestjs-redflow/core/metrics` (lib/metrics/core.ts and what it loads) works in plain Node with prom-client; only the module, service and controller load Nest.',
       severity: 'error',
       from: { path: '^lib/metrics/(core|redflow-metrics|prom-client-peer)\\.ts$' },
-      to: { path: ['^lib/(nest|dashboard|cli|testing|health)/', '^lib/metrics/redflow-metrics\\.(module|service|controller|module-definition)\\.ts$', '(^|/)node_modules/@nestjs/'] },
+      to: {
+        path: [
+          '^lib/(nest|dashboard|cli|testing|health)/',
+          '^lib/metrics/redflow-metrics\\.(module|service|controller|module-definition)\\.ts$',
+          '(^|/)node_modules/@nestjs/',
+        ],
+      },
     },
     {
       name: 'health-check-is-framework-free',

@@ -6,17 +6,46 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable', setTimeout: 'readonly', clearTimeout: 'readonly', setImmediate: 'readonly', globalThis: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        __dirname: 'readonly',
+        require: 'readonly',
+        module: 'writable',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setImmediate: 'readonly',
+        globalThis: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-require-imports': 'off',
       'no-console': 'error',
     },
   },
-  { files: ['lib/core/definition/workflow.ts', 'lib/core/definition/workflow-types.ts', 'lib/core/definition/step-types.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
+  {
+    files: ['lib/core/definition/workflow.ts', 'lib/core/definition/workflow-types.ts', 'lib/core/definition/step-types.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
   {
     files: ['lib/dashboard/assets/**/*.js'],
-    languageOptions: { sourceType: 'script', globals: { window: 'readonly', document: 'readonly', location: 'readonly', fetch: 'readonly', URLSearchParams: 'readonly', Node: 'readonly', HTMLSelectElement: 'readonly', clearTimeout: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        fetch: 'readonly',
+        URLSearchParams: 'readonly',
+        Node: 'readonly',
+        HTMLSelectElement: 'readonly',
+        clearTimeout: 'readonly',
+        setTimeout: 'readonly',
+      },
+    },
   },
   { files: ['test/**', 'bench/**', 'sample/**', 'scripts/**'], rules: { 'no-console': 'off' } },
   // The key layout is known in lib/core/store only: elsewhere a connection is opened, watched and
@@ -29,7 +58,8 @@ export default tseslint.config(
         'error',
         ...['callee.object.name', 'callee.object.property.name'].map((path) => ({
           selector: `CallExpression[${path}=/^(redis|connection|subscriber)$/]:not([callee.property.name=/^(on|once|off|disconnect|quit|duplicate|nodes|removeListener|removeAllListeners|connect|ping|subscribe|unsubscribe)$/])`,
-          message: 'Redis is read and written through lib/core/store (a script of RedisScripts, or a method of RunQueries, RunListQueries or RegistryQueries), so that the key layout is known in one place.',
+          message:
+            'Redis is read and written through lib/core/store (a script of RedisScripts, or a method of RunQueries, RunListQueries or RegistryQueries), so that the key layout is known in one place.',
         })),
       ],
     },

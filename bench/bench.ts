@@ -23,8 +23,9 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { Queue, Worker as BullWorker } from 'bullmq';
+import { Worker as BullWorker, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+
 import { createClient, startWorker, WorkflowRegistry, type RedflowTracing, type WorkflowClient, type WorkflowContext } from '../lib';
 import { redflowTracing } from '../lib/otel';
 import { envInt, redisServers, runMain } from './bench-support';
@@ -207,7 +208,9 @@ async function oursEnqueueAll(producer: WorkflowClient, n: number): Promise<void
 
 async function oursConfirm(producer: WorkflowClient, n: number): Promise<void> {
   await waitUntil(`${n} succeeded runs`, async () => (await producer.countRuns({ status: 'succeeded' })) >= n);
-  const [succeeded, failed, running, queued] = await Promise.all((['succeeded', 'failed', 'running', 'queued'] as const).map((status) => producer.countRuns({ status })));
+  const [succeeded, failed, running, queued] = await Promise.all(
+    (['succeeded', 'failed', 'running', 'queued'] as const).map((status) => producer.countRuns({ status })),
+  );
   if (succeeded !== n || failed || running || queued) {
     throw new Error(`ours: expected ${n} succeeded runs, got succeeded=${succeeded} failed=${failed} running=${running} queued=${queued}.`);
   }
@@ -579,7 +582,10 @@ async function main(): Promise<number> {
       // The same workload with the event stream off (events: false), on the same Redis.
       oursEvents = false;
       try {
-        const off = { processing: (await oursProcessing(servers.url, admin, `bench-off-r${round}-proc`)).rate, endToEnd: (await oursEndToEnd(servers.url, admin, `bench-off-r${round}-e2e`)).rate };
+        const off = {
+          processing: (await oursProcessing(servers.url, admin, `bench-off-r${round}-proc`)).rate,
+          endToEnd: (await oursEndToEnd(servers.url, admin, `bench-off-r${round}-e2e`)).rate,
+        };
         streamOff.push(off);
         console.log(`round ${round} nestjs-redflow, event stream off: processing ${fmt(off.processing, 0)}/s, e2e ${fmt(off.endToEnd, 0)}/s`);
       } finally {
@@ -588,7 +594,10 @@ async function main(): Promise<number> {
       // The same workload with tracing on and no OpenTelemetry SDK registered (the API's no-op tracer).
       oursTracing = redflowTracing();
       try {
-        const on = { processing: (await oursProcessing(servers.url, admin, `bench-otel-r${round}-proc`)).rate, endToEnd: (await oursEndToEnd(servers.url, admin, `bench-otel-r${round}-e2e`)).rate };
+        const on = {
+          processing: (await oursProcessing(servers.url, admin, `bench-otel-r${round}-proc`)).rate,
+          endToEnd: (await oursEndToEnd(servers.url, admin, `bench-otel-r${round}-e2e`)).rate,
+        };
         tracingOn.push(on);
         console.log(`round ${round} nestjs-redflow, tracing on (no SDK): processing ${fmt(on.processing, 0)}/s, e2e ${fmt(on.endToEnd, 0)}/s`);
       } finally {

@@ -9,8 +9,9 @@
  * inside scripts included) and Node CPU µs per run, with the commands listed by name. See
  * docs/performance.md for what each one is.
  */
-import { Queue, Worker as BullWorker } from 'bullmq';
+import { Worker as BullWorker, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+
 import { createClient, startWorker, WorkflowRegistry, type WorkflowContext } from '../lib';
 import { envInt, redisServers, runMain } from './bench-support';
 import { costBetween, formatBreakdown, formatUsec, snapshot, type PhaseCost } from './cost-model';
@@ -89,7 +90,13 @@ export async function bullCost(url: string, admin: Redis, runs: number, steps: 1
   const memBefore = await usedMemory(admin);
   const s0 = await snapshot(admin);
   for (let start = 0; start < runs; start += CHUNK) {
-    await queue.addBulk(Array.from({ length: Math.min(CHUNK, runs - start) }, (_, j) => ({ name: 'noop', data: { i: start + j }, opts: { removeOnComplete: false, removeOnFail: false } })));
+    await queue.addBulk(
+      Array.from({ length: Math.min(CHUNK, runs - start) }, (_, j) => ({
+        name: 'noop',
+        data: { i: start + j },
+        opts: { removeOnComplete: false, removeOnFail: false },
+      })),
+    );
   }
   const s1 = await snapshot(admin);
   const all = counter(runs);

@@ -1,4 +1,3 @@
-import { createAdmin } from '../lib';
 /**
  * Benchmark: listing the runs of one workflow filtered by status, at 100,000 runs.
  *
@@ -24,9 +23,10 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { createClient, WorkflowRegistry, type RunStatus, type WorkflowClient } from '../lib';
-import { serializeError } from '../lib/core/store/serialization';
+
+import { createAdmin, createClient, WorkflowRegistry, type RunStatus, type WorkflowClient } from '../lib';
 import { CanceledError } from '../lib/core/errors';
+import { serializeError } from '../lib/core/store/serialization';
 import { envInt, redisServers, runMain } from './bench-support';
 
 const RUNS = envInt('BENCH_LIST_RUNS', 100_000);
@@ -116,7 +116,18 @@ function syntheticRun(i: number, status: RunStatus, now: number): SyntheticRun {
       break;
     }
     case 'canceled':
-      fields.push('attempt', '0', 'availableAt', String(createdAt), 'error', serializeError(new CanceledError(id, 'bench')), 'cancelReason', 'bench', 'finishedAt', String(finishedAt));
+      fields.push(
+        'attempt',
+        '0',
+        'availableAt',
+        String(createdAt),
+        'error',
+        serializeError(new CanceledError(id, 'bench')),
+        'cancelReason',
+        'bench',
+        'finishedAt',
+        String(finishedAt),
+      );
       run.finishedAt = finishedAt;
       break;
   }
@@ -229,7 +240,23 @@ async function checkShapes(url: string, now: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Listing as it was before the (workflow, status) index (client.ts before this index), for comparison
 
-const RUN_FIELDS = ['workflow', 'queue', 'status', 'input', 'output', 'error', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'cancelReason', 'idempotencyKey', 'parent'];
+const RUN_FIELDS = [
+  'workflow',
+  'queue',
+  'status',
+  'input',
+  'output',
+  'error',
+  'attempt',
+  'maxAttempts',
+  'createdAt',
+  'availableAt',
+  'startedAt',
+  'finishedAt',
+  'cancelReason',
+  'idempotencyKey',
+  'parent',
+];
 
 async function listByScan(client: WorkflowClient, status: RunStatus, limit: number, offset: number): Promise<unknown[]> {
   const index = oldRunsIndex(client);
@@ -297,7 +324,16 @@ async function measure(
     rows += page.length;
     bytes += Buffer.byteLength(JSON.stringify(page));
   }
-  return { label, requests: plan.length, p50: percentile(times, 50), p95: percentile(times, 95), p99: percentile(times, 99), max: Math.max(...times), rows, bytes: bytes / plan.length };
+  return {
+    label,
+    requests: plan.length,
+    p50: percentile(times, 50),
+    p95: percentile(times, 95),
+    p99: percentile(times, 99),
+    max: Math.max(...times),
+    rows,
+    bytes: bytes / plan.length,
+  };
 }
 
 async function main(): Promise<number> {
@@ -311,12 +347,18 @@ async function main(): Promise<number> {
     const cpu = cpus();
     console.log(`node ${process.version} (${process.platform}/${process.arch}), ${cpu.length} CPU(s): ${cpu[0]?.model.trim() ?? 'unknown'}`);
     console.log(`${execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).trim()}`);
-    console.log(`load average at start ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
+    console.log(
+      `load average at start ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' / ')}`,
+    );
     const now = Date.now();
     await checkShapes(servers.url, now);
     let t = performance.now();
     const counts = await storeRuns(client, now);
-    console.log(`stored ${RUNS} runs of "${WORKFLOW}" (${MIX.map(([s]) => `${s} ${counts[s]}`).join(', ')}), ${PAYLOAD_BYTES} B input and output, in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    console.log(
+      `stored ${RUNS} runs of "${WORKFLOW}" (${MIX.map(([s]) => `${s} ${counts[s]}`).join(', ')}), ${PAYLOAD_BYTES} B input and output, in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
     for (const [status] of MIX) {
       const indexed = await client.redis.zcard(client.keys.workflowStatusRuns(status, WORKFLOW));
       if (indexed !== counts[status]) throw new Error(`The ${status} index of "${WORKFLOW}" holds ${indexed} runs, expected ${counts[status]}.`);
@@ -329,9 +371,19 @@ async function main(): Promise<number> {
     t = performance.now();
     // The slow path gets an even sample of the same requests, and two warm-up requests.
     const sample = plan.filter((_, i) => i % Math.ceil(plan.length / OLD_REQUESTS) === 0);
-    figures.push(await measure('listRunSummaries({ workflow, status, limit: 50, offset })', plan, WARMUP, (status, offset) => client.listRunSummaries({ workflow: WORKFLOW, status, limit: PAGE, offset })));
-    figures.push(await measure('listRuns({ workflow, status, limit: 50, offset })', plan, WARMUP, (status, offset) => client.listRuns({ workflow: WORKFLOW, status, limit: PAGE, offset })));
-    figures.push(await measure('before the index: scan of wf:<workflow>:runs + filter', sample, 2, (status, offset) => listByScan(client, status, PAGE, offset)));
+    figures.push(
+      await measure('listRunSummaries({ workflow, status, limit: 50, offset })', plan, WARMUP, (status, offset) =>
+        client.listRunSummaries({ workflow: WORKFLOW, status, limit: PAGE, offset }),
+      ),
+    );
+    figures.push(
+      await measure('listRuns({ workflow, status, limit: 50, offset })', plan, WARMUP, (status, offset) =>
+        client.listRuns({ workflow: WORKFLOW, status, limit: PAGE, offset }),
+      ),
+    );
+    figures.push(
+      await measure('before the index: scan of wf:<workflow>:runs + filter', sample, 2, (status, offset) => listByScan(client, status, PAGE, offset)),
+    );
     console.log(`measured in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 
     console.log('');

@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+
 import { createClient, startWorker, WorkflowRegistry, type WorkflowContext } from '../lib';
 import { envInt, redisServers, runMain } from './bench-support';
 
@@ -31,7 +32,8 @@ function where(node: ProfileNode): { fn: string; file: string } {
 
 function printTop(title: string, weights: Map<string, number>, total: number): void {
   console.log(`\n${title}`);
-  for (const [key, weight] of [...weights].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${((100 * weight) / total).toFixed(1).padStart(6)} %  ${key}`);
+  for (const [key, weight] of [...weights].sort((a, b) => b[1] - a[1]).slice(0, 20))
+    console.log(`${((100 * weight) / total).toFixed(1).padStart(6)} %  ${key}`);
 }
 
 function add(map: Map<string, number>, key: string, weight: number): void {
@@ -86,7 +88,11 @@ async function main(): Promise<number> {
       await session.post('Profiler.start');
     } else {
       await session.post('HeapProfiler.enable');
-      await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      await session.post('HeapProfiler.startSampling', {
+        samplingInterval: 4096,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
     }
     const started = performance.now();
     const cpu = process.cpuUsage();
@@ -95,7 +101,9 @@ async function main(): Promise<number> {
     const seconds = (performance.now() - started) / 1000;
     const used = process.cpuUsage(cpu);
     await worker.stop();
-    console.log(`${RUNS} runs in ${seconds.toFixed(2)} s under the profiler: ${(RUNS / seconds).toFixed(0)} runs/s, Node ${((used.user + used.system) / RUNS).toFixed(1)} µs per run`);
+    console.log(
+      `${RUNS} runs in ${seconds.toFixed(2)} s under the profiler: ${(RUNS / seconds).toFixed(0)} runs/s, Node ${((used.user + used.system) / RUNS).toFixed(1)} µs per run`,
+    );
     if (MODE === 'cpu') {
       const { profile } = await session.post('Profiler.stop');
       writeFileSync('redflow.cpuprofile', JSON.stringify(profile));

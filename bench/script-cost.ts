@@ -10,6 +10,7 @@
  * code between commands, each `redis.call`'s own setup, the reply). docs/performance.md reads it.
  */
 import { Redis } from 'ioredis';
+
 import { createClient, WorkflowRegistry } from '../lib';
 import { envInt, redisServers, runMain } from './bench-support';
 
@@ -56,7 +57,19 @@ async function main(): Promise<number> {
       [
         'enqueue',
         (id, i) =>
-          client.scripts.enqueue({ runId: id, workflow: 'w', queue: 'default', maxAttempts: '1', input: `{"i":${i}}`, now, runAt: 0, idempotencyKey: '', idempotencyTtlSec: 0, localFlow: true, extra: [] }),
+          client.scripts.enqueue({
+            runId: id,
+            workflow: 'w',
+            queue: 'default',
+            maxAttempts: '1',
+            input: `{"i":${i}}`,
+            now,
+            runAt: 0,
+            idempotencyKey: '',
+            idempotencyTtlSec: 0,
+            localFlow: true,
+            extra: [],
+          }),
       ],
       ['claim', (_id, i) => client.scripts.claim('default', `lease-${i}`, now, 60_000)],
       [

@@ -2,7 +2,11 @@
 const { cpSync, mkdirSync, readdirSync } = require('node:fs');
 const { join } = require('node:path');
 
-for (const [dir, ext] of [[['core', 'store', 'scripts'], '.lua'], [['core', 'store', 'scripts', 'includes'], '.lua'], [['dashboard', 'assets'], '']]) {
+for (const [dir, ext] of [
+  [['core', 'store', 'scripts'], '.lua'],
+  [['core', 'store', 'scripts', 'includes'], '.lua'],
+  [['dashboard', 'assets'], ''],
+]) {
   const from = join(__dirname, '..', 'lib', ...dir);
   const to = join(__dirname, '..', 'dist', ...dir);
   mkdirSync(to, { recursive: true });

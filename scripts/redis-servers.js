@@ -49,7 +49,25 @@ async function startNode(dir, extra = []) {
   const pidfile = join(dir, `redis-${port}.pid`);
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', pidfile, '--dir', dir, '--logfile', join(dir, `redis-${port}.log`), ...extra],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'yes',
+      '--pidfile',
+      pidfile,
+      '--dir',
+      dir,
+      '--logfile',
+      join(dir, `redis-${port}.log`),
+      ...extra,
+    ],
     { stdio: 'ignore' },
   );
   await new Promise((resolve) => child.on('exit', resolve));

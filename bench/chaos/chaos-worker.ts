@@ -10,6 +10,7 @@
  * "ready" to stdout once the worker serves, and the engine's log lines to stderr.
  */
 import { Redis } from 'ioredis';
+
 import { createClient, startWorker, WorkflowRegistry, type WorkflowContext } from '../../lib';
 import { CHAOS_WORKFLOW, execsKey, FAST_RUNTIME, STEPS, stepValue, type ChaosInput } from './chaos-shared';
 
@@ -23,7 +24,10 @@ process.on('SIGUSR2', () => {
 });
 
 // The parent holds our stdin open: when it goes away (even SIGKILLed), so do we.
-process.stdin.on('end', () => process.exit(0)).on('error', () => process.exit(0)).resume();
+process.stdin
+  .on('end', () => process.exit(0))
+  .on('error', () => process.exit(0))
+  .resume();
 
 const url = process.env.CHAOS_REDIS_URL;
 const prefix = process.env.CHAOS_PREFIX;

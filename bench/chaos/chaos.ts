@@ -29,9 +29,10 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+
 import { createClient, WorkflowRegistry, type WorkflowClient } from '../../lib';
-import { CHAOS_WORKFLOW, execsKey, expectedOutput, FAST_RUNTIME, STEPS, type ChaosInput } from './chaos-shared';
 import { envInt } from '../bench-support';
+import { CHAOS_WORKFLOW, execsKey, expectedOutput, FAST_RUNTIME, STEPS, type ChaosInput } from './chaos-shared';
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -207,7 +208,11 @@ class Workers {
     child.exited = new Promise((resolve) => {
       proc.once('exit', (code, signal) => {
         if (!child.killedByUs && !shuttingDown) {
-          const reason = tail.split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(-2).join(' | ');
+          const reason = tail
+            .split('\n')
+            .filter((l) => l.trim() && !/^\s+at /.test(l))
+            .slice(-2)
+            .join(' | ');
           unexpectedExits.push(`code ${code}, signal ${signal}: ${reason.replace(/\d+/g, '#').slice(0, 300)}`);
           log(`worker pid ${proc.pid} exited unexpectedly (code ${code}, signal ${signal}); starting a replacement`);
           setTimeout(() => {
@@ -525,7 +530,13 @@ async function report(client: WorkflowClient, runs: Runs, faults: Faults): Promi
     if (count >= 3) {
       threePlus++;
       // Each body start, on the fault log's clock, to pair every extra run with the fault before it.
-      if (manyRuns.length < 5) manyRuns.push(`run ${pair.replace('|', ' step ')}: ${[...list].sort((a, b) => a.startedAt - b.startedAt).map((e) => `pid ${e.pid} attempt ${e.attempt} at ${((e.startedAt - started) / 1000).toFixed(1)} s`).join('; ')}`);
+      if (manyRuns.length < 5)
+        manyRuns.push(
+          `run ${pair.replace('|', ' step ')}: ${[...list]
+            .sort((a, b) => a.startedAt - b.startedAt)
+            .map((e) => `pid ${e.pid} attempt ${e.attempt} at ${((e.startedAt - started) / 1000).toFixed(1)} s`)
+            .join('; ')}`,
+        );
     }
     maxRuns = Math.max(maxRuns, count);
     const late = list.filter((e) => e.stored);
@@ -537,7 +548,10 @@ async function report(client: WorkflowClient, runs: Runs, faults: Faults): Promi
       const rel = (t: number) => `${t - finished >= 0 ? '+' : ''}${t - finished} ms`;
       const detail = list
         .sort((a, b) => a.startedAt - b.startedAt)
-        .map((e) => `pid ${e.pid} attempt ${e.attempt} started ${rel(e.startedAt)}, read ${rel(e.readAt)}${e.stored ? ` and saw the record of attempt ${e.recordAttempt}` : ''}`)
+        .map(
+          (e) =>
+            `pid ${e.pid} attempt ${e.attempt} started ${rel(e.startedAt)}, read ${rel(e.readAt)}${e.stored ? ` and saw the record of attempt ${e.recordAttempt}` : ''}`,
+        )
         .join('; ');
       examples.push(`run ${pair.replace('|', ' step ')} (times relative to the stored record's finishedAt): ${detail}`);
     }
@@ -564,7 +578,9 @@ async function report(client: WorkflowClient, runs: Runs, faults: Faults): Promi
   notes.push(`failed/canceled runs by error: ${failedNames.size ? list(failedNames) : 'none'}`);
   if (stranded) notes.push(`stranded runs by status: ${list(strandedStatus)}`);
   if (rerunAfterStored) {
-    notes.push(`executions that read the stored record of their step: ${rerunAfterStored}, of which ${startedAfterFinish} started after its finishedAt (counted as completed steps re-run); examples:\n    ${examples.join('\n    ')}`);
+    notes.push(
+      `executions that read the stored record of their step: ${rerunAfterStored}, of which ${startedAfterFinish} started after its finishedAt (counted as completed steps re-run); examples:\n    ${examples.join('\n    ')}`,
+    );
   }
   if (manyRuns.length) notes.push(`steps whose body ran 3+ times (each start, on the fault log's clock):\n    ${manyRuns.join('\n    ')}`);
   notes.push(`succeeded runs with a wrong output: ${wrongOutput}`);

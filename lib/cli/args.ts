@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 import { CliError } from './cli-error';
 import { printable } from './print';
 
@@ -47,10 +48,7 @@ export const COMMON_OPTIONS_HELP = `Options: --redis URL (default $REDIS_URL or 
  *
  * @param commandOptions the options of each command, beside the common ones
  */
-export function parseCommandLine(
-  argv: string[],
-  commandOptions: OptionSpecs[],
-): { values: CommonValues & Record<string, unknown>; positionals: string[] } {
+export function parseCommandLine(argv: string[], commandOptions: OptionSpecs[]): { values: CommonValues & Record<string, unknown>; positionals: string[] } {
   const options = Object.assign({}, COMMON_OPTIONS, ...commandOptions) as ParseArgsConfig['options'];
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options });
   return { values: values as CommonValues & Record<string, unknown>, positionals };

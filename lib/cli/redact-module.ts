@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+
 import type { RunState, StepState } from '../core/definition/run-types';
 import type { DashboardRun } from '../dashboard/dashboard-options';
 import { redactRun } from '../dashboard/redact';

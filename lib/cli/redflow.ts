@@ -44,7 +44,10 @@ import { checkRedisUrl, connectOnce } from './redis';
 
 /** Reads the command line and runs the command it names; a CliError is a refusal to print. */
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseCommandLine(argv, COMMANDS.map(([, c]) => c.options ?? {}));
+  const { values, positionals } = parseCommandLine(
+    argv,
+    COMMANDS.map(([, c]) => c.options ?? {}),
+  );
   if (values.help || !positionals[0]) return out(USAGE);
   const found = findCommand(positionals);
   if (!found) throw new CliError(`Unknown command "${printable(positionals.join(' '))}".\n${USAGE}`);

@@ -7,10 +7,19 @@ export type { RunHandle } from './definition/run-types';
 export type { ScheduleOptions } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
 export { RunEventStream } from './client/run-events-reader';
-export { RUN_EVENT_TYPES, DEFAULT_EVENTS_MAX_LEN, type EventStreamOptions, type RunEvent, type RunEventType, type RunEventsOptions, type RunWaitingFor } from './definition/run-events';
+export {
+  RUN_EVENT_TYPES,
+  DEFAULT_EVENTS_MAX_LEN,
+  type EventStreamOptions,
+  type RunEvent,
+  type RunEventType,
+  type RunEventsOptions,
+  type RunWaitingFor,
+} from './definition/run-events';
 export type { ConnectionOptions } from './store/connection';
 export type { RedisConnection } from './store/redis-scripts';
-export { startWorker, Worker, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions, type WorkerLiveness } from './worker/worker';
+export { Worker, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions, type WorkerLiveness } from './worker/worker';
+export { startWorker } from './worker/start-worker';
 export {
   defineWorkflow,
   getDefaultRegistry,

@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { ConfigurationError } from '../core/errors';
+
 import { assertKnownKeys, describeValue } from '../core/definition/option-checks';
+import { ConfigurationError } from '../core/errors';
 import type { DashboardAuthorize, DashboardDenial } from './dashboard-options';
 
 /** Options of `basicAuth`. */
@@ -27,10 +28,13 @@ export function basicAuth(options: BasicAuthOptions): DashboardAuthorize {
   for (const key of ['username', 'password'] as const) {
     const value = options?.[key];
     if (typeof value !== 'string' || value === '') {
-      throw new ConfigurationError(`basicAuth option "${key}" must be a non-empty string, got ${describeValue(value)}. Read it from your configuration, e.g. process.env.DASHBOARD_PASSWORD.`);
+      throw new ConfigurationError(
+        `basicAuth option "${key}" must be a non-empty string, got ${describeValue(value)}. Read it from your configuration, e.g. process.env.DASHBOARD_PASSWORD.`,
+      );
     }
   }
-  if (options.username.includes(':')) throw new ConfigurationError('basicAuth option "username" cannot contain ":" (HTTP Basic separates the user name from the password with it).');
+  if (options.username.includes(':'))
+    throw new ConfigurationError('basicAuth option "username" cannot contain ":" (HTTP Basic separates the user name from the password with it).');
   const realm = (options.realm ?? 'Redflow').replace(/["\\\r\n]/g, '');
   const expected = digest(`${options.username}:${options.password}`);
   const challenge: DashboardDenial = {

@@ -2,16 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
+
 import type { WorkflowClient } from '../core/client/workflow-client';
+import type { RedflowLogger } from '../core/definition/logger';
+import { RUN_STATUSES, type RunStatus, type RunSummary, type StepState } from '../core/definition/run-types';
 import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotEndedError, RunNotResumableError } from '../core/errors';
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
-import { RUN_STATUSES, type RunStatus, type RunSummary, type StepState } from '../core/definition/run-types';
-import type { RedflowLogger } from '../core/definition/logger';
 import { DashboardHttpError } from './dashboard-http-error';
 import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
 import { redactRun, redactSummary } from './redact';
 import { checkActionRequest, CsrfTokens } from './request-checks';
-
 
 /** The statuses a re-run or a resume starts from. */
 const ENDED_BADLY: ReadonlySet<string> = new Set(['failed', 'canceled', 'terminated']);
@@ -56,7 +56,8 @@ const TYPES: Record<Asset, string> = {
 
 /** Headers of every dashboard response: everything the page loads comes from this package. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'",
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -85,7 +86,14 @@ export function previewPayload(value: unknown, max = PAYLOAD_PREVIEW_BYTES): Pay
   const text = JSON.stringify(value, null, 2) ?? '';
   const bytes = Buffer.byteLength(text);
   if (bytes <= max) return { text, bytes, truncated: false };
-  return { text: Buffer.from(text).subarray(0, max).toString('utf8').replace(/\uFFFD+$/, ''), bytes, truncated: true };
+  return {
+    text: Buffer.from(text)
+      .subarray(0, max)
+      .toString('utf8')
+      .replace(/\uFFFD+$/, ''),
+    bytes,
+    truncated: true,
+  };
 }
 
 function runNotFound(id: string): DashboardHttpError {
@@ -118,7 +126,9 @@ export class DashboardApi {
       if (outageKind(error) === undefined) throw error;
       token = this.tokens.issueLocal();
     }
-    const body = this.asset('index.html').replace(/__BASE__/g, escapeHtml(base)).replace(/__TOKEN__/g, escapeHtml(token));
+    const body = this.asset('index.html')
+      .replace(/__BASE__/g, escapeHtml(base))
+      .replace(/__TOKEN__/g, escapeHtml(token));
     return { body, type: TYPES['index.html'] };
   }
 
@@ -152,7 +162,11 @@ export class DashboardApi {
     const limit = wholeNumber(query, 'limit', 25, 100);
     const offset = wholeNumber(query, 'offset', 0, Number.MAX_SAFE_INTEGER);
     if (offset > MAX_RUNS_OFFSET) {
-      throw new DashboardHttpError(400, 'BAD_REQUEST', `The query parameter "offset" must be at most ${MAX_RUNS_OFFSET}: filter by workflow and status to reach older runs.`);
+      throw new DashboardHttpError(
+        400,
+        'BAD_REQUEST',
+        `The query parameter "offset" must be at most ${MAX_RUNS_OFFSET}: filter by workflow and status to reach older runs.`,
+      );
     }
     const workflow = param(query, 'workflow');
     const rows = await this.read(() => this.client.listRunSummaries({ workflow, status: status as RunStatus | undefined, limit: limit + 1, offset }));
@@ -228,7 +242,11 @@ export class DashboardApi {
       deleted = await this.read(() => this.client.deleteRun(id, { force: force === '1' }));
     } catch (error) {
       if (error instanceof RunNotEndedError) {
-        throw new DashboardHttpError(409, 'NOT_ENDED', `Run "${id}" is ${error.status}: only an ended run can be deleted. Terminate it first, or delete it with force.`);
+        throw new DashboardHttpError(
+          409,
+          'NOT_ENDED',
+          `Run "${id}" is ${error.status}: only an ended run can be deleted. Terminate it first, or delete it with force.`,
+        );
       }
       throw error;
     }
@@ -250,7 +268,8 @@ export class DashboardApi {
   async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
     const id = await this.checkAction(query, headers);
     const run = await this.loadRun(id);
-    const refused = (status: string) => new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled, compensation_failed or terminated runs can be resumed.`);
+    const refused = (status: string) =>
+      new DashboardHttpError(409, 'NOT_ENDED_BADLY', `Run "${id}" is ${status}: only failed, canceled, compensation_failed or terminated runs can be resumed.`);
     if (!ENDED_BADLY.has(run.status) && run.status !== 'compensation_failed') throw refused(run.status);
     let resumed: boolean;
     try {
@@ -273,15 +292,19 @@ export class DashboardApi {
     const outage = outageKind(error);
     if (outage === 'unreachable') {
       const address = error instanceof RedisUnavailableError ? error.address : redisAddress(this.client.redis);
-      return new DashboardHttpError(503, 'REDIS_UNAVAILABLE', `Redis at ${address} is unreachable; the dashboard shows data again when it is back.`, { 'retry-after': '2' });
+      return new DashboardHttpError(503, 'REDIS_UNAVAILABLE', `Redis at ${address} is unreachable; the dashboard shows data again when it is back.`, {
+        'retry-after': '2',
+      });
     }
     if (outage === 'write-refused') {
-      return new DashboardHttpError(503, 'REDIS_WRITE_REFUSED', 'Redis refuses writes (it is full or read-only); actions work again when it accepts writes.', { 'retry-after': '5' });
+      return new DashboardHttpError(503, 'REDIS_WRITE_REFUSED', 'Redis refuses writes (it is full or read-only); actions work again when it accepts writes.', {
+        'retry-after': '5',
+      });
     }
     if (error instanceof CorruptRunDataError) {
       return new DashboardHttpError(422, 'CORRUPT_RUN', `Run "${error.runId}" has corrupt data in Redis and cannot be shown.`);
     }
-    const detail = error instanceof Error ? error.stack ?? error.message : String(error);
+    const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
     this.logger.error(`The dashboard failed to answer: ${detail}`);
     return new DashboardHttpError(500, 'INTERNAL', 'The dashboard failed to answer; the server log has the details.');
   }

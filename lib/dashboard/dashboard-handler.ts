@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+
 import type { WorkflowClient } from '../core/client/workflow-client';
-import { ConfigurationError } from '../core/errors';
 import type { RedflowLogger } from '../core/definition/logger';
+import { ConfigurationError } from '../core/errors';
 import { DashboardApi, SECURITY_HEADERS } from './dashboard-api';
 import { DashboardHttpError } from './dashboard-http-error';
 import { resolveDashboardOptions, type DashboardDenial, type DashboardOptions } from './dashboard-options';
@@ -49,7 +50,9 @@ export function createDashboardHandler(client: WorkflowClient, options: Dashboar
   const resolved = resolveDashboardOptions(options, 'createDashboardHandler');
   const { authorize } = resolved;
   if (typeof authorize !== 'function') {
-    throw new ConfigurationError('guard() authorizers work in a Nest app only; give createDashboardHandler a function (request) => boolean, such as basicAuth({ username, password }).');
+    throw new ConfigurationError(
+      'guard() authorizers work in a Nest app only; give createDashboardHandler a function (request) => boolean, such as basicAuth({ username, password }).',
+    );
   }
   const api = new DashboardApi(client, resolved, logger);
   const base = resolved.path;
@@ -92,7 +95,12 @@ export function createDashboardHandler(client: WorkflowClient, options: Dashboar
 /** The refusal for an `authorize` answer other than true. */
 export function denied(verdict: boolean | DashboardDenial): DashboardHttpError {
   if (verdict && typeof verdict === 'object') {
-    return new DashboardHttpError(verdict.status, verdict.status === 401 ? 'UNAUTHORIZED' : 'FORBIDDEN', verdict.message ?? 'Access to the dashboard was denied.', verdict.headers);
+    return new DashboardHttpError(
+      verdict.status,
+      verdict.status === 401 ? 'UNAUTHORIZED' : 'FORBIDDEN',
+      verdict.message ?? 'Access to the dashboard was denied.',
+      verdict.headers,
+    );
   }
   return new DashboardHttpError(403, 'FORBIDDEN', 'Access to the dashboard was denied by its authorize function.');
 }

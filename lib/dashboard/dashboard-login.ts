@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIPv4, isIPv6 } from 'node:net';
+
 import type { DashboardHandler } from './dashboard-handler';
 
 /**

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
-import { ConfigurationError } from '../core/errors';
+
 import { assertKnownKeys, describeValue, optionKeys } from '../core/definition/option-checks';
 import type { RunState, StepState } from '../core/definition/run-types';
+import { ConfigurationError } from '../core/errors';
 
 /** What `authorize` answers instead of `false` to choose the response, e.g. a 401 that makes the browser prompt. */
 export interface DashboardDenial {
@@ -82,7 +83,9 @@ export function resolveDashboardOptions(options: DashboardOptions, where = 'The 
   const isGuard = typeof authorize === 'object' && authorize !== null && (authorize as DashboardGuardRef).kind === 'nest-guard';
   if (authorize === undefined || authorize === null) throw new ConfigurationError(MISSING_AUTHORIZE(where));
   if (typeof authorize !== 'function' && !isGuard) {
-    throw new ConfigurationError(`${where} option "authorize" must be a function (request) => boolean, basicAuth(...) or guard(MyGuard), got ${describeValue(authorize)}.`);
+    throw new ConfigurationError(
+      `${where} option "authorize" must be a function (request) => boolean, basicAuth(...) or guard(MyGuard), got ${describeValue(authorize)}.`,
+    );
   }
   const path = normalizePath(options.path ?? '/redflow', where);
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') {
@@ -102,7 +105,9 @@ function normalizePath(path: unknown, where: string): string {
   if (typeof path !== 'string') throw new ConfigurationError(`${where} option "path" must be a string such as "/redflow", got ${describeValue(path)}.`);
   const segments = path.split('/').filter((s) => s !== '');
   if (segments.some((s) => !PATH_SEGMENT.test(s) || s === '.' || s === '..')) {
-    throw new ConfigurationError(`${where} option "path" must be made of letters, digits, ".", "_", "~" and "-" between slashes, such as "/ops/redflow", got ${JSON.stringify(path)}.`);
+    throw new ConfigurationError(
+      `${where} option "path" must be made of letters, digits, ".", "_", "~" and "-" between slashes, such as "/ops/redflow", got ${JSON.stringify(path)}.`,
+    );
   }
   return segments.length ? `/${segments.join('/')}` : '';
 }

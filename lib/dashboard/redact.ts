@@ -35,7 +35,19 @@ export const ROW_ERROR_NAME_CHARS = 100;
 export const ROW_ERROR_MESSAGE_CHARS = 200;
 
 /** The summary fields a list row takes from what `redact` returns; the id is always the run's own. */
-const ROW_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parentId', 'durationMs'] as const;
+const ROW_FIELDS = [
+  'workflow',
+  'queue',
+  'status',
+  'attempt',
+  'maxAttempts',
+  'createdAt',
+  'availableAt',
+  'startedAt',
+  'finishedAt',
+  'parentId',
+  'durationMs',
+] as const;
 
 function cut(text: string, max: number): string {
   if (text.length <= max) return text;
@@ -65,10 +77,12 @@ export function redactSummary(row: RunSummary, redact?: (run: DashboardRun) => D
     return { id, status, createdAt, corrupt };
   }
   const shown = redact
-    ? (redactRun({ ...(row as unknown as RunState), input: undefined, output: undefined, steps: [] }, redact) as unknown as Partial<Record<string, unknown>> & Pick<RunState, 'error'>)
+    ? (redactRun({ ...(row as unknown as RunState), input: undefined, output: undefined, steps: [] }, redact) as unknown as Partial<Record<string, unknown>> &
+        Pick<RunState, 'error'>)
     : (row as unknown as Partial<Record<string, unknown>> & Pick<RunState, 'error'>);
   const result: Record<string, unknown> = { id: row.id };
   for (const field of ROW_FIELDS) if (shown[field] !== undefined) result[field] = shown[field];
-  if (shown.error) result.error = { name: cut(String(shown.error.name), ROW_ERROR_NAME_CHARS), message: cut(String(shown.error.message), ROW_ERROR_MESSAGE_CHARS) };
+  if (shown.error)
+    result.error = { name: cut(String(shown.error.name), ROW_ERROR_NAME_CHARS), message: cut(String(shown.error.message), ROW_ERROR_MESSAGE_CHARS) };
   return result as unknown as RunSummary;
 }

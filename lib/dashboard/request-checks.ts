@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+
 import { DashboardHttpError } from './dashboard-http-error';
 
 /**
@@ -13,7 +14,8 @@ import { DashboardHttpError } from './dashboard-http-error';
  */
 const AMBIGUOUS_PATH = /(^|\/)\.\.?(\/|$)|%2e|%2f|%5c|\\|\/\//i;
 
-const BAD_PATH_MESSAGE = 'The request path contains "..", "//", a backslash, a percent escape or the dashboard path in another case; the dashboard answers plain paths only.';
+const BAD_PATH_MESSAGE =
+  'The request path contains "..", "//", a backslash, a percent escape or the dashboard path in another case; the dashboard answers plain paths only.';
 
 function badPath(): DashboardHttpError {
   return new DashboardHttpError(400, 'BAD_PATH', BAD_PATH_MESSAGE);
@@ -48,7 +50,11 @@ function looseSegments(path: string): string[] {
       return escapes;
     }
   });
-  return decoded.replace(/\\/g, '/').toLowerCase().split('/').filter((s) => s !== '');
+  return decoded
+    .replace(/\\/g, '/')
+    .toLowerCase()
+    .split('/')
+    .filter((s) => s !== '');
 }
 
 function containsRun(haystack: string[], needle: string[]): boolean {
@@ -69,7 +75,13 @@ export function checkPathNearDashboard(rawUrl: string, dashboardPath: string): v
   const wanted = dashboardPath.split('/').filter((s) => s !== '');
   if (!wanted.length) return;
   const path = rawUrl.split('?')[0];
-  if (!containsRun(looseSegments(path), wanted.map((s) => s.toLowerCase()))) return;
+  if (
+    !containsRun(
+      looseSegments(path),
+      wanted.map((s) => s.toLowerCase()),
+    )
+  )
+    return;
   checkRawPath(path);
   if (path.includes('%') || !containsRun(path.split('/'), wanted)) throw badPath();
 }

@@ -3,6 +3,7 @@
  * peer `@nestjs/terminus` (npm install @nestjs/terminus).
  */
 import './terminus-peer';
+
 export { RedflowHealthModule } from './redflow-health.module';
 export { RedflowHealthIndicator } from './redflow-health.indicator';
 export { checkRedflowHealth, type QueueHealth, type RedflowHealthDetails, type RedflowHealthOptions, type WorkerHealth } from './redflow-health.check';

@@ -56,14 +56,17 @@ export interface RedflowHealthDetails {
 
 /** Options with their defaults merged. */
 function resolveOptions(options: RedflowHealthOptions): Required<Pick<RedflowHealthOptions, 'timeoutMs'>> & RedflowHealthOptions {
-  if (typeof options !== 'object' || options === null) throw new ConfigurationError('Redflow health options must be an object, like { timeoutMs: 1000, maxQueued: 1000 }.');
+  if (typeof options !== 'object' || options === null)
+    throw new ConfigurationError('Redflow health options must be an object, like { timeoutMs: 1000, maxQueued: 1000 }.');
   assertKnownKeys('Redflow health options', options, HEALTH_OPTION_KEYS);
   const { maxQueued, maxOldestQueuedAgeMs, queues } = options;
-  if (queues !== undefined && !Array.isArray(queues)) throw new ConfigurationError(`Redflow health option "queues" must be an array of queue names, like ['default'], got ${typeof queues}.`);
+  if (queues !== undefined && !Array.isArray(queues))
+    throw new ConfigurationError(`Redflow health option "queues" must be an array of queue names, like ['default'], got ${typeof queues}.`);
   return {
     timeoutMs: options.timeoutMs === undefined ? 1_000 : checkDuration(options.timeoutMs, 'Redflow health option "timeoutMs"', { timer: true }),
     maxQueued: maxQueued === undefined ? undefined : checkInteger(maxQueued, 'Redflow health option "maxQueued"', 0, Number.MAX_SAFE_INTEGER),
-    maxOldestQueuedAgeMs: maxOldestQueuedAgeMs === undefined ? undefined : checkDuration(maxOldestQueuedAgeMs, 'Redflow health option "maxOldestQueuedAgeMs"', { allowZero: true }),
+    maxOldestQueuedAgeMs:
+      maxOldestQueuedAgeMs === undefined ? undefined : checkDuration(maxOldestQueuedAgeMs, 'Redflow health option "maxOldestQueuedAgeMs"', { allowZero: true }),
     queues: queues?.map((q, i) => checkResourceName(q, `Redflow health option "queues[${i}]"`)),
   };
 }
@@ -72,7 +75,9 @@ function resolveOptions(options: RedflowHealthOptions): Required<Pick<RedflowHea
 function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   promise.catch(() => undefined);
-  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 /**
@@ -93,7 +98,10 @@ export async function checkRedflowHealth(
     const heartbeatAgeMs = Math.max(0, now - w.lastHeartbeatAt);
     const alive = w.claiming && !w.stopped && heartbeatAgeMs <= w.leaseMs;
     if (!w.claiming || w.stopped) problems.push(`Worker "${w.workerId}" is stopped and claims no runs.`);
-    else if (!alive) problems.push(`Worker "${w.workerId}" has not run its heartbeat for ${heartbeatAgeMs} ms, more than its lease (${w.leaseMs} ms): its timers are not running, and its runs may be taken over by another worker.`);
+    else if (!alive)
+      problems.push(
+        `Worker "${w.workerId}" has not run its heartbeat for ${heartbeatAgeMs} ms, more than its lease (${w.leaseMs} ms): its timers are not running, and its runs may be taken over by another worker.`,
+      );
     return {
       workerId: w.workerId,
       queues: w.queues,
@@ -119,7 +127,13 @@ export async function checkRedflowHealth(
     stats = await within(client.getQueueStats(settings.queues ? { queues: settings.queues } : {}), Math.max(1, deadline - Date.now()), timeoutMessage);
   } catch (error) {
     redis.error = (error as Error)?.message ?? String(error);
-    problems.push(redis.up ? `Could not read the queues from Redis at ${address}: ${redis.error}` : redis.error.startsWith('Redis at') ? redis.error : `Redis at ${address} is unreachable: ${redis.error}`);
+    problems.push(
+      redis.up
+        ? `Could not read the queues from Redis at ${address}: ${redis.error}`
+        : redis.error.startsWith('Redis at')
+          ? redis.error
+          : `Redis at ${address} is unreachable: ${redis.error}`,
+    );
   }
 
   const clockNow = client.clock.now();
@@ -130,7 +144,9 @@ export async function checkRedflowHealth(
       problems.push(`Queue "${s.queue}" has ${s.queued} queued runs, more than maxQueued (${settings.maxQueued}).`);
     }
     if (settings.maxOldestQueuedAgeMs !== undefined && oldestQueuedAgeMs !== null && oldestQueuedAgeMs > settings.maxOldestQueuedAgeMs) {
-      problems.push(`The oldest queued run of queue "${s.queue}" has waited ${oldestQueuedAgeMs} ms, more than maxOldestQueuedAgeMs (${settings.maxOldestQueuedAgeMs} ms).`);
+      problems.push(
+        `The oldest queued run of queue "${s.queue}" has waited ${oldestQueuedAgeMs} ms, more than maxOldestQueuedAgeMs (${settings.maxOldestQueuedAgeMs} ms).`,
+      );
     }
   }
   return { healthy: problems.length === 0, details: { redis, workers: workerHealth, queues, problems } };

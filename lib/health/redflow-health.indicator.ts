@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+
 import type { WorkerLiveness } from '../core';
 import { RedflowClient } from '../nest/redflow.client';
 import { RedflowOrchestrator } from '../nest/redflow.orchestrator';

@@ -3,4 +3,5 @@
  * peer prom-client (npm install prom-client).
  */
 import './prom-client-peer';
+
 export { redflowMetrics, stepLabel, type RedflowMetrics, type RedflowMetricsOptions, type RunOutcomeLabel } from './redflow-metrics';

@@ -1,5 +1,6 @@
 import { Controller, Get, Inject, Res, type Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+
 import { RedflowMetricsService } from './redflow-metrics.service';
 
 /** Serves the registry's metrics in the Prometheus text format. `metricsController(path)` mounts it. */

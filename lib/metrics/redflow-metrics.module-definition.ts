@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { Registry } from 'prom-client';
+
 import type { RedflowMetricsOptions } from './redflow-metrics';
 
 /** Options of `RedflowMetricsModule.forRoot` / `forRootAsync`. */
@@ -19,4 +20,7 @@ export const {
   MODULE_OPTIONS_TOKEN: REDFLOW_METRICS_OPTIONS,
   OPTIONS_TYPE: REDFLOW_METRICS_OPTIONS_TYPE,
   ASYNC_OPTIONS_TYPE: REDFLOW_METRICS_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<RedflowMetricsModuleOptions>().setClassMethodName('forRoot').setExtras<RedflowMetricsModuleExtras>({ path: undefined }, (definition) => definition).build();
+} = new ConfigurableModuleBuilder<RedflowMetricsModuleOptions>()
+  .setClassMethodName('forRoot')
+  .setExtras<RedflowMetricsModuleExtras>({ path: undefined }, (definition) => definition)
+  .build();

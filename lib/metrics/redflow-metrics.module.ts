@@ -1,11 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+
 import { ConfigurationError } from '../core/errors';
 import { metricsController } from './redflow-metrics.controller';
-import {
-  REDFLOW_METRICS_ASYNC_OPTIONS_TYPE,
-  REDFLOW_METRICS_OPTIONS_TYPE,
-  RedflowMetricsConfigurableModule,
-} from './redflow-metrics.module-definition';
+import { REDFLOW_METRICS_ASYNC_OPTIONS_TYPE, REDFLOW_METRICS_OPTIONS_TYPE, RedflowMetricsConfigurableModule } from './redflow-metrics.module-definition';
 import { RedflowMetricsService } from './redflow-metrics.service';
 
 /**

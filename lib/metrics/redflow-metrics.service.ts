@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import type { Registry } from 'prom-client';
+
 import type { RunCanceledEvent, RunCompleteEvent, RunFailedEvent, StepCompleteEvent, StepFailedEvent } from '../core';
 import { OnRunEvent } from '../nest/decorators/on-run-event.decorator';
 import { RedflowClient } from '../nest/redflow.client';

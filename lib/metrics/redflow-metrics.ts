@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, register, type Registry } from 'prom-client';
+
 import { ConfigurationError, type QueueStats, type WorkerHooks, type WorkflowClient } from '../core';
 import { assertKnownKeys, checkResourceName, optionKeys } from '../core/definition/option-checks';
 
@@ -46,19 +47,29 @@ function checkOptions(options: RedflowMetricsOptions): void {
   if (typeof options !== 'object' || options === null) throw new ConfigurationError('redflowMetrics needs options, like redflowMetrics({ client }).');
   assertKnownKeys('redflowMetrics options', options, METRICS_OPTION_KEYS);
   if (!options.client || typeof options.client.getQueueStats !== 'function') {
-    throw new ConfigurationError('redflowMetrics needs a client: redflowMetrics({ client: createClient({ url }) }); the queue gauges read its Redis at scrape time.');
+    throw new ConfigurationError(
+      'redflowMetrics needs a client: redflowMetrics({ client: createClient({ url }) }); the queue gauges read its Redis at scrape time.',
+    );
   }
   if (options.prefix !== undefined && !/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(options.prefix)) {
-    throw new ConfigurationError(`redflowMetrics prefix ${JSON.stringify(options.prefix)} is not a valid start of a Prometheus metric name: use letters, digits, "_" and ":", like "redflow_".`);
+    throw new ConfigurationError(
+      `redflowMetrics prefix ${JSON.stringify(options.prefix)} is not a valid start of a Prometheus metric name: use letters, digits, "_" and ":", like "redflow_".`,
+    );
   }
   for (const name of ['runDurationBuckets', 'stepDurationBuckets'] as const) {
     const buckets = options[name];
-    if (buckets !== undefined && (!Array.isArray(buckets) || !buckets.length || buckets.some((b, i) => !(typeof b === 'number' && b > 0 && Number.isFinite(b)) || (i > 0 && b <= buckets[i - 1])))) {
+    if (
+      buckets !== undefined &&
+      (!Array.isArray(buckets) ||
+        !buckets.length ||
+        buckets.some((b, i) => !(typeof b === 'number' && b > 0 && Number.isFinite(b)) || (i > 0 && b <= buckets[i - 1])))
+    ) {
       throw new ConfigurationError(`redflowMetrics ${name} must be increasing positive numbers of seconds, like [0.1, 1, 10].`);
     }
   }
   if (options.queues !== undefined) {
-    if (!Array.isArray(options.queues)) throw new ConfigurationError(`redflowMetrics queues must be an array of queue names, like ['default'], got ${typeof options.queues}.`);
+    if (!Array.isArray(options.queues))
+      throw new ConfigurationError(`redflowMetrics queues must be an array of queue names, like ['default'], got ${typeof options.queues}.`);
     options.queues.forEach((q, i) => checkResourceName(q, `redflowMetrics queues[${i}]`));
   }
 }
@@ -99,7 +110,12 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
     }
   }
 
-  const runs = new Counter({ name: names.runs, help: 'Run attempts that ended on this worker, by workflow and outcome (completed, failed, retried, canceled).', labelNames: ['workflow', 'status'], registers: [registry] });
+  const runs = new Counter({
+    name: names.runs,
+    help: 'Run attempts that ended on this worker, by workflow and outcome (completed, failed, retried, canceled).',
+    labelNames: ['workflow', 'status'],
+    registers: [registry],
+  });
   const runDuration = new Histogram({
     name: names.runDuration,
     help: 'How long run attempts ran on this worker, in seconds, by workflow and outcome.',
@@ -161,7 +177,8 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
       onRunFailed: (e) => ended(e.workflow, e.willRetry ? 'retried' : 'failed', e.durationMs),
       onRunCanceled: (e) => ended(e.workflow, 'canceled'),
       onStepComplete: (e) => stepDuration.observe({ workflow: e.workflow, step: stepLabel(e.step), status: 'completed' }, e.durationMs / 1000),
-      onStepFailed: (e) => stepDuration.observe({ workflow: e.workflow, step: stepLabel(e.step), status: e.willRetry ? 'retried' : 'failed' }, e.durationMs / 1000),
+      onStepFailed: (e) =>
+        stepDuration.observe({ workflow: e.workflow, step: stepLabel(e.step), status: e.willRetry ? 'retried' : 'failed' }, e.durationMs / 1000),
     },
     remove() {
       if (removed) return;

@@ -1,7 +1,8 @@
 import type { CustomTransportStrategy } from '@nestjs/microservices';
+
 import { ConfigurationError } from '../core';
-import { REDFLOW_WORKER_TRANSPORT } from '../nest/redflow.constants';
 import type { RedflowWorkerControl, RedflowWorkerTransport } from '../nest/redflow-worker-transport.interface';
+import { REDFLOW_WORKER_TRANSPORT } from '../nest/redflow.constants';
 
 /**
  * A Nest microservice transport that runs the app's workflow worker:
@@ -20,7 +21,11 @@ export class RedflowServer implements CustomTransportStrategy, RedflowWorkerTran
 
   listen(callback: (error?: unknown) => void): void {
     if (!this.orchestrator) {
-      callback(new ConfigurationError('RedflowServer found no RedflowModule in this app. Import RedflowModule.forRoot() in the module passed to createMicroservice().'));
+      callback(
+        new ConfigurationError(
+          'RedflowServer found no RedflowModule in this app. Import RedflowModule.forRoot() in the module passed to createMicroservice().',
+        ),
+      );
       return;
     }
     this.orchestrator.startWorker().then(() => callback(), callback);

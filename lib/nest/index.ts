@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+
 export { Cron } from './decorators/cron.decorator';
 export { OnEvent } from './decorators/on-event.decorator';
 export { OnRunEvent, type OnRunEventOptions } from './decorators/on-run-event.decorator';
@@ -6,7 +7,14 @@ export { Step, type StepDecoratorOptions } from './decorators/step.decorator';
 export { currentStep } from './step-context';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
 export { RedflowAdmin } from './redflow.admin';
-export { RedflowClient, type SignalPayload, type WorkflowClassWithSignals, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './redflow.client';
+export {
+  RedflowClient,
+  type SignalPayload,
+  type WorkflowClassWithSignals,
+  type WorkflowInput,
+  type WorkflowMethodName,
+  type WorkflowOutput,
+} from './redflow.client';
 export { guard } from './redflow-dashboard.guard';
 export { RedflowModule, RedflowFeatureModule } from './redflow.module';
 export type { RedflowModuleOptions, RedflowWorkerOptions } from './redflow-options.interface';

@@ -1,6 +1,7 @@
+import type { IncomingMessage } from 'node:http';
 import { Controller, Get, Header, HttpCode, Inject, Post, Query, Req, Res, UseGuards, UseInterceptors, type Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { IncomingMessage } from 'node:http';
+
 import type { DashboardApi } from '../dashboard/dashboard-api';
 import { nodeRequest, RedflowDashboardGuard } from './redflow-dashboard.guard';
 import { RedflowDashboardInterceptor } from './redflow-dashboard.interceptor';

@@ -1,7 +1,8 @@
+import type { IncomingMessage } from 'node:http';
 import { HttpException, Inject, Injectable, type CanActivate, type ExecutionContext, type OnModuleInit, type Type } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
-import type { IncomingMessage } from 'node:http';
 import { isObservable, lastValueFrom } from 'rxjs';
+
 import { ConfigurationError } from '../core';
 import { SECURITY_HEADERS, type DashboardApi } from '../dashboard/dashboard-api';
 import { denied } from '../dashboard/dashboard-handler';

@@ -1,6 +1,7 @@
 import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { catchError, type Observable } from 'rxjs';
+
 import { SECURITY_HEADERS, type DashboardApi } from '../dashboard/dashboard-api';
 import { httpException } from './redflow-dashboard.guard';
 import { REDFLOW_DASHBOARD } from './redflow.constants';

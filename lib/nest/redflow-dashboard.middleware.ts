@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+
 import { SECURITY_HEADERS } from '../dashboard/dashboard-api';
 import type { DashboardHttpError } from '../dashboard/dashboard-http-error';
 import { checkPathNearDashboard } from '../dashboard/request-checks';

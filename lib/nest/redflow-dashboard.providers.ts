@@ -1,14 +1,15 @@
 import { Logger, type DynamicModule, type Provider } from '@nestjs/common';
+
 import { ConfigurationError } from '../core';
 import { DashboardApi } from '../dashboard/dashboard-api';
 import { resolveDashboardOptions } from '../dashboard/dashboard-options';
-import { RedflowClient } from './redflow.client';
-import { REDFLOW_DASHBOARD, REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 import { dashboardController } from './redflow-dashboard.controller';
 import { RedflowDashboardGuard } from './redflow-dashboard.guard';
 import { RedflowDashboardInterceptor } from './redflow-dashboard.interceptor';
-import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
 import type { RedflowModuleOptions } from './redflow-options.interface';
+import { RedflowClient } from './redflow.client';
+import { REDFLOW_DASHBOARD, REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
+import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
 
 const WHERE = 'RedflowModule option "dashboard"';
 
@@ -25,7 +26,9 @@ export function withDashboard(module: DynamicModule, path: string | undefined, m
     useFactory: (options: RedflowModuleOptions, client: RedflowClient) => {
       if (!options.dashboard) {
         if (path === undefined) return null;
-        throw new ConfigurationError(`RedflowModule.forRootAsync was given dashboardPath "${path}", but its factory returned no "dashboard" option; return dashboard: { authorize } from the factory, or remove dashboardPath.`);
+        throw new ConfigurationError(
+          `RedflowModule.forRootAsync was given dashboardPath "${path}", but its factory returned no "dashboard" option; return dashboard: { authorize } from the factory, or remove dashboardPath.`,
+        );
       }
       if (path === undefined) {
         throw new ConfigurationError(
@@ -45,7 +48,11 @@ export function withDashboard(module: DynamicModule, path: string | undefined, m
   if (path === undefined) return { ...module, providers };
   // Checked here too, so a bad path fails before Nest registers any route.
   const routePath = resolvePath(path);
-  return { ...module, providers: [...providers, RedflowDashboardGuard, RedflowDashboardInterceptor], controllers: [...(module.controllers ?? []), dashboardController(routePath)] };
+  return {
+    ...module,
+    providers: [...providers, RedflowDashboardGuard, RedflowDashboardInterceptor],
+    controllers: [...(module.controllers ?? []), dashboardController(routePath)],
+  };
 }
 
 function resolvePath(path: string): string {

@@ -1,6 +1,7 @@
 import { Catch, HttpStatus, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { throwError } from 'rxjs';
+
 import {
   IdempotencyConflictError,
   InputValidationError,

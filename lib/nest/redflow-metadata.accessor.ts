@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+
 import type { CronTrigger } from '../core';
+import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
 import type { StepDecoratorOptions } from './decorators/step.decorator';
 import type { WorkflowDecoratorOptions } from './decorators/workflow.decorator';
-import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
 import { REDFLOW_CRON, REDFLOW_ON_EVENT, REDFLOW_ON_RUN_EVENT, REDFLOW_STEP, REDFLOW_WORKFLOW } from './redflow.constants';
 
 type Method = (...args: never[]) => unknown;
@@ -29,7 +30,7 @@ export class RedflowMetadataAccessor {
     return this.reflector.get(REDFLOW_ON_RUN_EVENT, method) ?? [];
   }
 
-  getStep(method: Method): Required<Pick<StepDecoratorOptions, 'name'>> & StepDecoratorOptions | undefined {
+  getStep(method: Method): (Required<Pick<StepDecoratorOptions, 'name'>> & StepDecoratorOptions) | undefined {
     return this.reflector.get(REDFLOW_STEP, method);
   }
 }

@@ -1,6 +1,4 @@
-import type { Cluster, Redis, RedisOptions } from '../core/store/ioredis-types';
 import { ConfigurationError, type Clock, type EventStreamOptions, type WorkerRuntimeOptions } from '../core';
-import type { StepMocks } from '../core/worker/step-runtime';
 import {
   assertKnownKeys,
   checkDuration,
@@ -12,6 +10,8 @@ import {
 } from '../core/definition/option-checks';
 import { checkEventStreamOption } from '../core/definition/run-events';
 import { checkTracingOption, type RedflowTracing } from '../core/definition/tracing';
+import type { Cluster, Redis, RedisOptions } from '../core/store/ioredis-types';
+import type { StepMocks } from '../core/worker/step-runtime';
 import { WORKER_RUNTIME_KEYS } from '../core/worker/worker';
 import { DASHBOARD_OPTION_KEYS, type DashboardOptions } from '../dashboard/dashboard-options';
 
@@ -117,7 +117,6 @@ export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['max
 /** Keys of `RedflowRedisOptions` (the `redis` option). */
 export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['requireNoEviction']);
 
-
 /** The options with every default applied. The only place defaults are merged. */
 export interface ResolvedRedflowOptions extends RedflowModuleOptions {
   worker: Required<Pick<RedflowWorkerOptions, 'enabled' | 'concurrency'>> & RedflowWorkerOptions;
@@ -141,7 +140,11 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   }
   // `stepMocks` is internal (RedflowTestingModule): accepted, but never offered in messages.
   const { stepMocks: _internal, ...publicOptions } = options;
-  assertKnownKeys(WHAT, publicOptions, REDFLOW_MODULE_OPTION_KEYS.filter((k) => k !== 'stepMocks'));
+  assertKnownKeys(
+    WHAT,
+    publicOptions,
+    REDFLOW_MODULE_OPTION_KEYS.filter((k) => k !== 'stepMocks'),
+  );
   if (typeof options.app !== 'string' || !options.app) {
     throw new ConfigurationError(
       `RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got ${describeValue(options.app)}.`,
@@ -150,7 +153,9 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   checkUserName(options.app, 'RedflowModule option "app"');
   if (options.prefix !== undefined) checkResourceName(options.prefix, 'RedflowModule option "prefix"');
   const shutdownTimeoutMs =
-    options.shutdownTimeoutMs === undefined ? 10_000 : checkDuration(options.shutdownTimeoutMs, 'RedflowModule option "shutdownTimeoutMs"', { allowZero: true, timer: true });
+    options.shutdownTimeoutMs === undefined
+      ? 10_000
+      : checkDuration(options.shutdownTimeoutMs, 'RedflowModule option "shutdownTimeoutMs"', { allowZero: true, timer: true });
 
   if (options.worker !== undefined && options.worker !== false && (options.worker === null || typeof options.worker !== 'object')) {
     throw new ConfigurationError(`RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got ${describeValue(options.worker)}.`);

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+
 import { WorkflowAdmin } from '../core';
 import { RedflowClient } from './redflow.client';
 

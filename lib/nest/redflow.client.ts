@@ -1,4 +1,5 @@
 import { Logger, type Type } from '@nestjs/common';
+
 import {
   ConfigurationError,
   InputValidationError,
@@ -12,12 +13,12 @@ import {
   type WorkflowContext,
   type WorkflowRegistry,
 } from '../core';
-import { isConnection, openConnection } from '../core/store/connection';
 import { validateInput } from '../core/definition/validation';
-import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
-import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
+import { isConnection, openConnection } from '../core/store/connection';
 import { workflowName } from './decorators/workflow.decorator';
 import type { RedflowMetadataAccessor } from './redflow-metadata.accessor';
+import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
+import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 
 /**
  * Method names of `T` whose first parameter is a `WorkflowContext`: the methods `@Workflow` can
@@ -82,7 +83,9 @@ export class RedflowClient extends WorkflowClient {
     const handler = (workflowClass.prototype as Record<string, unknown>)[method] as ((...args: never[]) => unknown) | undefined;
     const metadata = handler && this.accessor.getWorkflow(handler);
     if (!metadata) {
-      throw new ConfigurationError(`${workflowClass.name}.${method} is not a @Workflow method. Decorate it with @Workflow() or start a workflow by name with runByName().`);
+      throw new ConfigurationError(
+        `${workflowClass.name}.${method} is not a @Workflow method. Decorate it with @Workflow() or start a workflow by name with runByName().`,
+      );
     }
     return workflowName(metadata, workflowClass.name, method);
   }
@@ -93,7 +96,12 @@ export class RedflowClient extends WorkflowClient {
    * is validated by its DTO or schema before it is sent (`InputValidationError`, nothing sent).
    */
   override signal(runId: string, name: string, payload?: unknown): Promise<boolean>;
-  override signal<C extends WorkflowClassWithSignals, N extends keyof C['signals'] & string>(workflowClass: C, runId: string, name: N, payload: SignalPayload<C, N>): Promise<boolean>;
+  override signal<C extends WorkflowClassWithSignals, N extends keyof C['signals'] & string>(
+    workflowClass: C,
+    runId: string,
+    name: N,
+    payload: SignalPayload<C, N>,
+  ): Promise<boolean>;
   override async signal(...args: unknown[]): Promise<boolean> {
     if (typeof args[0] !== 'function') return super.signal(args[0] as string, args[1] as string, args[2]);
     const [workflowClass, runId, name, payload] = args as [WorkflowClassWithSignals, string, string, unknown];
@@ -101,13 +109,16 @@ export class RedflowClient extends WorkflowClient {
     const schema = declared && Object.prototype.hasOwnProperty.call(declared, name) ? declared[name] : undefined;
     if (!schema) {
       const known = declared ? Object.keys(declared).join(', ') || 'none' : 'none';
-      throw new ConfigurationError(`${workflowClass.name} declares no signal "${name}" (declared: ${known}). Add it to its static signals, e.g. static readonly signals = { ${name}: PayloadDto }.`);
+      throw new ConfigurationError(
+        `${workflowClass.name} declares no signal "${name}" (declared: ${known}). Add it to its static signals, e.g. static readonly signals = { ${name}: PayloadDto }.`,
+      );
     }
     let valid: unknown;
     try {
       valid = await validateInput(workflowClass.name, schema, payload);
     } catch (error) {
-      if (error instanceof InputValidationError) throw new InputValidationError(error.workflow, error.issues, `The payload of signal "${name}" of ${workflowClass.name}`);
+      if (error instanceof InputValidationError)
+        throw new InputValidationError(error.workflow, error.issues, `The payload of signal "${name}" of ${workflowClass.name}`);
       throw error;
     }
     return super.signal(runId, name, valid);
@@ -130,11 +141,10 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     events: options.events,
     tracing: options.tracing,
   };
-  const { redis, owned } =
-    isConnection(connection)
-      ? openConnection({ redis: connection })
-      : typeof connection === 'object'
-        ? openConnection({ redisOptions: connection })
-        : openConnection({ url: connection });
+  const { redis, owned } = isConnection(connection)
+    ? openConnection({ redis: connection })
+    : typeof connection === 'object'
+      ? openConnection({ redisOptions: connection })
+      : openConnection({ url: connection });
   return new RedflowClient(redis, owned, clientOptions, accessor);
 }

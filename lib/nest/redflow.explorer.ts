@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import { ConfigurationError, type WorkflowRegistry, type WorkflowContext } from '../core';
+
+import { ConfigurationError, type WorkflowContext, type WorkflowRegistry } from '../core';
+import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
 import { workflowName } from './decorators/workflow.decorator';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
-import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
-import { runWithSteps } from './step-context';
 import { assertNoScheduleDecorator } from './schedule-interop';
+import { runWithSteps } from './step-context';
 
 type Handler = (this: unknown, ...args: unknown[]) => unknown;
 
@@ -69,7 +70,9 @@ export class RedflowExplorer {
         const runEvents = this.accessor.getRunEventListeners(handler);
         if (runEvents.length) {
           if (!isStatic || !instance) {
-            throw new ConfigurationError(`${where} has @OnRunEvent in a request-scoped provider. Run events come outside any request: make ${className} a default-scoped provider.`);
+            throw new ConfigurationError(
+              `${where} has @OnRunEvent in a request-scoped provider. Run events come outside any request: make ${className} a default-scoped provider.`,
+            );
           }
           for (const listener of runEvents) listeners.push({ ...listener, where, call: (...args) => handler.apply(instance, args) });
         }
@@ -78,7 +81,9 @@ export class RedflowExplorer {
         const crons = this.accessor.getCrons(handler);
         if (!options) {
           if (events.length || crons.length) {
-            throw new ConfigurationError(`${where} has @${events.length ? 'OnEvent' : 'Cron'} but no @Workflow. Add @Workflow() to ${where}: triggers start workflows.`);
+            throw new ConfigurationError(
+              `${where} has @${events.length ? 'OnEvent' : 'Cron'} but no @Workflow. Add @Workflow() to ${where}: triggers start workflows.`,
+            );
           }
           continue;
         }
@@ -95,7 +100,9 @@ export class RedflowExplorer {
         const { input, onFailure, name: _name, ...workflowOptions } = options;
         const failureHook = typeof onFailure === 'string' ? (prototype as Record<string, Handler>)[onFailure] : onFailure;
         if (typeof onFailure === 'string' && typeof failureHook !== 'function') {
-          throw new ConfigurationError(`onFailure of ${where} names "${onFailure}", which is not a method of ${className}. Name a method of the same provider.`);
+          throw new ConfigurationError(
+            `onFailure of ${where} names "${onFailure}", which is not a method of ${className}. Name a method of the same provider.`,
+          );
         }
         registry.define(
           name,

@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+
 import { RedflowExceptionFilter } from './redflow-exception.filter';
 import type { RedflowModuleOptions } from './redflow-options.interface';
 
@@ -33,6 +34,7 @@ export const {
   .setExtras<RedflowModuleExtras>({ isGlobal: true, exceptionFilter: true, dashboardPath: undefined }, (definition, extras) => ({
     ...definition,
     global: extras.isGlobal !== false,
-    providers: extras.exceptionFilter === false ? definition.providers : [...(definition.providers ?? []), { provide: APP_FILTER, useClass: RedflowExceptionFilter }],
+    providers:
+      extras.exceptionFilter === false ? definition.providers : [...(definition.providers ?? []), { provide: APP_FILTER, useClass: RedflowExceptionFilter }],
   }))
   .build();

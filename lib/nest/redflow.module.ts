@@ -1,17 +1,17 @@
 import { Inject, Module, Optional, type DynamicModule, type NestModule, type Provider, type Type } from '@nestjs/common';
 import { DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+
 import { ConfigurationError, WorkflowRegistry } from '../core';
-import { RedflowAdmin } from './redflow.admin';
-import { createRedflowClient, RedflowClient } from './redflow.client';
-import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY } from './redflow.constants';
 import type { DashboardApi } from '../dashboard/dashboard-api';
 import { dashboardPathMiddleware } from './redflow-dashboard.middleware';
 import { withDashboard } from './redflow-dashboard.providers';
-import { RedflowExplorer } from './redflow.explorer';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
+import { RedflowAdmin } from './redflow.admin';
+import { createRedflowClient, RedflowClient } from './redflow.client';
+import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY, REDFLOW_WORKFLOW } from './redflow.constants';
+import { RedflowExplorer } from './redflow.explorer';
 import { REDFLOW_ASYNC_OPTIONS_TYPE, REDFLOW_MODULE_OPTIONS, REDFLOW_OPTIONS_TYPE, RedflowConfigurableModule } from './redflow.module-definition';
 import { RedflowOrchestrator } from './redflow.orchestrator';
-import { REDFLOW_WORKFLOW } from './redflow.constants';
 import { getWorkflowRefToken, WorkflowRef } from './workflow-ref';
 
 /** What an `UnknownWorkflowError` tells a Nest user to do. */
@@ -70,10 +70,15 @@ export class RedflowModule extends RedflowConfigurableModule implements NestModu
   static forFeature(...workflowClasses: Array<Type<unknown>>): DynamicModule {
     const providers: Provider[] = workflowClasses.flatMap((workflowClass) => {
       if (typeof workflowClass !== 'function') {
-        throw new ConfigurationError(`RedflowModule.forFeature() takes provider classes with @Workflow methods, got ${workflowClass === null ? 'null' : typeof workflowClass}.`);
+        throw new ConfigurationError(
+          `RedflowModule.forFeature() takes provider classes with @Workflow methods, got ${workflowClass === null ? 'null' : typeof workflowClass}.`,
+        );
       }
       const methods = workflowMethodsOf(workflowClass);
-      if (!methods.length) throw new ConfigurationError(`${workflowClass.name}, given to RedflowModule.forFeature(), has no @Workflow method. Decorate its workflow methods with @Workflow().`);
+      if (!methods.length)
+        throw new ConfigurationError(
+          `${workflowClass.name}, given to RedflowModule.forFeature(), has no @Workflow method. Decorate its workflow methods with @Workflow().`,
+        );
       return methods.map((method) => ({
         provide: getWorkflowRefToken(workflowClass, method),
         useFactory: (client: RedflowClient) => new WorkflowRef(client, client.workflowNameOf(workflowClass, method as never)),

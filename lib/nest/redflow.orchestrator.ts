@@ -9,13 +9,14 @@ import {
 } from '@nestjs/common';
 import { DiscoveryService, ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
+
 import { RUN_HOOK_EVENTS, startWorker, type Worker, type WorkerHooks, type WorkflowRegistry } from '../core';
+import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
+import { isRedflowWorkerTransport, type RedflowWorkerTransport } from './redflow-worker-transport.interface';
 import { RedflowClient } from './redflow.client';
 import { REDFLOW_LOGGER_CONTEXT, REDFLOW_REGISTRY } from './redflow.constants';
 import { RedflowExplorer, type RunEventListener } from './redflow.explorer';
 import { REDFLOW_MODULE_OPTIONS } from './redflow.module-definition';
-import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
-import { isRedflowWorkerTransport, type RedflowWorkerTransport } from './redflow-worker-transport.interface';
 import { listCronsInSchedulerRegistry } from './schedule-interop';
 
 /**
@@ -76,7 +77,9 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   private async bootstrap(): Promise<void> {
     // Only a worker has runs to drain: a producer-only app needs no shutdown hooks of ours.
     if (this.options.worker.enabled && process.listenerCount('SIGTERM') === 0) {
-      this.logger.warn('Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().');
+      this.logger.warn(
+        'Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().',
+      );
     }
     // A producer-only app may load fewer workflow providers than the workers sharing its `app`
     // id: it registers what it has but never removes what they registered.
@@ -134,7 +137,11 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
         const workflow = (args[0] as { workflow?: string } | undefined)?.workflow;
         for (const listener of listeners) {
           if (listener.workflows && (workflow === undefined || !listener.workflows.includes(workflow))) continue;
-          const failed = (error: unknown) => this.logger.error(`@OnRunEvent('${event}') ${listener.where} threw: ${(error as Error)?.message ?? String(error)}. The run is not affected.`, (error as Error)?.stack);
+          const failed = (error: unknown) =>
+            this.logger.error(
+              `@OnRunEvent('${event}') ${listener.where} threw: ${(error as Error)?.message ?? String(error)}. The run is not affected.`,
+              (error as Error)?.stack,
+            );
           try {
             const result = listener.call(...args);
             if (result instanceof Promise) result.catch(failed);

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Logger } from '@nestjs/common';
 import type { DiscoveryService } from '@nestjs/core';
+
 import { ConfigurationError, type WorkflowRegistry } from '../core';
 import { cronIds } from '../core/definition/cron';
 
@@ -81,7 +82,10 @@ export function listCronsInSchedulerRegistry(discovery: DiscoveryService, regist
       const name = `${SCHEDULER_REGISTRY_PREFIX}${id}`;
       if (schedulerRegistry.doesExist('cron', name)) return;
       try {
-        schedulerRegistry.addCronJob(name, CronJob.from({ cronTime: triggers[i].expression, onTick: () => undefined, start: false, timeZone: triggers[i].timezone }));
+        schedulerRegistry.addCronJob(
+          name,
+          CronJob.from({ cronTime: triggers[i].expression, onTick: () => undefined, start: false, timeZone: triggers[i].timezone }),
+        );
         added.push(name);
       } catch (error) {
         // An expression that croner takes but `cron` does not: the trigger works, it is just not listed.

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+
 import type { RunStepOptions, StepApi, StepRunContext } from '../core';
 
 /**

@@ -1,4 +1,5 @@
 import { Inject, type Type } from '@nestjs/common';
+
 import type { CountRunsOptions, ListRunsOptions, RunHandle, RunOptions, RunState } from '../core';
 import type { RedflowClient, WorkflowInput, WorkflowMethodName, WorkflowOutput } from './redflow.client';
 
@@ -51,7 +52,11 @@ export function getWorkflowRefToken(workflowClass: Type<unknown>, method: string
   let byMethod = tokens.get(workflowClass);
   if (!byMethod) tokens.set(workflowClass, (byMethod = new Map()));
   let token = byMethod.get(method);
-  if (!token) byMethod.set(method, (token = Symbol(`WorkflowRef(${workflowClass.name}.${method}) — add RedflowModule.forFeature(${workflowClass.name}) to this module's imports`)));
+  if (!token)
+    byMethod.set(
+      method,
+      (token = Symbol(`WorkflowRef(${workflowClass.name}.${method}) — add RedflowModule.forFeature(${workflowClass.name}) to this module's imports`)),
+    );
   return token;
 }
 

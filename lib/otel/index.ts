@@ -6,9 +6,10 @@
  */
 import type * as OtelApi from '@opentelemetry/api';
 import type { Context, Span, Tracer, TracerProvider } from '@opentelemetry/api';
-import { ConfigurationError } from '../core/errors';
+
 import { assertKnownKeys, describeValue, optionKeys } from '../core/definition/option-checks';
 import type { AttemptTraceInfo, RedflowTracing, SpanOutcome, StepTraceInfo, TraceContext, TraceSpan } from '../core/definition/tracing';
+import { ConfigurationError } from '../core/errors';
 
 export type { AttemptTraceInfo, RedflowTracing, SpanOutcome, StepTraceInfo, TraceContext, TraceSpan } from '../core/definition/tracing';
 
@@ -42,7 +43,9 @@ function loadApi(): typeof OtelApi {
     return require('@opentelemetry/api') as typeof OtelApi;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
-    throw new ConfigurationError('redflowTracing() of "nestjs-redflow/otel" needs the package @opentelemetry/api: run "npm install @opentelemetry/api" (and an OpenTelemetry SDK to export the spans).');
+    throw new ConfigurationError(
+      'redflowTracing() of "nestjs-redflow/otel" needs the package @opentelemetry/api: run "npm install @opentelemetry/api" (and an OpenTelemetry SDK to export the spans).',
+    );
   }
 }
 
@@ -60,7 +63,9 @@ export function redflowTracing(options: RedflowTracingOptions = {}): RedflowTrac
     throw new ConfigurationError(`redflowTracing option "tracerName" must be a non-empty string, got ${describeValue(options.tracerName)}.`);
   }
   if (options.tracerProvider !== undefined && typeof (options.tracerProvider as Partial<TracerProvider>)?.getTracer !== 'function') {
-    throw new ConfigurationError(`redflowTracing option "tracerProvider" must be an OpenTelemetry TracerProvider (with getTracer()), got ${describeValue(options.tracerProvider)}.`);
+    throw new ConfigurationError(
+      `redflowTracing option "tracerProvider" must be an OpenTelemetry TracerProvider (with getTracer()), got ${describeValue(options.tracerProvider)}.`,
+    );
   }
   const api = loadApi();
   const name = options.tracerName ?? 'nestjs-redflow';
@@ -106,7 +111,14 @@ class OtelTracing implements RedflowTracing {
         `redflow.step ${step.step}`,
         {
           kind: SpanKind.INTERNAL,
-          attributes: { [a.runId]: info.runId, [a.attempt]: info.attempt, [a.workflow]: info.workflow, [a.queue]: info.queue, [a.stepName]: step.step, [a.stepAttempt]: step.stepAttempt },
+          attributes: {
+            [a.runId]: info.runId,
+            [a.attempt]: info.attempt,
+            [a.workflow]: info.workflow,
+            [a.queue]: info.queue,
+            [a.stepName]: step.step,
+            [a.stepAttempt]: step.stepAttempt,
+          },
         },
         active,
       );

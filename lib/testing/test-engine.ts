@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+
 import {
   createAdmin,
   createClient,
@@ -13,8 +14,8 @@ import {
 } from '../core';
 import { openConnection } from '../core/store/connection';
 import { TestRedisServer } from './redis-server';
-import { VirtualClock } from './virtual-clock';
 import { TestRunner, type TestRunOptions, type TestRunResult } from './test-runner';
+import { VirtualClock } from './virtual-clock';
 
 export type { StepMockOf, TestRunOptions, TestRunResult } from './test-runner';
 
@@ -37,7 +38,6 @@ export interface TestEngineOptions {
  * start within 100 ms, instead of the production defaults (30 s leases).
  */
 export const TEST_RUNTIME: Readonly<WorkerRuntimeOptions> = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
-
 
 /**
  * An engine for one test file or test: its own registry, a client and workers on a prefix of its
@@ -135,7 +135,13 @@ export class RedflowTestEngine {
  * workers), then the prefix's keys deleted, the client closed, the connection closed when it was
  * opened here, and the redis-server stopped when one was started. Rejects with the first error.
  */
-export async function tearDownTestPrefix(parts: { first?: () => Promise<unknown>; client: WorkflowClient; redis: RedisConnection; owned: boolean; server?: TestRedisServer }): Promise<void> {
+export async function tearDownTestPrefix(parts: {
+  first?: () => Promise<unknown>;
+  client: WorkflowClient;
+  redis: RedisConnection;
+  owned: boolean;
+  server?: TestRedisServer;
+}): Promise<void> {
   const errors: unknown[] = [];
   const attempt = async (fn: () => Promise<unknown>) => {
     try {

@@ -93,7 +93,14 @@ export class TestRunner {
   private async settled<TOutput>(state: RunState<TOutput>, steps: StepState[], depth = 0): Promise<TestRunResult<TOutput> | undefined> {
     const now = this.clock.now();
     const waits = steps.filter((s) => s.status === 'waiting');
-    const base = { runId: state.id, steps, waits, state, ...(state.output !== undefined ? { output: state.output } : {}), ...(state.error ? { error: state.error } : {}) };
+    const base = {
+      runId: state.id,
+      steps,
+      waits,
+      state,
+      ...(state.output !== undefined ? { output: state.output } : {}),
+      ...(state.error ? { error: state.error } : {}),
+    };
     if (TERMINAL_STATUSES.has(state.status)) return { ...base, status: state.status as TestRunResult['status'] };
     if (state.status !== 'scheduled') return undefined;
     // Scheduled but already due: a worker is about to promote it, it is not waiting.

@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+
 import { RedflowModule } from '../../lib';
 import { AnalyticsWorkflows } from './analytics/analytics.workflows';
 import { CheckoutWorkflows } from './orders/checkout.workflows';

@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+
 import { ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+
 import { AppModule } from './app.module';
 
 /** The HTTP entry: starts workflows and shows them; runs none itself. */

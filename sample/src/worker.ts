@@ -1,5 +1,7 @@
 import 'reflect-metadata';
+
 import { NestFactory } from '@nestjs/core';
+
 import { RedflowServer } from '../../lib/microservice';
 import { AppModule } from './app.module';
 

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
 import { basicAuth, createDashboardHandler, NonRetriableError, type CronState } from '../../lib';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
@@ -78,7 +79,13 @@ async function serve(handler: Handler): Promise<TestServer> {
     state.requests.push(request);
     res.on('finish', () => (request.status = res.statusCode));
     if (path.startsWith('/redflow/api/')) {
-      const hit: ApiHit = { at: Date.now(), method: req.method ?? '', route: path.slice('/redflow'.length), query: new URLSearchParams(search), authorization: req.headers.authorization };
+      const hit: ApiHit = {
+        at: Date.now(),
+        method: req.method ?? '',
+        route: path.slice('/redflow'.length),
+        query: new URLSearchParams(search),
+        authorization: req.headers.authorization,
+      };
       state.hits.push(hit);
       res.on('finish', () => (hit.status = res.statusCode));
       if (state.outage) {
@@ -112,7 +119,10 @@ async function serve(handler: Handler): Promise<TestServer> {
  * desktop browser. The other tests use contexts of their own, which get Playwright's usual setup.
  */
 async function startChromium(executablePath: string, userDataDir: string): Promise<{ browser: Browser; process: ChildProcess }> {
-  const child = spawn(executablePath, [...FLAGS, `--user-data-dir=${userDataDir}`, '--remote-debugging-port=0', 'about:blank'], { stdio: 'ignore', detached: true }); // its own process group: stopped whole in afterAll
+  const child = spawn(executablePath, [...FLAGS, `--user-data-dir=${userDataDir}`, '--remote-debugging-port=0', 'about:blank'], {
+    stdio: 'ignore',
+    detached: true,
+  }); // its own process group: stopped whole in afterAll
   try {
     const portFile = join(userDataDir, 'DevToolsActivePort');
     // "<port>\n/devtools/browser/<id>", once chromium listens.
@@ -263,7 +273,10 @@ describeBrowser('dashboard in chromium', () => {
   const runStatus = (target = page) => target.locator('h2 + p').getByTestId('status');
   /** The step names of the run detail page: the first text of each row's name cell (its output preview follows). */
   const stepNames = () =>
-    page.getByTestId('steps').getByTestId('step-row').evaluateAll((rows) => rows.map((row) => row.querySelectorAll('td')[1]?.firstChild?.textContent ?? ''));
+    page
+      .getByTestId('steps')
+      .getByTestId('step-row')
+      .evaluateAll((rows) => rows.map((row) => row.querySelectorAll('td')[1]?.firstChild?.textContent ?? ''));
   /** How many times `server` was asked for the detail of run `id`. */
   const detailHits = (server: TestServer, id: string) => server.hits.filter((h) => h.route === '/api/run' && h.query.get('id') === id).length;
 
@@ -282,7 +295,11 @@ describeBrowser('dashboard in chromium', () => {
     await page.goto(url);
     const counts = page.getByTestId('status-counts');
     await counts.waitFor();
-    const countOf = (status: string) => counts.locator('a.card', { has: page.locator(`.status-${status}`) }).locator('b').textContent();
+    const countOf = (status: string) =>
+      counts
+        .locator('a.card', { has: page.locator(`.status-${status}`) })
+        .locator('b')
+        .textContent();
     const shown: Record<string, string | null> = {};
     for (const status of ['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled']) shown[status] = await countOf(status);
     expect(shown).toEqual({ scheduled: '0', queued: '0', running: '1', succeeded: '3', failed: '2', canceled: '0' });
@@ -359,7 +376,9 @@ describeBrowser('dashboard in chromium', () => {
     await page.evaluate(() => void ((globalThis as Record<string, unknown>).__sameDocument = true));
 
     await page.getByTestId('cancel').click();
-    await runStatus().filter({ hasText: /^canceled$/ }).waitFor();
+    await runStatus()
+      .filter({ hasText: /^canceled$/ })
+      .waitFor();
 
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__sameDocument)).toBe(true);
     expect(await page.getByTestId('action-message').textContent()).toBe('');
@@ -385,7 +404,9 @@ describeBrowser('dashboard in chromium', () => {
     page.on('dialog', accept);
     try {
       await page.getByTestId('terminate').click();
-      await runStatus().filter({ hasText: /^terminated$/ }).waitFor();
+      await runStatus()
+        .filter({ hasText: /^terminated$/ })
+        .waitFor();
       expect(await page.getByTestId('terminate').isDisabled()).toBe(true);
       expect(await page.getByTestId('resume').isEnabled()).toBe(true);
       expect(await engine.client.getRun(id)).toMatchObject({ status: 'terminated', cancelReason: 'terminated from the dashboard' });
@@ -397,7 +418,9 @@ describeBrowser('dashboard in chromium', () => {
       page.off('dialog', accept);
     }
     expect(confirmations).toEqual([`Terminate run ${id} now, without cleanup?`, `Delete run ${id} and its steps?`]);
-    expect(main.hits.filter((h) => h.route === '/api/run/terminate' || h.route === '/api/run/delete').map((h) => [h.route, h.query.get('id'), h.status])).toEqual([
+    expect(
+      main.hits.filter((h) => h.route === '/api/run/terminate' || h.route === '/api/run/delete').map((h) => [h.route, h.query.get('id'), h.status]),
+    ).toEqual([
       ['/api/run/terminate', id, 200],
       ['/api/run/delete', id, 200],
     ]);
@@ -426,7 +449,9 @@ describeBrowser('dashboard in chromium', () => {
     await row.waitFor();
     expect(await row.locator('td.error').textContent()).toBe(`NonRetriableError: card declined: ${XSS}`);
     await page.getByTestId('runs-table').evaluate((table) => table.setAttribute('data-old', ''));
-    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector('[data-testid="runs-table"]:not([data-old])'), undefined, { polling: 50 });
+    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector('[data-testid="runs-table"]:not([data-old])'), undefined, {
+      polling: 50,
+    });
     await row.waitFor();
     expect(await page.locator('#view img, #view script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__xss)).toBeUndefined();
@@ -452,7 +477,14 @@ describeBrowser('dashboard in chromium', () => {
     await rows.first().waitFor();
     const localTime = (ms: number) => page.evaluate((at) => new Date(at).toLocaleString(), ms);
     expect(await rows.nth(0).locator('td').allTextContents()).toEqual(['nightly-report', 'definition', 'nightly', NIGHTLY, '', await localTime(cron.nextAt!)]);
-    expect(await rows.nth(1).locator('td').allTextContents()).toEqual(['reports-every-30d', 'runtime', 'nightly', 'every 30d', '', await localTime(schedule.nextAt!)]);
+    expect(await rows.nth(1).locator('td').allTextContents()).toEqual([
+      'reports-every-30d',
+      'runtime',
+      'nightly',
+      'every 30d',
+      '',
+      await localTime(schedule.nextAt!),
+    ]);
     expect((await rows.nth(0).locator('td').nth(5).textContent())?.trim()).not.toBe('');
     expect(await page.getByTestId('page-error').count()).toBe(0);
   });
@@ -519,7 +551,9 @@ describeBrowser('dashboard in chromium', () => {
     await eventually(() => detailHits(main, id) >= first + 2, 2 * POLL_MS + 2_000);
 
     await engine.client.cancelRun(id, { reason: 'canceled elsewhere' });
-    await runStatus().filter({ hasText: /^canceled$/ }).waitFor();
+    await runStatus()
+      .filter({ hasText: /^canceled$/ })
+      .waitFor();
     await waitForPolling(page, 'off');
     expect(await page.getByText('canceled elsewhere', { exact: true }).count()).toBe(1);
     const asked = detailHits(main, id);
@@ -626,7 +660,9 @@ describeBrowser('dashboard in chromium', () => {
     await openRun(failed);
     expect(await runStatus().textContent()).toBe('failed');
     await page.getByTestId('resume').click();
-    await runStatus().filter({ hasText: /^succeeded$/ }).waitFor();
+    await runStatus()
+      .filter({ hasText: /^succeeded$/ })
+      .waitFor();
     expect(await stepNames()).toEqual(['first', 'second']);
     expect(firstRuns).toBe(1); // the step that had succeeded was not run again
     expect(await client.getRun(failed)).toMatchObject({ status: 'succeeded', output: 'done' });
@@ -678,9 +714,13 @@ describeBrowser('dashboard in chromium', () => {
       const row = ops.locator(`[data-testid="run-row"][data-run-id="${id}"]`);
       await row.waitFor();
       await row.getByTestId('run-link').click();
-      await runStatus(ops).filter({ hasText: /^running$/ }).waitFor();
+      await runStatus(ops)
+        .filter({ hasText: /^running$/ })
+        .waitFor();
       await ops.getByTestId('cancel').click();
-      await runStatus(ops).filter({ hasText: /^canceled$/ }).waitFor();
+      await runStatus(ops)
+        .filter({ hasText: /^canceled$/ })
+        .waitFor();
       expect(await ops.getByTestId('action-message').textContent()).toBe('');
       expect(await client.getRun(id)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the dashboard' });
 

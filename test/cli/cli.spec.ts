@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+
 import { NonRetriableError, type RedflowLogger, type RunState, type StepState, type WorkflowContext, type WorkflowMeta } from '../../lib';
 import { clusterMode, eventually, TestEngine } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
@@ -66,11 +67,15 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     engine = new TestEngine();
     common = ['--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', engine.prefix];
     const { registry, client } = engine;
-    const greet = registry.define('greet', { maxConcurrency: Infinity, event: [{ name: 'user.signed-up' }] }, async ({ input, step }: WorkflowContext<{ name: string }>) => {
-      const text = await step.run('compose', () => `Hello ${input.name}`);
-      await step.setProgress({ phase: 'composed' });
-      return text;
-    });
+    const greet = registry.define(
+      'greet',
+      { maxConcurrency: Infinity, event: [{ name: 'user.signed-up' }] },
+      async ({ input, step }: WorkflowContext<{ name: string }>) => {
+        const text = await step.run('compose', () => `Hello ${input.name}`);
+        await step.setProgress({ phase: 'composed' });
+        return text;
+      },
+    );
     const explode = registry.define('explode', { retries: { maxAttempts: 2, delay: 10 } }, () => {
       throw new Error('kaboom');
     });
@@ -133,8 +138,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(byName['parked-job']).toMatchObject({ queue: 'parked' });
     expect(byName.nightly).toMatchObject({ queue: 'parked', crons: ['nightly#0'] });
     // A version's updatedAt is its workers' last heartbeat, which may tick between the two calls.
-    const withoutHeartbeat = (list: WorkflowMeta[]) =>
-      list.map((w) => ({ ...w, versions: w.versions.map(({ updatedAt: _beat, ...v }) => v) }));
+    const withoutHeartbeat = (list: WorkflowMeta[]) => list.map((w) => ({ ...w, versions: w.versions.map(({ updatedAt: _beat, ...v }) => v) }));
     expect(withoutHeartbeat(json(fromEnv))).toEqual(withoutHeartbeat(workflows));
   });
 
@@ -153,15 +157,34 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(cells(header)).toEqual(['id', 'workflow', 'status', 'attempt', 'created', 'finished']);
     expect(rows.map((r) => r.split(' ')[0])).toEqual(newestFirst);
     const explode = (await engine.client.getRun(ids.explode))!;
-    expect(cells(rows[3])).toEqual([ids.explode, 'explode', 'failed', '2/2', new Date(explode.createdAt).toISOString(), new Date(explode.finishedAt!).toISOString()]);
+    expect(cells(rows[3])).toEqual([
+      ids.explode,
+      'explode',
+      'failed',
+      '2/2',
+      new Date(explode.createdAt).toISOString(),
+      new Date(explode.finishedAt!).toISOString(),
+    ]);
     expect(cells(rows[0])).toEqual([ids.parked[2], 'parked-job', 'queued', '0/1', expect.stringMatching(/^\d{4}-\d\d-\d\dT/)]);
 
     const failedRuns = json<RunState[]>(failed);
     expect(failedRuns).toHaveLength(1);
-    expect(failedRuns[0]).toMatchObject({ id: ids.explode, workflow: 'explode', status: 'failed', input: { order: 7 }, attempt: 2, maxAttempts: 2, error: { name: 'Error', message: 'kaboom' } });
+    expect(failedRuns[0]).toMatchObject({
+      id: ids.explode,
+      workflow: 'explode',
+      status: 'failed',
+      input: { order: 7 },
+      attempt: 2,
+      maxAttempts: 2,
+      error: { name: 'Error', message: 'kaboom' },
+    });
     expect(json<RunState[]>(page).map((r) => r.id)).toEqual([ids.parked[1], ids.parked[0]]);
     expect(none).toEqual({ code: 0, stdout: 'No runs match.\n', stderr: '' });
-    expect(badStatus).toEqual({ code: 1, stdout: '', stderr: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.\n' });
+    expect(badStatus).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.\n',
+    });
   });
 
   it('runs list: --limit abc is a one-line error without a stack trace, and --limit 0 lists nothing', async () => {
@@ -225,7 +248,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'canceled', cancelReason: 'canceled from the CLI' });
 
     expect(await redflow('runs', 'cancel', id)).toEqual({ code: 0, stdout: `Run ${id} was not canceled: it already ended (canceled).\n`, stderr: '' });
-    expect(await redflow('runs', 'cancel', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'cancel', 'no-such-run')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n`,
+    });
 
     const other = await engine.client.runByName('parked-job', { cancel: 'with reason' });
     expect(json(await redflow('runs', 'cancel', other.id, '--reason', 'duplicate order', '--json'))).toEqual({ id: other.id, canceled: true });
@@ -235,21 +262,37 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
   it('runs terminate: ends a queued run at once; a second terminate says it already ended; a missing run is one sentence and exit 1', async () => {
     const { id } = await engine.client.runByName('parked-job', { terminate: 'me' });
     expect(await redflow('runs', 'terminate', id)).toEqual({ code: 0, stdout: `Terminated run ${id}.\n`, stderr: '' });
-    expect(await engine.client.getRun(id)).toMatchObject({ status: 'terminated', cancelReason: 'terminated from the CLI', error: { name: 'RunTerminatedError' } });
+    expect(await engine.client.getRun(id)).toMatchObject({
+      status: 'terminated',
+      cancelReason: 'terminated from the CLI',
+      error: { name: 'RunTerminatedError' },
+    });
     expect(await redflow('runs', 'terminate', id)).toEqual({ code: 0, stdout: `Run ${id} was not terminated: it already ended (terminated).\n`, stderr: '' });
-    expect(await redflow('runs', 'terminate', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'terminate', 'no-such-run')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n`,
+    });
     expect(await redflow('runs', 'terminate')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs terminate <id>.\n' });
 
     const other = await engine.client.runByName('parked-job', { terminate: 'with reason' });
     expect(json(await redflow('runs', 'terminate', other.id, '--reason', 'stuck on the gateway', '--json'))).toEqual({ id: other.id, terminated: true });
     expect(await engine.client.getRun(other.id)).toMatchObject({ status: 'terminated', cancelReason: 'stuck on the gateway' });
     const listed = await redflow('runs', 'list', '--status', 'terminated', '--json');
-    expect(json<Array<{ id: string }>>(listed).map((r) => r.id).sort()).toEqual([id, other.id].sort());
+    expect(
+      json<Array<{ id: string }>>(listed)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([id, other.id].sort());
   });
 
   it('runs delete: deletes an ended run; a live run is refused (exit 1, nothing changed) unless --force; a missing run is one sentence and exit 1', async () => {
     const { id } = await engine.client.runByName('parked-job', { delete: 'me' });
-    expect(await redflow('runs', 'delete', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only an ended run can be deleted. Terminate or cancel it first, or pass --force.\n` });
+    expect(await redflow('runs', 'delete', id)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "${id}" is queued: only an ended run can be deleted. Terminate or cancel it first, or pass --force.\n`,
+    });
     expect((await engine.client.getRun(id))!.status).toBe('queued');
     expect(json(await redflow('runs', 'delete', id, '--force', '--json'))).toEqual({ id, deleted: true });
     expect(await engine.client.getRun(id)).toBeNull();
@@ -258,7 +301,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     await engine.client.cancelRun(ended.id);
     expect(await redflow('runs', 'delete', ended.id)).toEqual({ code: 0, stdout: `Deleted run ${ended.id} and everything it stored.\n`, stderr: '' });
     expect(await engine.client.getRun(ended.id)).toBeNull();
-    expect(await redflow('runs', 'delete', ended.id)).toEqual({ code: 1, stdout: '', stderr: `Run "${ended.id}" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'delete', ended.id)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "${ended.id}" does not exist under prefix "${engine.prefix}".\n`,
+    });
     expect(await redflow('runs', 'delete')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs delete <id> [--force].\n' });
   });
 
@@ -269,8 +316,16 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'queued', attempt: 0, maxAttempts: 1 });
     expect((await engine.client.getRun(id))?.cancelReason).toBeUndefined();
 
-    expect(await redflow('runs', 'resume', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled, compensation_failed or terminated run can be resumed.\n` });
-    expect(await redflow('runs', 'resume', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'resume', id)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "${id}" is queued: only a failed, canceled, compensation_failed or terminated run can be resumed.\n`,
+    });
+    expect(await redflow('runs', 'resume', 'no-such-run')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n`,
+    });
     expect(await redflow('runs', 'resume')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs resume <id>.\n' });
 
     const other = await engine.client.runByName('parked-job', { resume: 'as json' });
@@ -285,17 +340,28 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(rerun).toEqual({ code: 0, stdout: `Re-ran run ${ids.explode} as a new run ${newId}, with the same input.\n`, stderr: '' });
     expect(newId).not.toBe(ids.explode);
     expect(await engine.client.getRun(newId)).toMatchObject({ workflow: 'explode', input: { order: 7 } });
-    await engine.client.handle(newId).result({ timeoutMs: 5000 }).catch(() => undefined);
+    await engine.client
+      .handle(newId)
+      .result({ timeoutMs: 5000 })
+      .catch(() => undefined);
 
     const { id } = await engine.client.runByName('parked-job', { rerun: 'me' });
-    expect(await redflow('runs', 'rerun', id)).toEqual({ code: 1, stdout: '', stderr: `Run "${id}" is queued: only a failed, canceled or terminated run can be re-run.\n` });
+    expect(await redflow('runs', 'rerun', id)).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "${id}" is queued: only a failed, canceled or terminated run can be re-run.\n`,
+    });
     await engine.client.cancelRun(id);
     const asJson = json<{ id: string; runId: string }>(await redflow('runs', 'rerun', id, '--json'));
     expect(asJson).toEqual({ id, runId: expect.any(String) });
     expect(await engine.client.getRun(asJson.runId)).toMatchObject({ workflow: 'parked-job', status: 'queued', input: { rerun: 'me' } });
     await engine.client.cancelRun(asJson.runId);
 
-    expect(await redflow('runs', 'rerun', 'no-such-run')).toEqual({ code: 1, stdout: '', stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n` });
+    expect(await redflow('runs', 'rerun', 'no-such-run')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `Run "no-such-run" does not exist under prefix "${engine.prefix}".\n`,
+    });
     expect(await redflow('runs', 'rerun')).toEqual({ code: 1, stdout: '', stderr: 'Give the run id: redflow runs rerun <id>.\n' });
   });
 
@@ -318,7 +384,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     await eventually(async () => (await engine.client.getRun(id))?.status === 'compensation_failed');
     const listed = await redflow('runs', 'list', '--status', 'compensation_failed');
     expect(listed).toMatchObject({ code: 0, stderr: '' });
-    expect(lines(listed.stdout).slice(2).map((line) => cells(line).slice(0, 3))).toEqual([[id, 'cli-saga', 'compensation_failed']]);
+    expect(
+      lines(listed.stdout)
+        .slice(2)
+        .map((line) => cells(line).slice(0, 3)),
+    ).toEqual([[id, 'cli-saga', 'compensation_failed']]);
     const shown = await redflow('runs', 'show', id);
     expect(shown).toMatchObject({ code: 0, stderr: '' });
     expect(shown.stdout).toContain('error: NonRetriableError: out of stock');
@@ -342,7 +412,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       await damaged.redis.hset(damaged.client.keys.run(badInput), 'input', '{"huge": not json');
       await damaged.redis.hset(damaged.client.keys.run(badStatus), 'status', 'bogus');
       const here = ['--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', damaged.prefix];
-      const [listed, asJson, shown] = await Promise.all([run(['runs', 'list', ...here]), run(['runs', 'list', '--json', ...here]), run(['runs', 'show', badInput, ...here])]);
+      const [listed, asJson, shown] = await Promise.all([
+        run(['runs', 'list', ...here]),
+        run(['runs', 'list', '--json', ...here]),
+        run(['runs', 'show', badInput, ...here]),
+      ]);
 
       expect(listed).toMatchObject({ code: 0, stderr: '' });
       const rows = lines(listed.stdout).slice(2).map(cells);
@@ -360,8 +434,12 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
         expect(result.stderr).not.toMatch(STACK_LINE);
         expect(lines(result.stderr)).toHaveLength(1);
       }
-      expect(shown.stderr).toBe(`Run "${badInput}" has corrupt data in Redis (field "input" is not valid JSON) and cannot be shown; "redflow runs list" shows it as a row marked corrupt.\n`);
-      expect(asJson.stderr).toMatch(/^Run "\S+" has corrupt data in Redis \(.+\) and cannot be shown; "redflow runs list" shows it as a row marked corrupt\.\n$/);
+      expect(shown.stderr).toBe(
+        `Run "${badInput}" has corrupt data in Redis (field "input" is not valid JSON) and cannot be shown; "redflow runs list" shows it as a row marked corrupt.\n`,
+      );
+      expect(asJson.stderr).toMatch(
+        /^Run "\S+" has corrupt data in Redis \(.+\) and cannot be shown; "redflow runs list" shows it as a row marked corrupt\.\n$/,
+      );
     } finally {
       await damaged.close();
     }
@@ -384,12 +462,22 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
         run(['workflows', '--redis', 'redis:/ops:hunter2-pass@127.0.0.1:1']),
       ]);
       expect(refused).toMatchObject({ code: 1, stdout: '' });
-      expect(refused.stderr).toBe('Cannot connect to Redis at redis://ops:***@127.0.0.1:1 (connect ECONNREFUSED 127.0.0.1:1): check --redis or REDIS_URL, and that Redis is running.\n');
-      expect(notUrl).toEqual({ code: 1, stdout: '', stderr: '"redis:/ops:***@127.0.0.1:1" is not a Redis URL: use --redis redis://host:port (or set REDIS_URL).\n' });
+      expect(refused.stderr).toBe(
+        'Cannot connect to Redis at redis://ops:***@127.0.0.1:1 (connect ECONNREFUSED 127.0.0.1:1): check --redis or REDIS_URL, and that Redis is running.\n',
+      );
+      expect(notUrl).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: '"redis:/ops:***@127.0.0.1:1" is not a Redis URL: use --redis redis://host:port (or set REDIS_URL).\n',
+      });
     });
 
     it('a --redis that is not a Redis URL', async () => {
-      expect(await run(['workflows', '--redis', 'nope'])).toEqual({ code: 1, stdout: '', stderr: '"nope" is not a Redis URL: use --redis redis://host:port (or set REDIS_URL).\n' });
+      expect(await run(['workflows', '--redis', 'nope'])).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: '"nope" is not a Redis URL: use --redis redis://host:port (or set REDIS_URL).\n',
+      });
     });
 
     it('an unknown command or option', async () => {
@@ -404,7 +492,10 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     it('dashboard: a --port that is not a port, or one already in use', async () => {
       const busy = new URL(process.env.REDFLOW_TEST_REDIS_URL!).port; // the test Redis listens there
       const [bad, inUse] = await Promise.all([redflow('dashboard', '--port', 'abc'), redflow('dashboard', '--port', busy)]);
-      for (const [result, port] of [[bad, 'abc'], [inUse, busy]] as const) {
+      for (const [result, port] of [
+        [bad, 'abc'],
+        [inUse, busy],
+      ] as const) {
         expect(result).toMatchObject({ code: 1, stdout: '' });
         expect(lines(result.stderr)).toHaveLength(1);
         expect(result.stderr).not.toMatch(STACK_LINE);
@@ -490,17 +581,32 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       const cancel = () => request(dash.base).post(`/api/run/cancel?id=${id}`);
       const json = { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' };
       // DNS rebinding: the attacker's page reaches the port under its own host name.
-      expect((await cancel().set({ ...json, host: `rebound.example:${dash.port}`, 'x-redflow-csrf': token }).send({})).status).toBe(421);
+      expect(
+        (
+          await cancel()
+            .set({ ...json, host: `rebound.example:${dash.port}`, 'x-redflow-csrf': token })
+            .send({})
+        ).status,
+      ).toBe(421);
       expect((await cancel().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({})).status).toBe(403);
       expect((await cancel().set(json).send({})).body.code).toBe('CSRF_TOKEN');
       expect((await engine.client.getRun(id))!.status).toBe('queued');
-      expect((await cancel().set({ ...json, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ canceled: true });
+      expect(
+        (
+          await cancel()
+            .set({ ...json, 'x-redflow-csrf': token })
+            .send({})
+            .expect(200)
+        ).body,
+      ).toEqual({ canceled: true });
       expect((await engine.client.getRun(id))!.status).toBe('canceled');
     });
 
     it('without --allow-actions it is read-only', async () => {
       const dash = await dashboard();
-      expect(dash.line).toBe(`Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel, re-run and resume)`);
+      expect(dash.line).toBe(
+        `Redflow dashboard for prefix "${engine.prefix}" on http://127.0.0.1:${dash.port}/ (read-only; --allow-actions enables cancel, re-run and resume)`,
+      );
       expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
       await stopWithSigterm(dash);
     });
@@ -510,11 +616,23 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       const { port } = dash;
       const statusFor = async (host: string) => (await request(dash.base).get('/api/meta').set('Host', host)).status;
       const hosts = [`127.0.0.1:${port}`, `localhost:${port}`, `LocalHost:${port}`, `[::1]:${port}`, 'dashboard.test:8080', `ops.test:${port}`];
-      const strangers = ['evil.example', `evil.example:${port}`, `127.0.0.1:${port + 1}`, `dashboard.test:${port}`, 'ops.test:8080', `localhost.evil.example:${port}`, ''];
+      const strangers = [
+        'evil.example',
+        `evil.example:${port}`,
+        `127.0.0.1:${port + 1}`,
+        `dashboard.test:${port}`,
+        'ops.test:8080',
+        `localhost.evil.example:${port}`,
+        '',
+      ];
       expect(await Promise.all(hosts.map(statusFor))).toEqual(hosts.map(() => 200));
       expect(await Promise.all(strangers.map(statusFor))).toEqual(strangers.map(() => 421));
 
-      const refused = await request(dash.base).get('/').set('Host', `rebound.example:${port}`).expect(421).expect('content-type', 'application/json; charset=utf-8');
+      const refused = await request(dash.base)
+        .get('/')
+        .set('Host', `rebound.example:${port}`)
+        .expect(421)
+        .expect('content-type', 'application/json; charset=utf-8');
       expect(refused.body).toEqual({
         statusCode: 421,
         code: 'MISDIRECTED',
@@ -525,12 +643,16 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     it('with a token: 401 without it; the Bearer header; a one-time login link that sets a session cookie; the token is never printed', async () => {
       const token = randomBytes(24).toString('hex');
       const dash = await startDashboard(common, { REDFLOW_DASHBOARD_TOKEN: token });
-      const [, link, code] = await dash.until('stdout', /\nSign in at (http:\/\/127\.0\.0\.1:\d+\/\?login=([0-9a-f]{64})) \(the link works once; scripts send "Authorization: Bearer <token>"\)\.\n/);
+      const [, link, code] = await dash.until(
+        'stdout',
+        /\nSign in at (http:\/\/127\.0\.0\.1:\d+\/\?login=([0-9a-f]{64})) \(the link works once; scripts send "Authorization: Bearer <token>"\)\.\n/,
+      );
       expect(link).toBe(`${dash.base}/?login=${code}`);
       const tokenRequired = {
         statusCode: 401,
         code: 'TOKEN_REQUIRED',
-        message: 'This dashboard requires a token: open the one-time login link that "redflow dashboard" printed when it started, or send the header "Authorization: Bearer <token>".',
+        message:
+          'This dashboard requires a token: open the one-time login link that "redflow dashboard" printed when it started, or send the header "Authorization: Bearer <token>".',
       };
 
       const anonymous = await request(dash.base).get('/api/meta').expect(401).expect('www-authenticate', 'Bearer realm="redflow"');
@@ -538,9 +660,15 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       await request(dash.base).get('/').expect(401);
       const wrongSameLength = randomBytes(24).toString('hex');
       expect((await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${wrongSameLength}`).expect(401)).body).toEqual(tokenRequired);
-      await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token.slice(0, -1)}`).expect(401);
+      await request(dash.base)
+        .get('/api/meta')
+        .set('Authorization', `Bearer ${token.slice(0, -1)}`)
+        .expect(401);
       await request(dash.base).get('/api/meta').set('Authorization', token).expect(401);
-      expect((await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token}`).expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
+      expect((await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token}`).expect(200)).body).toEqual({
+        readOnly: true,
+        prefix: engine.prefix,
+      });
       // The Host check comes first, token or not.
       await request(dash.base).get('/api/meta').set('Authorization', `Bearer ${token}`).set('Host', `evil.example:${dash.port}`).expect(421);
 
@@ -553,14 +681,18 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       expect(again.body).toEqual({
         statusCode: 401,
         code: 'TOKEN_REQUIRED',
-        message: 'This login link was used already or is not valid: each link works once. Restart "redflow dashboard" for a new one, or send the header "Authorization: Bearer <token>".',
+        message:
+          'This login link was used already or is not valid: each link works once. Restart "redflow dashboard" for a new one, or send the header "Authorization: Bearer <token>".',
       });
       expect(again.headers['set-cookie']).toBeUndefined();
 
       const cookie = `theme=dark; redflow_session=${session}`;
       expect((await request(dash.base).get('/api/meta').set('Cookie', cookie).expect(200)).body).toEqual({ readOnly: true, prefix: engine.prefix });
       await request(dash.base).get('/').set('Cookie', cookie).expect(200).expect('content-type', 'text/html; charset=utf-8');
-      await request(dash.base).get('/api/meta').set('Cookie', `redflow_session=${randomBytes(32).toString('hex')}`).expect(401);
+      await request(dash.base)
+        .get('/api/meta')
+        .set('Cookie', `redflow_session=${randomBytes(32).toString('hex')}`)
+        .expect(401);
 
       await stopWithSigterm(dash);
       expect(dash.output.stdout + dash.output.stderr).not.toContain(token);
@@ -568,16 +700,21 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     });
 
     it('refuses a token shorter than 16 characters, and an --allowed-host that is not a host', async () => {
-      const [short, badHost] = await Promise.all([redflow('dashboard', '--port', '0', '--token', 'fifteen-chars!!'), redflow('dashboard', '--port', '0', '--allowed-host', 'http://ops.test/')]);
+      const [short, badHost] = await Promise.all([
+        redflow('dashboard', '--port', '0', '--token', 'fifteen-chars!!'),
+        redflow('dashboard', '--port', '0', '--allowed-host', 'http://ops.test/'),
+      ]);
       expect(short).toEqual({
         code: 1,
         stdout: '',
-        stderr: 'The dashboard token (--token or REDFLOW_DASHBOARD_TOKEN) must be at least 16 characters long, got 15: generate one with "openssl rand -hex 32".\n',
+        stderr:
+          'The dashboard token (--token or REDFLOW_DASHBOARD_TOKEN) must be at least 16 characters long, got 15: generate one with "openssl rand -hex 32".\n',
       });
       expect(badHost).toEqual({
         code: 1,
         stdout: '',
-        stderr: '--allowed-host takes a host name or address with an optional port, such as dashboard.internal or dashboard.internal:8080 ([fd00::1]:8080 for IPv6), got "http://ops.test/".\n',
+        stderr:
+          '--allowed-host takes a host name or address with an optional port, such as dashboard.internal or dashboard.internal:8080 ([fd00::1]:8080 for IPv6), got "http://ops.test/".\n',
       });
     });
 
@@ -593,7 +730,9 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       // Listening on every interface, it prints (and answers to) the host it was told browsers use.
       const dash = await dashboard('--host', '0.0.0.0', '--insecure', '--allowed-host', '127.0.0.1');
       await dash.until('stderr', /\n/);
-      expect(dash.output.stderr).toBe(`Warning: the dashboard listens on 0.0.0.0:${dash.port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.\n`);
+      expect(dash.output.stderr).toBe(
+        `Warning: the dashboard listens on 0.0.0.0:${dash.port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.\n`,
+      );
       await request(dash.base).get('/api/meta').expect(200);
       // Not a loopback bind: localhost is not one of its names.
       await request(dash.base).get('/api/meta').set('Host', `localhost:${dash.port}`).expect(421);
@@ -607,7 +746,9 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       expect((await request(dash.base).get('/api/meta').expect(200)).body).toEqual({ readOnly: true, prefix: 'cli-down' });
       expect((await request(dash.base).get('/api/overview').expect(503)).body).toMatchObject({ statusCode: 503, code: 'REDIS_UNAVAILABLE' });
       await stopWithSigterm(dash);
-      expect(dash.output.stderr).toBe('Redis at redis://ops:***@127.0.0.1:1 is unreachable (connect ECONNREFUSED 127.0.0.1:1); the dashboard keeps retrying and shows errors until it is back.\n');
+      expect(dash.output.stderr).toBe(
+        'Redis at redis://ops:***@127.0.0.1:1 is unreachable (connect ECONNREFUSED 127.0.0.1:1); the dashboard keeps retrying and shows errors until it is back.\n',
+      );
       expect(dash.output.stdout + dash.output.stderr).not.toContain('hunter2');
     });
 
@@ -626,7 +767,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
         await request(dash.base).get('/api/overview').expect(200);
 
         expect(lines(dash.output.stderr)).toEqual([
-          expect.stringMatching(new RegExp(`^Redis at redis://127\\.0\\.0\\.1:${redis.port} is unreachable \\(.+\\); the dashboard keeps retrying and shows errors until it is back\\.$`)),
+          expect.stringMatching(
+            new RegExp(
+              `^Redis at redis://127\\.0\\.0\\.1:${redis.port} is unreachable \\(.+\\); the dashboard keeps retrying and shows errors until it is back\\.$`,
+            ),
+          ),
           `Redis at redis://127.0.0.1:${redis.port} is reachable again.`,
         ]);
         await stopWithSigterm(dash);
@@ -686,7 +831,10 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     });
 
     it('--json: the same data as escapes that parse back to the stored strings', async () => {
-      const [shown, listed] = await Promise.all([redflowHere('runs', 'show', runIds.painted, '--json'), redflowHere('runs', 'list', '--workflow', 'paint', '--json')]);
+      const [shown, listed] = await Promise.all([
+        redflowHere('runs', 'show', runIds.painted, '--json'),
+        redflowHere('runs', 'list', '--workflow', 'paint', '--json'),
+      ]);
       for (const result of [shown, listed]) {
         expect(result).toMatchObject({ code: 0, stderr: '' });
         expect(rawControls(result.stdout)).toEqual([]);
@@ -699,8 +847,16 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     });
 
     it('an id with control characters is echoed escaped', async () => {
-      expect(await redflowHere('runs', 'show', '\u001b[2Jgone')).toEqual({ code: 1, stdout: '', stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n` });
-      expect(await redflowHere('runs', 'cancel', '\u001b[2Jgone')).toEqual({ code: 1, stdout: '', stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n` });
+      expect(await redflowHere('runs', 'show', '\u001b[2Jgone')).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n`,
+      });
+      expect(await redflowHere('runs', 'cancel', '\u001b[2Jgone')).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `Run "\\x1b[2Jgone" does not exist under prefix "${terminal.prefix}".\n`,
+      });
     });
 
     it('runs show and runs list --json mask the values of secret keys in inputs, outputs and step outputs', async () => {
@@ -712,7 +868,10 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
         redflowHere('runs', 'list', '--workflow', 'charge', '--json'),
       ]);
       expect(text).toMatchObject({ code: 0, stderr: '' });
-      expect(lines(text.stdout).slice(2, 4)).toEqual(['input: {"card":{"number":"4242","cvcToken":"***"},"password":"***"}', 'output: {"ok":true,"receipt":"r-1","token":"***"}']);
+      expect(lines(text.stdout).slice(2, 4)).toEqual([
+        'input: {"card":{"number":"4242","cvcToken":"***"},"password":"***"}',
+        'output: {"ok":true,"receipt":"r-1","token":"***"}',
+      ]);
 
       const view = json<{ run: RunState; steps: StepState[] }>(asJson);
       expect(view.run.input).toEqual({ card: { number: '4242', cvcToken: '***' }, password: '***' });
@@ -734,7 +893,9 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       const { id } = await terminal.client.start(waiting, {});
       await eventually(async () => (await terminal.client.getRunSteps(id)).some((step) => step.status === 'waiting'));
       const view = json<{ run: RunState; steps: StepState[] }>(await redflowHere('runs', 'show', id, '--json'));
-      expect(view.steps).toEqual([expect.objectContaining({ name: 'shipment', status: 'waiting', event: 'order.shipped', match: { orderId: 'o-1', accessToken: '***' } })]);
+      expect(view.steps).toEqual([
+        expect.objectContaining({ name: 'shipment', status: 'waiting', event: 'order.shipped', match: { orderId: 'o-1', accessToken: '***' } }),
+      ]);
       await terminal.client.cancelRun(id);
       await worker.stop();
     });
@@ -744,7 +905,10 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       try {
         const module = join(dir, 'redact.js');
         // It sees the masked run: it records what it got for the password, and hides the card number.
-        writeFileSync(module, `module.exports = (run) => ({ ...run, workflow: run.workflow.toUpperCase(), input: run.input && { ...run.input, card: '(hidden)', sawPassword: run.input.password } });\n`);
+        writeFileSync(
+          module,
+          `module.exports = (run) => ({ ...run, workflow: run.workflow.toUpperCase(), input: run.input && { ...run.input, card: '(hidden)', sawPassword: run.input.password } });\n`,
+        );
         const withRedact = (...args: string[]) => redflowHere(...args, '--redact', module);
         const [shown, listed, table] = await Promise.all([
           withRedact('runs', 'show', runIds.charge, '--json'),
@@ -786,7 +950,11 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
         });
         const absent = await redflowHere('runs', 'show', runIds.charge, '--redact', join(dir, 'absent.js'));
         expect(absent).toMatchObject({ code: 1, stdout: '' });
-        expect(absent.stderr).toMatch(new RegExp(`^Cannot load the --redact module "${join(dir, 'absent.js').replace(/[.]/g, '\\.')}" \\(.+\\): give the path of a JavaScript module that exports a function \\(run\\) => run\\.\\n$`));
+        expect(absent.stderr).toMatch(
+          new RegExp(
+            `^Cannot load the --redact module "${join(dir, 'absent.js').replace(/[.]/g, '\\.')}" \\(.+\\): give the path of a JavaScript module that exports a function \\(run\\) => run\\.\\n$`,
+          ),
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

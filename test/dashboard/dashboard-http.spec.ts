@@ -1,9 +1,22 @@
 import 'reflect-metadata';
-import { Controller, Get, type INestApplication } from '@nestjs/common';
+
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Controller, Get, type INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import { ConfigurationError, createDashboardHandler, NonRetriableError, RedflowModule, type DashboardOptions, type DashboardRun, type RedflowLogger, type RunSummary, type WorkflowClient, type WorkflowContext } from '../../lib';
+
+import {
+  ConfigurationError,
+  createDashboardHandler,
+  NonRetriableError,
+  RedflowModule,
+  type DashboardOptions,
+  type DashboardRun,
+  type RedflowLogger,
+  type RunSummary,
+  type WorkflowClient,
+  type WorkflowContext,
+} from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { deferred, eventually, TestEngine } from '../support/engine';
 import { createNestApp } from '../support/nest-app';
@@ -194,7 +207,15 @@ describe('dashboard HTTP API (seeded runs)', () => {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       try {
         const { port } = server.address() as AddressInfo;
-        for (const path of ['/redflow/../redflow/api/runs', '/redflow//api/runs', '/redflow/%2e%2e/api/runs', '/redflow/api%2Fruns', '/redflow/api\\runs', '/x/../redflow/api/runs', '/redflow/.%2E/api/runs']) {
+        for (const path of [
+          '/redflow/../redflow/api/runs',
+          '/redflow//api/runs',
+          '/redflow/%2e%2e/api/runs',
+          '/redflow/api%2Fruns',
+          '/redflow/api\\runs',
+          '/x/../redflow/api/runs',
+          '/redflow/.%2E/api/runs',
+        ]) {
           const { status, body } = await rawGet(port, path);
           expect([path, status, JSON.parse(body).code]).toEqual([path, 400, 'BAD_PATH']);
         }
@@ -215,7 +236,17 @@ describe('dashboard HTTP API (seeded runs)', () => {
       const before = Date.now();
       const res = await get('/redflow/api/overview').expect(200);
       const after = Date.now();
-      expect(res.body.byStatus).toEqual({ scheduled: 1, queued: 4, running: 1, compensating: 0, succeeded: 5, failed: 1, canceled: 1, compensation_failed: 0, terminated: 0 });
+      expect(res.body.byStatus).toEqual({
+        scheduled: 1,
+        queued: 4,
+        running: 1,
+        compensating: 0,
+        succeeded: 5,
+        failed: 1,
+        canceled: 1,
+        compensation_failed: 0,
+        terminated: 0,
+      });
       expect(res.body.byWorkflow).toEqual({ boom: 1, child: 1, hold: 1, idle: 6, ok: 3, parent: 1, ticker: 0 });
 
       const perMinute = res.body.perMinute as Array<{ minute: number; succeeded: number; failed: number }>;
@@ -259,7 +290,26 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(all).toMatchObject({ offset: 0, limit: 25, hasMore: false });
       expect(ids_(all).sort()).toEqual([ids.hold, ids.later, ...ids.idle, ids.parent, ids.child, ids.boom, ids.xss, ...ids.ok].sort());
       for (const row of all.runs) {
-        expect(Object.keys(row).filter((key) => !['id', 'workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'durationMs', 'parentId', 'error'].includes(key))).toEqual([]);
+        expect(
+          Object.keys(row).filter(
+            (key) =>
+              ![
+                'id',
+                'workflow',
+                'queue',
+                'status',
+                'attempt',
+                'maxAttempts',
+                'createdAt',
+                'availableAt',
+                'startedAt',
+                'finishedAt',
+                'durationMs',
+                'parentId',
+                'error',
+              ].includes(key),
+          ),
+        ).toEqual([]);
       }
 
       const ok = (await get('/redflow/api/runs?workflow=ok').expect(200)).body as RunsPage;
@@ -351,11 +401,17 @@ describe('dashboard HTTP API (seeded runs)', () => {
       const body = res.body as { run: Record<string, unknown>; steps: Array<Record<string, unknown>>; children: string[]; moreChildren: number };
       expect(body.run).toMatchObject({ id: ids.parent, workflow: 'parent', queue: 'default', status: 'succeeded', attempt: 1 });
       expect(body.run.input).toEqual({ text: JSON.stringify({ n: 21 }, null, 2), bytes: JSON.stringify({ n: 21 }, null, 2).length, truncated: false });
-      expect(body.run.output).toEqual({ text: JSON.stringify({ doubled: 42 }, null, 2), bytes: JSON.stringify({ doubled: 42 }, null, 2).length, truncated: false });
+      expect(body.run.output).toEqual({
+        text: JSON.stringify({ doubled: 42 }, null, 2),
+        bytes: JSON.stringify({ doubled: 42 }, null, 2).length,
+        truncated: false,
+      });
       expect(body.run.parentId).toBeUndefined();
       const progressText = JSON.stringify({ phase: 'doubled' }, null, 2);
       expect(body.run.progress).toEqual({ text: progressText, bytes: progressText.length, truncated: false });
-      expect(body.steps).toEqual([expect.objectContaining({ name: 'kid', status: 'succeeded', output: { text: '42', bytes: 2, truncated: false }, seq: 1, attempt: 1, attempts: 1 })]);
+      expect(body.steps).toEqual([
+        expect.objectContaining({ name: 'kid', status: 'succeeded', output: { text: '42', bytes: 2, truncated: false }, seq: 1, attempt: 1, attempts: 1 }),
+      ]);
       expect(body.children).toEqual([ids.child]);
       expect(body.moreChildren).toBe(0);
 
@@ -365,7 +421,10 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(child.children).toEqual([]);
 
       const failed = (await get(`/redflow/api/run?id=${ids.boom}`).expect(200)).body as typeof body;
-      expect(failed.run).toMatchObject({ status: 'failed', error: { name: 'Error', message: 'card declined', detail: expect.objectContaining({ truncated: false }) } });
+      expect(failed.run).toMatchObject({
+        status: 'failed',
+        error: { name: 'Error', message: 'card declined', detail: expect.objectContaining({ truncated: false }) },
+      });
       expect(JSON.parse((failed.run.error as { detail: Preview }).detail.text)).toMatchObject({ name: 'Error', message: 'card declined' });
       const canceled = (await get(`/redflow/api/run?id=${ids.idle[0]}`).expect(200)).body as typeof body;
       expect(canceled.run).toMatchObject({ status: 'canceled', cancelReason: 'not needed' });
@@ -378,7 +437,11 @@ describe('dashboard HTTP API (seeded runs)', () => {
       // Encoded ids are decoded once; a malformed encoding is still just a missing run.
       expect((await get('/redflow/api/run?id=a%20b').expect(404)).body.message).toBe('Run "a b" does not exist.');
       expect((await get('/redflow/api/run?id=%E0%A4%A').expect(404)).body.code).toBe('RUN_NOT_FOUND');
-      expect((await get('/redflow/api/run').expect(400)).body).toEqual({ statusCode: 400, code: 'BAD_REQUEST', message: 'Give the run id as the query parameter "id".' });
+      expect((await get('/redflow/api/run').expect(400)).body).toEqual({
+        statusCode: 400,
+        code: 'BAD_REQUEST',
+        message: 'Give the run id as the query parameter "id".',
+      });
     });
 
     it('returns markup in run data as JSON text (escaped by the page, never served as HTML)', async () => {
@@ -395,9 +458,15 @@ describe('dashboard HTTP API (seeded runs)', () => {
     });
 
     it('run/payload: 400 for an unknown field, 404 for a field the run does not have', async () => {
-      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=secrets`).expect(400)).body.message).toBe('The query parameter "field" must be input, output, error, progress or step:<name>.');
+      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=secrets`).expect(400)).body.message).toBe(
+        'The query parameter "field" must be input, output, error, progress or step:<name>.',
+      );
       expect(JSON.parse((await get(`/redflow/api/run/payload?id=${ids.parent}&field=progress`).expect(200)).text)).toEqual({ phase: 'doubled' });
-      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=error`).expect(404)).body).toEqual({ statusCode: 404, code: 'NOT_FOUND', message: `Run "${ids.ok[0]}" has no error.` });
+      expect((await get(`/redflow/api/run/payload?id=${ids.ok[0]}&field=error`).expect(404)).body).toEqual({
+        statusCode: 404,
+        code: 'NOT_FOUND',
+        message: `Run "${ids.ok[0]}" has no error.`,
+      });
       expect(JSON.parse((await get(`/redflow/api/run/payload?id=${ids.parent}&field=step:kid`).expect(200)).text)).toBe(42);
     });
   });
@@ -427,10 +496,12 @@ describe('dashboard payload size, corrupt runs, masking and redaction', () => {
     const { id } = await engine.client.start(waiter, {});
     await eventually(async () => (await engine.client.getRun(id))?.status === 'scheduled');
     const body = (await request(server).get(`/redflow/api/run?id=${id}`).expect(200)).body as { steps: Array<Record<string, unknown>> };
-    expect(body.steps).toEqual(expect.arrayContaining([
-      expect.objectContaining({ name: 'approval', status: 'waiting', signal: 'approve', wakeAt: expect.any(Number) }),
-      expect.objectContaining({ name: 'shipment', status: 'waiting', event: 'order.shipped', match: { orderId: 'o-9' } }),
-    ]));
+    expect(body.steps).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'approval', status: 'waiting', signal: 'approve', wakeAt: expect.any(Number) }),
+        expect.objectContaining({ name: 'shipment', status: 'waiting', event: 'order.shipped', match: { orderId: 'o-9' } }),
+      ]),
+    );
     await engine.client.cancelRun(id);
     await worker.stop();
   });
@@ -587,7 +658,16 @@ describe('dashboard access control', () => {
       },
     });
     const denied = { statusCode: 403, code: 'FORBIDDEN', message: 'Access to the dashboard was denied by its authorize function.' };
-    const paths = ['/redflow/', '/redflow', '/redflow/app.js', '/redflow/api/meta', '/redflow/api/overview', '/redflow/api/runs', `/redflow/api/run?id=${queuedId}`, `/redflow/api/run/payload?id=${queuedId}&field=input`];
+    const paths = [
+      '/redflow/',
+      '/redflow',
+      '/redflow/app.js',
+      '/redflow/api/meta',
+      '/redflow/api/overview',
+      '/redflow/api/runs',
+      `/redflow/api/run?id=${queuedId}`,
+      `/redflow/api/run/payload?id=${queuedId}&field=input`,
+    ];
     for (const path of paths) {
       const res = await request(server).get(path).expect(403);
       expect(res.headers['content-type']).toBe(JSON_TYPE);
@@ -698,14 +778,32 @@ describe('dashboard actions', () => {
       code: 'CSRF_TOKEN',
       message: 'The page is out of date or the request did not come from it: reload the dashboard and try again.',
     });
-    expect((await cancel().set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': `${token.slice(0, -3)}abc` }).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
+    expect(
+      (
+        await cancel()
+          .set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': `${token.slice(0, -3)}abc` })
+          .send({})
+          .expect(403)
+      ).body.code,
+    ).toBe('CSRF_TOKEN');
     // A token from another dashboard secret is refused too.
     const other = serve(engine.client, { secret: 'another-secret-of-at-least-32-chars!!' });
-    expect((await cancel().set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': await pageToken(other) }).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
+    expect(
+      (
+        await cancel()
+          .set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': await pageToken(other) })
+          .send({})
+          .expect(403)
+      ).body.code,
+    ).toBe('CSRF_TOKEN');
     // A form post, what a plain HTML form on another site can send.
-    expect((await cancel().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('x=1').expect(415)).body.code).toBe('JSON_REQUIRED');
+    expect((await cancel().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('x=1').expect(415)).body.code).toBe(
+      'JSON_REQUIRED',
+    );
     // Another origin, with a valid token and JSON.
-    expect((await cancel().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code).toBe('CROSS_ORIGIN');
+    expect(
+      (await cancel().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code,
+    ).toBe('CROSS_ORIGIN');
     expect((await cancel().set({ 'content-type': 'application/json', 'sec-fetch-site': 'same-site', 'x-redflow-csrf': token }).send({})).status).toBe(403);
     // Neither Origin nor Sec-Fetch-Site: nothing proves the request came from the page.
     expect((await cancel().set({ 'content-type': 'application/json', 'x-redflow-csrf': token }).send({})).status).toBe(403);
@@ -714,7 +812,10 @@ describe('dashboard actions', () => {
     expect((await request(server).get(`/redflow/api/run/cancel?id=${id}`).expect(405)).body.code).toBe('METHOD_NOT_ALLOWED');
     // An Origin equal to the Host (browsers without Sec-Fetch-Site) is the page itself.
     const host = 'dashboard.internal:8080';
-    await cancel().set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token }).send({}).expect(200);
+    await cancel()
+      .set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token })
+      .send({})
+      .expect(200);
     expect((await engine.client.getRun(id))!.status).toBe('canceled');
   });
 
@@ -742,7 +843,11 @@ describe('dashboard actions', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe(JSON_TYPE);
     expect(res.body).toEqual({ terminated: true });
-    expect(await engine.client.getRun(id)).toMatchObject({ status: 'terminated', cancelReason: 'terminated from the dashboard', error: { name: 'RunTerminatedError' } });
+    expect(await engine.client.getRun(id)).toMatchObject({
+      status: 'terminated',
+      cancelReason: 'terminated from the dashboard',
+      error: { name: 'RunTerminatedError' },
+    });
     expect((await act(server, id, 'terminate')).body).toEqual({ terminated: false });
     expect((await act(server, 'missing', 'terminate')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' });
     // A terminated run can be re-run and resumed like a failed one.
@@ -763,10 +868,18 @@ describe('dashboard actions', () => {
     const refused = await act(server, queuedId, 'delete');
     expect([refused.status, refused.body]).toEqual([
       409,
-      { statusCode: 409, code: 'NOT_ENDED', message: `Run "${queuedId}" is queued: only an ended run can be deleted. Terminate it first, or delete it with force.` },
+      {
+        statusCode: 409,
+        code: 'NOT_ENDED',
+        message: `Run "${queuedId}" is queued: only an ended run can be deleted. Terminate it first, or delete it with force.`,
+      },
     ]);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
-    expect((await act(server, queuedId, 'delete', '&force=yes')).body).toEqual({ statusCode: 400, code: 'BAD_REQUEST', message: 'The query parameter "force" must be 1 or 0.' });
+    expect((await act(server, queuedId, 'delete', '&force=yes')).body).toEqual({
+      statusCode: 400,
+      code: 'BAD_REQUEST',
+      message: 'The query parameter "force" must be 1 or 0.',
+    });
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect((await act(server, queuedId, 'delete', '&force=1')).body).toEqual({ deleted: true });
     expect(await engine.client.getRun(queuedId)).toBeNull();
@@ -777,7 +890,15 @@ describe('dashboard actions', () => {
     const token = await pageToken(server);
     for (const path of [`/redflow/api/run/terminate?id=${id}`, `/redflow/api/run/delete?id=${id}&force=1`]) {
       expect((await request(server).post(path).set(SAME_ORIGIN_JSON).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
-      expect((await request(server).post(path).set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code).toBe('CROSS_ORIGIN');
+      expect(
+        (
+          await request(server)
+            .post(path)
+            .set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token })
+            .send({})
+            .expect(403)
+        ).body.code,
+      ).toBe('CROSS_ORIGIN');
       expect((await request(server).get(path).expect(405)).body.code).toBe('METHOD_NOT_ALLOWED');
     }
     expect((await engine.client.getRun(id))!.status).toBe('queued');
@@ -812,7 +933,10 @@ describe('dashboard actions', () => {
     await done.result({ timeoutMs: 5000 });
     const before = (await engine.client.listRuns({ limit: 200 })).length;
     const conflict = await act(server, done.id, 'rerun');
-    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled or terminated runs can be re-run.` }]);
+    expect([conflict.status, conflict.body]).toEqual([
+      409,
+      { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled or terminated runs can be re-run.` },
+    ]);
     const { id: queuedId } = await engine.client.runByName('idle', { i: 5 });
     expect((await act(server, queuedId, 'rerun')).body.message).toBe(`Run "${queuedId}" is queued: only failed, canceled or terminated runs can be re-run.`);
     expect((await engine.client.listRuns({ limit: 200 })).length).toBe(before + 1);
@@ -829,8 +953,12 @@ describe('dashboard actions', () => {
     const bare = () => request(server).post(`/redflow/api/run/resume?id=${failed.id}`);
     expect((await bare().set(SAME_ORIGIN_JSON).send({}).expect(403)).body.code).toBe('CSRF_TOKEN');
     const token = await pageToken(server);
-    expect((await bare().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code).toBe('CROSS_ORIGIN');
-    expect((await bare().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('x=1').expect(415)).body.code).toBe('JSON_REQUIRED');
+    expect(
+      (await bare().set({ 'content-type': 'application/json', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({}).expect(403)).body.code,
+    ).toBe('CROSS_ORIGIN');
+    expect((await bare().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('x=1').expect(415)).body.code).toBe(
+      'JSON_REQUIRED',
+    );
     expect((await engine.client.getRun(failed.id))!.status).toBe('failed');
     const res = await act(server, failed.id, 'resume');
     expect(res.status).toBe(200);
@@ -873,10 +1001,20 @@ describe('dashboard actions', () => {
     const done = await engine.client.runByName('ok', { v: 2 });
     await done.result({ timeoutMs: 5000 });
     const conflict = await act(server, done.id, 'resume');
-    expect([conflict.status, conflict.body]).toEqual([409, { statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${done.id}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.` }]);
+    expect([conflict.status, conflict.body]).toEqual([
+      409,
+      {
+        statusCode: 409,
+        code: 'NOT_ENDED_BADLY',
+        message: `Run "${done.id}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.`,
+      },
+    ]);
     const { id: queuedId } = await engine.client.runByName('idle', { i: 7 });
     const live = await act(server, queuedId, 'resume');
-    expect([live.status, live.body.message]).toEqual([409, `Run "${queuedId}" is queued: only failed, canceled, compensation_failed or terminated runs can be resumed.`]);
+    expect([live.status, live.body.message]).toEqual([
+      409,
+      `Run "${queuedId}" is queued: only failed, canceled, compensation_failed or terminated runs can be resumed.`,
+    ]);
     expect((await engine.client.getRun(queuedId))!.status).toBe('queued');
     expect((await act(server, 'missing', 'resume')).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "missing" does not exist.' });
   });
@@ -944,8 +1082,16 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
     await http().post(`/ops/redflow/api/run/rerun?id=${runId}`).set(SAME_ORIGIN_JSON).set('x-user', 'guest').send({}).expect(403);
     // The resume route reaches the API: a succeeded run is refused with its sentence.
     const token = await pageToken(nest.getHttpServer(), '/ops/redflow/', { 'x-user': 'admin' });
-    const resumed = await http().post(`/ops/redflow/api/run/resume?id=${runId}`).set({ ...SAME_ORIGIN_JSON, 'x-user': 'admin', 'x-redflow-csrf': token }).send({}).expect(409);
-    expect(resumed.body).toEqual({ statusCode: 409, code: 'NOT_ENDED_BADLY', message: `Run "${runId}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.` });
+    const resumed = await http()
+      .post(`/ops/redflow/api/run/resume?id=${runId}`)
+      .set({ ...SAME_ORIGIN_JSON, 'x-user': 'admin', 'x-redflow-csrf': token })
+      .send({})
+      .expect(409);
+    expect(resumed.body).toEqual({
+      statusCode: 409,
+      code: 'NOT_ENDED_BADLY',
+      message: `Run "${runId}" is succeeded: only failed, canceled, compensation_failed or terminated runs can be resumed.`,
+    });
 
     // The app's own routes and 404s are untouched.
     expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });
@@ -964,7 +1110,11 @@ describe('dashboard mounted by RedflowModule (Express)', () => {
     const { id } = await engine.client.runByName('ok', { x: 1 }, { runAt: Date.now() + 60_000 });
     const page = await request(ro.getHttpServer()).get('/ops/redflow/').expect(200);
     const token = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text)![1];
-    const refused = await request(ro.getHttpServer()).post(`/ops/redflow/api/run/cancel?id=${id}`).set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token }).send({}).expect(403);
+    const refused = await request(ro.getHttpServer())
+      .post(`/ops/redflow/api/run/cancel?id=${id}`)
+      .set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token })
+      .send({})
+      .expect(403);
     expect(refused.body.code).toBe('READ_ONLY');
     expect((await engine.client.getRun(id))!.status).toBe('scheduled');
     await engine.client.cancelRun(id);

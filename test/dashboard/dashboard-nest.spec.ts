@@ -1,11 +1,26 @@
 import 'reflect-metadata';
-import { Catch, Controller, Get, HttpException, Injectable, type ArgumentsHost, type CallHandler, type CanActivate, type ExceptionFilter, type ExecutionContext, type INestApplication, type NestInterceptor } from '@nestjs/common';
+
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  Catch,
+  Controller,
+  Get,
+  HttpException,
+  Injectable,
+  type ArgumentsHost,
+  type CallHandler,
+  type CanActivate,
+  type ExceptionFilter,
+  type ExecutionContext,
+  type INestApplication,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+
 import { basicAuth, ConfigurationError, guard, RedflowModule, type DashboardOptions, type RedflowModuleOptions } from '../../lib';
 import { TestEngine } from '../support/engine';
 import { createNestApp, fastifyReady } from '../support/nest-app';
@@ -62,7 +77,12 @@ async function startApp(
 }
 
 /** A request sent with its path exactly as written: node:http does not normalize it (supertest turns "\\" into "/"). */
-async function rawRequest(app: INestApplication, method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+async function rawRequest(
+  app: INestApplication,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
   const server = app.getHttpServer() as import('node:http').Server;
   if (!server.listening) await app.listen(0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
@@ -116,7 +136,9 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect(page.text).toContain('src="/api/redflow/app.js"');
     expect(page.text).toContain('data-base="/api/redflow"');
     // With a trailing slash too, where the framework routes it (Fastify does not, by default).
-    await http().get('/api/redflow/').expect(platform === 'express' ? 200 : 404);
+    await http()
+      .get('/api/redflow/')
+      .expect(platform === 'express' ? 200 : 404);
     await http().get('/api/redflow/app.js').expect(200).expect('content-type', 'text/javascript; charset=utf-8');
     expect((await http().get('/api/redflow/api/meta').expect(200)).body).toEqual({ readOnly: false, prefix: engine.prefix });
     const runs = (await http().get('/api/redflow/api/runs?workflow=ok').expect(200)).body as { runs: Array<Record<string, unknown>> };
@@ -136,7 +158,13 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     const escapeTrick = await rawRequest(app, 'GET', '/%61pi/redflow/api/meta');
     expect([escapeTrick.status, JSON.parse(escapeTrick.text).code]).toEqual([400, 'BAD_PATH']);
     // Path tricks get 400 before routing, inside the global prefix and outside it.
-    for (const path of ['/api/x/../redflow/api/meta', '//api/redflow/api/meta', '/x/../api/redflow/api/meta', '/api/REDFLOW/api/meta', '/api/%72edflow/api/meta']) {
+    for (const path of [
+      '/api/x/../redflow/api/meta',
+      '//api/redflow/api/meta',
+      '/x/../api/redflow/api/meta',
+      '/api/REDFLOW/api/meta',
+      '/api/%72edflow/api/meta',
+    ]) {
       const res = await rawRequest(app, 'GET', path);
       expect([path, res.status, JSON.parse(res.text).code]).toEqual([path, 400, 'BAD_PATH']);
     }
@@ -176,7 +204,12 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     }
     // The cancel POST through a trick path changes nothing either.
     const queued = await engine.client.runByName('idle', { trick: true });
-    for (const path of [`//x/redflow/api/run/cancel?id=${queued.id}`, `/health/../redflow/api/run/cancel?id=${queued.id}`, `/REDFLOW/api/run/cancel?id=${queued.id}`, `/%72edflow/api/run/cancel?id=${queued.id}`]) {
+    for (const path of [
+      `//x/redflow/api/run/cancel?id=${queued.id}`,
+      `/health/../redflow/api/run/cancel?id=${queued.id}`,
+      `/REDFLOW/api/run/cancel?id=${queued.id}`,
+      `/%72edflow/api/run/cancel?id=${queued.id}`,
+    ]) {
       const res = await rawRequest(app, 'POST', path, { ...JSON_HEADERS, 'x-user': 'admin' });
       expect([path, res.status]).toEqual([path, 400]);
     }
@@ -184,7 +217,9 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     await engine.client.cancelRun(queued.id);
     // Other app routes, percent escapes included, are left alone.
     expect((await http().get('/health').expect(200)).body).toEqual({ ok: true });
-    await http().get('/%68ealth').expect((res) => expect(res.status).not.toBe(400));
+    await http()
+      .get('/%68ealth')
+      .expect((res) => expect(res.status).not.toBe(400));
   });
 
   it('with permissive CORS, a cross-origin POST gets 403 and cancels nothing; the page itself can cancel', async () => {
@@ -195,7 +230,9 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     const cancel = () => http().post(`/redflow/api/run/cancel?id=${id}`);
 
     // Another site's script: the browser marks it cross-site, whatever CORS allows.
-    const crossSite = await cancel().set({ 'content-type': 'application/json', 'sec-fetch-site': 'cross-site', origin: 'https://evil.example', 'x-redflow-csrf': token }).send({});
+    const crossSite = await cancel()
+      .set({ 'content-type': 'application/json', 'sec-fetch-site': 'cross-site', origin: 'https://evil.example', 'x-redflow-csrf': token })
+      .send({});
     expect(crossSite.status).toBe(403);
     expect(crossSite.body).toMatchObject({ statusCode: 403, code: 'CROSS_SITE' });
     // An older browser without Sec-Fetch-Site: the Origin is not the host.
@@ -204,30 +241,71 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect((await cancel().set({ 'content-type': 'application/json', 'x-redflow-csrf': token }).send({})).status).toBe(403);
     // Same origin, but no token or a forged one.
     expect((await cancel().set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
-    expect((await cancel().set({ ...JSON_HEADERS, 'x-redflow-csrf': `${token.slice(0, -4)}AAAA` }).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
+    expect(
+      (
+        await cancel()
+          .set({ ...JSON_HEADERS, 'x-redflow-csrf': `${token.slice(0, -4)}AAAA` })
+          .send({})
+      ).body,
+    ).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
     // A form post (what a plain HTML form can send) is not JSON.
     const form = await cancel().set({ 'sec-fetch-site': 'same-origin', 'x-redflow-csrf': token }).type('form').send('a=1');
     expect(form.status).toBe(415);
     // Cross-site reads of the API are refused too, though CORS would let the script read them.
-    expect((await http().get('/redflow/api/runs').set({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors', origin: 'https://evil.example' })).status).toBe(403);
+    expect(
+      (await http().get('/redflow/api/runs').set({ 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors', origin: 'https://evil.example' })).status,
+    ).toBe(403);
     expect((await engine.client.getRun(id))!.status).toBe('queued');
 
     // The page's own request: same origin, JSON, its token.
-    expect((await cancel().set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ canceled: true });
+    expect(
+      (
+        await cancel()
+          .set({ ...JSON_HEADERS, 'x-redflow-csrf': token })
+          .send({})
+          .expect(200)
+      ).body,
+    ).toEqual({ canceled: true });
     expect((await engine.client.getRun(id))!.status).toBe('canceled');
     // Older browsers: an Origin equal to the Host.
     const other = await engine.client.runByName('idle', { csrf: 2 });
     const host = 'dashboard.internal:8080';
-    await http().post(`/redflow/api/run/cancel?id=${other.id}`).set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token }).send({}).expect(200);
+    await http()
+      .post(`/redflow/api/run/cancel?id=${other.id}`)
+      .set({ host, origin: `http://${host}`, 'content-type': 'application/json', 'x-redflow-csrf': token })
+      .send({})
+      .expect(200);
     expect((await engine.client.getRun(other.id))!.status).toBe('canceled');
 
     // Terminate and delete are Nest routes too, under the same checks.
     const doomed = await engine.client.runByName('idle', { csrf: 3 });
-    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
-    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}&force=1`).set(JSON_HEADERS).send({})).body).toMatchObject({ statusCode: 403, code: 'CSRF_TOKEN' });
-    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ terminated: true });
+    expect((await http().post(`/redflow/api/run/terminate?id=${doomed.id}`).set(JSON_HEADERS).send({})).body).toMatchObject({
+      statusCode: 403,
+      code: 'CSRF_TOKEN',
+    });
+    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}&force=1`).set(JSON_HEADERS).send({})).body).toMatchObject({
+      statusCode: 403,
+      code: 'CSRF_TOKEN',
+    });
+    expect(
+      (
+        await http()
+          .post(`/redflow/api/run/terminate?id=${doomed.id}`)
+          .set({ ...JSON_HEADERS, 'x-redflow-csrf': token })
+          .send({})
+          .expect(200)
+      ).body,
+    ).toEqual({ terminated: true });
     expect((await engine.client.getRun(doomed.id))!.status).toBe('terminated');
-    expect((await http().post(`/redflow/api/run/delete?id=${doomed.id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({}).expect(200)).body).toEqual({ deleted: true });
+    expect(
+      (
+        await http()
+          .post(`/redflow/api/run/delete?id=${doomed.id}`)
+          .set({ ...JSON_HEADERS, 'x-redflow-csrf': token })
+          .send({})
+          .expect(200)
+      ).body,
+    ).toEqual({ deleted: true });
     expect(await engine.client.getRun(doomed.id)).toBeNull();
   });
 
@@ -241,7 +319,12 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
 
   it('refuses to start a forRootAsync dashboard whose factory returns no authorize', async () => {
     const testing = Test.createTestingModule({
-      imports: [RedflowModule.forRootAsync({ dashboardPath: '/redflow', useFactory: () => ({ app: 'dashboard-nest', worker: false, ...base(), dashboard: {} as DashboardOptions }) })],
+      imports: [
+        RedflowModule.forRootAsync({
+          dashboardPath: '/redflow',
+          useFactory: () => ({ app: 'dashboard-nest', worker: false, ...base(), dashboard: {} as DashboardOptions }),
+        }),
+      ],
     });
     const error = await testing.compile().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigurationError);
@@ -265,21 +348,31 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
         this.adapterHost.httpAdapter.reply(host.switchToHttp().getResponse(), { wrapped: exception.getResponse() }, exception.getStatus());
       }
     }
-    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } }, {
-      providers: [
-        { provide: APP_INTERCEPTOR, useClass: StampInterceptor },
-        { provide: APP_FILTER, useClass: WrapFilter },
-      ],
-    });
+    app = await startApp(
+      platform,
+      { ...base(), dashboard: { path: '/redflow', authorize: () => true } },
+      {
+        providers: [
+          { provide: APP_INTERCEPTOR, useClass: StampInterceptor },
+          { provide: APP_FILTER, useClass: WrapFilter },
+        ],
+      },
+    );
     const http = () => request(app!.getHttpServer());
     const meta = await http().get('/redflow/api/meta').expect(200);
     expect(meta.headers['x-app-interceptor']).toBe('seen');
     expect(meta.body).toEqual({ readOnly: false, prefix: engine.prefix });
     await http().get('/redflow').expect(200).expect('x-app-interceptor', 'seen');
     // The dashboard's refusals are HttpExceptions, so the app's filter shapes them.
-    expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({ wrapped: { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' } });
+    expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({
+      wrapped: { statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' },
+    });
     expect((await http().get('/redflow/api/runs?status=done').expect(400)).body).toEqual({
-      wrapped: { statusCode: 400, code: 'BAD_REQUEST', message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.' },
+      wrapped: {
+        statusCode: 400,
+        code: 'BAD_REQUEST',
+        message: 'Unknown status "done". Use one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated.',
+      },
     });
   });
 
@@ -298,7 +391,7 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     await http().get('/ops').auth('ops', 's3cret').expect(200).expect('content-type', 'text/html; charset=utf-8');
   });
 
-  it('guard(MyGuard): an app guard with its dependencies decides; the app\'s global guards apply too', async () => {
+  it("guard(MyGuard): an app guard with its dependencies decides; the app's global guards apply too", async () => {
     @Injectable()
     class Users {
       isAdmin = (name: unknown) => name === 'admin';
@@ -316,7 +409,11 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
         return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['user-agent'] !== 'bot';
       }
     }
-    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: guard(AdminGuard) } }, { providers: [Users, AdminGuard, { provide: APP_GUARD, useClass: NoBots }] });
+    app = await startApp(
+      platform,
+      { ...base(), dashboard: { path: '/redflow', authorize: guard(AdminGuard) } },
+      { providers: [Users, AdminGuard, { provide: APP_GUARD, useClass: NoBots }] },
+    );
     const http = () => request(app!.getHttpServer());
     expect((await http().get('/redflow/api/meta').set('x-user', 'guest').expect(403)).body).toMatchObject({ statusCode: 403, code: 'FORBIDDEN' });
     await http().get('/redflow/api/meta').set('x-user', 'admin').expect(200);
@@ -333,7 +430,11 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     expect(JSON.parse(download.text)).toEqual({ hello: 'nest', password: '***' });
 
     const token = await pageToken(app, '/redflow');
-    const act = (action: string, id: string) => http().post(`/redflow/api/run/${action}?id=${id}`).set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({});
+    const act = (action: string, id: string) =>
+      http()
+        .post(`/redflow/api/run/${action}?id=${id}`)
+        .set({ ...JSON_HEADERS, 'x-redflow-csrf': token })
+        .send({});
     const parked = await engine.client.runByName('idle', { act: platform });
     await engine.client.cancelRun(parked.id);
     const rerun = (await act('rerun', parked.id).expect(201)).body as { runId: string };
@@ -366,7 +467,11 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     const failed = await http().get(`/redflow/api/run?id=${done}`).expect(500);
     expect(failed.body).toEqual({ statusCode: 500, code: 'INTERNAL', message: 'The dashboard failed to answer; the server log has the details.' });
     expect(failed.text).not.toContain('secret-config');
-    expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' });
+    expect((await http().get('/redflow/api/run?id=nope').expect(404)).body).toEqual({
+      statusCode: 404,
+      code: 'RUN_NOT_FOUND',
+      message: 'Run "nope" does not exist.',
+    });
     expect((await http().get('/redflow/api/runs?status=done').expect(400)).body).toMatchObject({ statusCode: 400, code: 'BAD_REQUEST' });
   });
 });
@@ -385,14 +490,23 @@ describe.each<Platform>(['express', 'fastify'])('dashboard on %s while Redis is 
   });
 
   it('answers 503 REDIS_UNAVAILABLE within seconds while Redis is paused, still serves the page, and data again when it is back', async () => {
-    app = await startApp(platform, { connection: server.url, prefix: `outage-${platform}`, commandTimeoutMs: 20_000, dashboard: { path: '/redflow', authorize: () => true } });
+    app = await startApp(platform, {
+      connection: server.url,
+      prefix: `outage-${platform}`,
+      commandTimeoutMs: 20_000,
+      dashboard: { path: '/redflow', authorize: () => true },
+    });
     const http = () => request(app!.getHttpServer());
     await http().get('/redflow/api/overview').expect(200);
     server.pause();
     const started = Date.now();
     const res = await http().get('/redflow/api/overview');
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ statusCode: 503, code: 'REDIS_UNAVAILABLE', message: `Redis at 127.0.0.1:${server.port} is unreachable; the dashboard shows data again when it is back.` });
+    expect(res.body).toEqual({
+      statusCode: 503,
+      code: 'REDIS_UNAVAILABLE',
+      message: `Redis at 127.0.0.1:${server.port} is unreachable; the dashboard shows data again when it is back.`,
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
     // The page still loads, so its script can show the notice; its token is signed with a
     // secret of this process, which it accepts once Redis is back.
@@ -401,7 +515,10 @@ describe.each<Platform>(['express', 'fastify'])('dashboard on %s while Redis is 
     server.resume();
     await http().get('/redflow/api/overview').expect(200);
     // Accepted: the action goes on to look the run up (404), rather than a 403 CSRF_TOKEN.
-    const cancel = await http().post('/redflow/api/run/cancel?id=nope').set({ ...JSON_HEADERS, 'x-redflow-csrf': token }).send({});
+    const cancel = await http()
+      .post('/redflow/api/run/cancel?id=nope')
+      .set({ ...JSON_HEADERS, 'x-redflow-csrf': token })
+      .send({});
     expect(cancel.body).toEqual({ statusCode: 404, code: 'RUN_NOT_FOUND', message: 'Run "nope" does not exist.' });
   });
 });

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import request from 'supertest';
+
 import { createDashboardHandler, WorkflowRegistry, type RedflowLogger } from '../../lib';
 import { eventually, TestEngine } from '../support/engine';
 

@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import {
   ConfigurationError,
   createClient,
@@ -136,21 +137,36 @@ add('createClient prefix "q*"', ConfigurationError, [`${PREFIX} must not contain
 add('createClient prefix of 129 characters', ConfigurationError, [`${PREFIX} must be a name of 1 to 128 characters`, '(a string of 129 characters)'], () =>
   clientWith({ prefix: 'p'.repeat(129) }),
 );
-add('createClient prefix with a control character', ConfigurationError, [`${PREFIX} must be printable`, 'got "a\\u0001b"'], () => clientWith({ prefix: 'a\u0001b' }));
+add('createClient prefix with a control character', ConfigurationError, [`${PREFIX} must be printable`, 'got "a\\u0001b"'], () =>
+  clientWith({ prefix: 'a\u0001b' }),
+);
 add('createClient unknown option "prefx"', ConfigurationError, ['Unknown option "prefx" in createClient options', 'Did you mean "prefix"?'], () =>
   clientWith({ prefx: 'x' }),
 );
 add('createClient maxPayloadBytes 0', ConfigurationError, ['maxPayloadBytes must be an integer from 1 to', 'got 0'], () => clientWith({ maxPayloadBytes: 0 }));
-add('createClient maxPayloadBytes -1', ConfigurationError, ['maxPayloadBytes must be an integer from 1 to', 'got -1'], () => clientWith({ maxPayloadBytes: -1 }));
-add('createClient maxPayloadBytes NaN', ConfigurationError, ['maxPayloadBytes must be an integer from 1 to', 'got NaN'], () => clientWith({ maxPayloadBytes: NaN }));
-add('createClient commandTimeoutMs 0', ConfigurationError, ['commandTimeoutMs must be a duration > 0 and at most 24 days (the longest Node.js timer)', 'got 0'], () =>
-  clientWith({ commandTimeoutMs: 0 }),
+add('createClient maxPayloadBytes -1', ConfigurationError, ['maxPayloadBytes must be an integer from 1 to', 'got -1'], () =>
+  clientWith({ maxPayloadBytes: -1 }),
 );
-add('createClient commandTimeoutMs NaN', ConfigurationError, ['commandTimeoutMs must be a duration > 0 and at most 24 days (the longest Node.js timer)', 'got NaN'], () =>
-  clientWith({ commandTimeoutMs: NaN }),
+add('createClient maxPayloadBytes NaN', ConfigurationError, ['maxPayloadBytes must be an integer from 1 to', 'got NaN'], () =>
+  clientWith({ maxPayloadBytes: NaN }),
 );
-add('createClient commandTimeoutMs 1e20', ConfigurationError, ['commandTimeoutMs must be a duration > 0 and at most 24 days (the longest Node.js timer)', 'got 100000000000000000000'], () =>
-  clientWith({ commandTimeoutMs: 1e20 }),
+add(
+  'createClient commandTimeoutMs 0',
+  ConfigurationError,
+  ['commandTimeoutMs must be a duration > 0 and at most 24 days (the longest Node.js timer)', 'got 0'],
+  () => clientWith({ commandTimeoutMs: 0 }),
+);
+add(
+  'createClient commandTimeoutMs NaN',
+  ConfigurationError,
+  ['commandTimeoutMs must be a duration > 0 and at most 24 days (the longest Node.js timer)', 'got NaN'],
+  () => clientWith({ commandTimeoutMs: NaN }),
+);
+add(
+  'createClient commandTimeoutMs 1e20',
+  ConfigurationError,
+  ['commandTimeoutMs must be a duration > 0 and at most 24 days (the longest Node.js timer)', 'got 100000000000000000000'],
+  () => clientWith({ commandTimeoutMs: 1e20 }),
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -178,18 +194,25 @@ add('startWorker runtime.blockTimeoutMs -1', ConfigurationError, ['runtime.block
 add('startWorker runtime.maxRecoveries 0', ConfigurationError, ['runtime.maxRecoveries must be an integer from 1 to', 'got 0'], () =>
   engine.worker({ runtime: { maxRecoveries: 0 } }),
 );
-add('startWorker unknown runtime option "leaseMS"', ConfigurationError, ['Unknown option "leaseMS" in startWorker runtime options', 'Did you mean "leaseMs"?'], () =>
-  engine.worker({ runtime: bad({ leaseMS: 1_000 }) }),
+add(
+  'startWorker unknown runtime option "leaseMS"',
+  ConfigurationError,
+  ['Unknown option "leaseMS" in startWorker runtime options', 'Did you mean "leaseMs"?'],
+  () => engine.worker({ runtime: bad({ leaseMS: 1_000 }) }),
 );
 add('startWorker concurrency 0', ConfigurationError, ['Worker concurrency must be an integer from 1 to', 'got 0'], () => workerWith({ concurrency: 0 }));
 add('startWorker concurrency 1.5', ConfigurationError, ['Worker concurrency must be an integer from 1 to', 'got 1.5'], () => workerWith({ concurrency: 1.5 }));
-add('startWorker queues ["q|*{"]', ConfigurationError, ['startWorker queues[0] must not contain "{" or "}"', 'got "q|*{"'], () => workerWith({ queues: ['q|*{'] }));
+add('startWorker queues ["q|*{"]', ConfigurationError, ['startWorker queues[0] must not contain "{" or "}"', 'got "q|*{"'], () =>
+  workerWith({ queues: ['q|*{'] }),
+);
 add('startWorker queues "default" (a string, not an array)', ConfigurationError, ['queues'], () => workerWith({ queues: 'default' }));
 add('startWorker unknown option "concurrncy"', ConfigurationError, ['Unknown option "concurrncy" in startWorker options', 'Did you mean "concurrency"?'], () =>
   workerWith({ concurrncy: 2 }),
 );
 add('startWorker app ""', ConfigurationError, ['startWorker needs an app'], () => workerWith({ app: '' }));
-add('startWorker app with a newline', ConfigurationError, ['startWorker app must not contain control characters', 'got "a\\nb"'], () => workerWith({ app: 'a\nb' }));
+add('startWorker app with a newline', ConfigurationError, ['startWorker app must not contain control characters', 'got "a\\nb"'], () =>
+  workerWith({ app: 'a\nb' }),
+);
 add('startWorker retentionDays 0', ConfigurationError, ['retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0', 'got 0'], () =>
   workerWith({ retentionDays: 0 }),
 );
@@ -198,15 +221,23 @@ add('startWorker defaultMaxConcurrency 0', ConfigurationError, ['defaultMaxConcu
 );
 add('startWorker maxPayloadBytes 0 (with a client)', ConfigurationError, ['maxPayloadBytes', 'got 0'], () => workerWith({ maxPayloadBytes: 0 }));
 add('startWorker prefix "a b" (with a client)', ConfigurationError, ['prefix'], () => workerWith({ prefix: 'a b' }));
-add('worker.stop unknown option "timout"', ConfigurationError, ['Unknown option "timout" in worker.stop options', 'Known options: timeoutMs.'], () => stopWith({ timout: 5 }));
-add('worker.stop unknown option "timeout"', ConfigurationError, ['Unknown option "timeout" in worker.stop options', 'Did you mean "timeoutMs"?'], () => stopWith({ timeout: 5 }));
-add('worker.stop timeoutMs NaN', ConfigurationError, ['worker.stop timeoutMs must be a duration >= 0 and at most 24 days', 'got NaN'], () => stopWith({ timeoutMs: NaN }));
+add('worker.stop unknown option "timout"', ConfigurationError, ['Unknown option "timout" in worker.stop options', 'Known options: timeoutMs.'], () =>
+  stopWith({ timout: 5 }),
+);
+add('worker.stop unknown option "timeout"', ConfigurationError, ['Unknown option "timeout" in worker.stop options', 'Did you mean "timeoutMs"?'], () =>
+  stopWith({ timeout: 5 }),
+);
+add('worker.stop timeoutMs NaN', ConfigurationError, ['worker.stop timeoutMs must be a duration >= 0 and at most 24 days', 'got NaN'], () =>
+  stopWith({ timeoutMs: NaN }),
+);
 add('worker.stop timeoutMs -1', ConfigurationError, ['worker.stop timeoutMs must be a duration >= 0', 'got -1'], () => stopWith({ timeoutMs: -1 }));
 add('worker.stop timeoutMs 1e20', ConfigurationError, ['worker.stop timeoutMs', 'got 100000000000000000000'], () => stopWith({ timeoutMs: 1e20 }));
 add('worker.stop timeoutMs "abc"', ConfigurationError, ['worker.stop timeoutMs', 'got "abc"'], () => stopWith({ timeoutMs: 'abc' }));
 add('worker.stop options 5000 (not an object)', ConfigurationError, ['worker.stop options must be an object', 'got 5000'], () => stopWith(5_000));
 add('startWorker prefix "a b" (without a client)', ConfigurationError, [`${PREFIX} must not contain whitespace`, 'got "a b"'], () =>
-  startWorker({ app: 'bad-inputs', redis: engine.redis, prefix: 'a b', registry: new WorkflowRegistry(), queues: ['bad-inputs-unused'] }).then((w) => w.stop({ timeoutMs: 0 })),
+  startWorker({ app: 'bad-inputs', redis: engine.redis, prefix: 'a b', registry: new WorkflowRegistry(), queues: ['bad-inputs-unused'] }).then((w) =>
+    w.stop({ timeoutMs: 0 }),
+  ),
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -226,9 +257,13 @@ add('defineWorkflow defined twice', ConfigurationError, ['Workflow "defined-twic
 add('defineWorkflow handler not a function', ConfigurationError, ['Workflow "no-handler" needs a handler function', 'got string'], () =>
   engine.registry.define('no-handler', {}, bad('handler')),
 );
-add('defineWorkflow queue "q|*{"', ConfigurationError, ['queue of workflow "bad-def-', 'must not contain "{" or "}"', 'got "q|*{"'], () => define({ queue: 'q|*{' }));
+add('defineWorkflow queue "q|*{"', ConfigurationError, ['queue of workflow "bad-def-', 'must not contain "{" or "}"', 'got "q|*{"'], () =>
+  define({ queue: 'q|*{' }),
+);
 add('defineWorkflow queue ""', ConfigurationError, ['queue of workflow "bad-def-', 'must be a name of 1 to 128 characters'], () => define({ queue: '' }));
-add('defineWorkflow maxAttempts 0', ConfigurationError, ['maxAttempts of workflow "bad-def-', 'must be an integer from 1 to 1000000, got 0'], () => define({ maxAttempts: 0 }));
+add('defineWorkflow maxAttempts 0', ConfigurationError, ['maxAttempts of workflow "bad-def-', 'must be an integer from 1 to 1000000, got 0'], () =>
+  define({ maxAttempts: 0 }),
+);
 add('defineWorkflow maxAttempts 1.5', ConfigurationError, ['maxAttempts of workflow "bad-def-', 'must be an integer from 1 to 1000000, got 1.5'], () =>
   define({ maxAttempts: 1.5 }),
 );
@@ -254,10 +289,15 @@ add('defineWorkflow debounce.period 0', ConfigurationError, ['debounce.period of
 add('defineWorkflow debounce.period "x"', ConfigurationError, ['debounce.period of workflow "bad-def-', 'must be a duration > 0', 'got "x"'], () =>
   define({ debounce: { period: 'x', key: 'k' } }),
 );
-add('defineWorkflow debounce.timeout 1e20', ConfigurationError, ['debounce.timeout of workflow "bad-def-', 'at most 10 years', 'got 100000000000000000000'], () =>
-  define({ debounce: { period: '1s', timeout: 1e20, key: 'k' } }),
+add(
+  'defineWorkflow debounce.timeout 1e20',
+  ConfigurationError,
+  ['debounce.timeout of workflow "bad-def-', 'at most 10 years', 'got 100000000000000000000'],
+  () => define({ debounce: { period: '1s', timeout: 1e20, key: 'k' } }),
 );
-add('defineWorkflow debounce without a key', ConfigurationError, ['debounce of workflow "bad-def-', 'needs a key'], () => define({ debounce: { period: '1s' } }));
+add('defineWorkflow debounce without a key', ConfigurationError, ['debounce of workflow "bad-def-', 'needs a key'], () =>
+  define({ debounce: { period: '1s' } }),
+);
 add('defineWorkflow throttle.limit 0', ConfigurationError, ['throttle.limit of workflow "bad-def-', 'must be an integer from 1 to 1000000, got 0'], () =>
   define({ throttle: { limit: 0, period: '1s' } }),
 );
@@ -268,17 +308,29 @@ add('defineWorkflow mutex ""', ConfigurationError, ['mutex of workflow "bad-def-
 add('defineWorkflow mutex with a newline', ConfigurationError, ['mutex of workflow "bad-def-', 'must not contain control characters', 'got "a\\nb"'], () =>
   define({ mutex: 'a\nb' }),
 );
-add('defineWorkflow unknown option "maxAtempts"', ConfigurationError, ['Unknown option "maxAtempts" in the options of workflow "bad-def-', 'Did you mean "maxAttempts"?'], () =>
-  define({ maxAtempts: 3 }),
+add(
+  'defineWorkflow unknown option "maxAtempts"',
+  ConfigurationError,
+  ['Unknown option "maxAtempts" in the options of workflow "bad-def-', 'Did you mean "maxAttempts"?'],
+  () => define({ maxAtempts: 3 }),
 );
-add('defineWorkflow unknown option in retries', ConfigurationError, ['Unknown option "maxAttempt" in retries of the options of workflow', 'Did you mean "maxAttempts"?'], () =>
-  define({ retries: { maxAttempt: 3 } }),
+add(
+  'defineWorkflow unknown option in retries',
+  ConfigurationError,
+  ['Unknown option "maxAttempt" in retries of the options of workflow', 'Did you mean "maxAttempts"?'],
+  () => define({ retries: { maxAttempt: 3 } }),
 );
-add('defineWorkflow unknown option in throttle', ConfigurationError, ['Unknown option "limt" in throttle of the options of workflow', 'Did you mean "limit"?'], () =>
-  define({ throttle: { limt: 1, period: '1s' } }),
+add(
+  'defineWorkflow unknown option in throttle',
+  ConfigurationError,
+  ['Unknown option "limt" in throttle of the options of workflow', 'Did you mean "limit"?'],
+  () => define({ throttle: { limt: 1, period: '1s' } }),
 );
-add('defineWorkflow unknown option in a cron trigger', ConfigurationError, ['Unknown option "timeZone" in cron[0] of the options of workflow', 'Did you mean "timezone"?'], () =>
-  define({ cron: [{ expression: '* * * * *', timeZone: 'UTC' }] }),
+add(
+  'defineWorkflow unknown option in a cron trigger',
+  ConfigurationError,
+  ['Unknown option "timeZone" in cron[0] of the options of workflow', 'Did you mean "timezone"?'],
+  () => define({ cron: [{ expression: '* * * * *', timeZone: 'UTC' }] }),
 );
 add('defineWorkflow cron expression "not a cron"', InvalidCronError, ['Cron expression "not a cron" of workflow "bad-def-', 'is invalid'], () =>
   define({ cron: [{ expression: 'not a cron' }] }),
@@ -287,12 +339,22 @@ add('defineWorkflow cron timezone "Mars/Base"', InvalidCronError, ['Cron express
   define({ cron: [{ expression: '0 * * * *', timezone: 'Mars/Base' }] }),
 );
 add('defineWorkflow cron id used twice', ConfigurationError, ['Cron id "nightly" is used twice in workflow'], () =>
-  define({ cron: [{ id: 'nightly', expression: '0 2 * * *' }, { id: 'nightly', expression: '0 3 * * *' }] }),
+  define({
+    cron: [
+      { id: 'nightly', expression: '0 2 * * *' },
+      { id: 'nightly', expression: '0 3 * * *' },
+    ],
+  }),
 );
-add('defineWorkflow event trigger and a mutex function', ConfigurationError, ['has event triggers and computes a mutex, debounce, throttle or rate-limit key with a function'], () =>
-  define({ event: [{ name: 'order.paid' }], mutex: (input: { id: string }) => input.id }),
+add(
+  'defineWorkflow event trigger and a mutex function',
+  ConfigurationError,
+  ['has event triggers and computes a mutex, debounce, throttle or rate-limit key with a function'],
+  () => define({ event: [{ name: 'order.paid' }], mutex: (input: { id: string }) => input.id }),
 );
-add('defineWorkflow event name "a b"', ConfigurationError, ['Event name "a b" of workflow "bad-def-', 'is invalid'], () => define({ event: [{ name: 'a b' }] }));
+add('defineWorkflow event name "a b"', ConfigurationError, ['Event name "a b" of workflow "bad-def-', 'is invalid'], () =>
+  define({ event: [{ name: 'a b' }] }),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Run options: client.start and runByName
@@ -305,8 +367,12 @@ add('start runAt 11 years ahead', ConfigurationError, [RUN_AT], () => start({}, 
 add('start runAt NaN', ConfigurationError, [RUN_AT, 'got NaN'], () => start({}, { runAt: NaN }));
 add('start runAt new Date("x")', ConfigurationError, [RUN_AT, 'got an invalid Date'], () => start({}, { runAt: new Date('x') }));
 add('start idempotencyKey ""', ConfigurationError, ['idempotencyKey is an empty string'], () => start({}, { idempotencyKey: '' }));
-add('start idempotencyKey of 513 characters', ConfigurationError, [IDEM_LENGTH, '(a string of 513 characters)'], () => start({}, { idempotencyKey: 'k'.repeat(513) }));
-add('start idempotencyKey of 1 MiB', ConfigurationError, [IDEM_LENGTH, `(a string of ${MiB} characters)`], () => start({}, { idempotencyKey: 'k'.repeat(MiB) }));
+add('start idempotencyKey of 513 characters', ConfigurationError, [IDEM_LENGTH, '(a string of 513 characters)'], () =>
+  start({}, { idempotencyKey: 'k'.repeat(513) }),
+);
+add('start idempotencyKey of 1 MiB', ConfigurationError, [IDEM_LENGTH, `(a string of ${MiB} characters)`], () =>
+  start({}, { idempotencyKey: 'k'.repeat(MiB) }),
+);
 add('start idempotencyKey 42', ConfigurationError, [IDEM_LENGTH, 'got 42'], () => start({}, { idempotencyKey: 42 }));
 add('start idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () => start({}, { idempotencyTtl: 0 }));
 add('start idempotencyTtl -1', ConfigurationError, [TTL, 'got -1'], () => start({}, { idempotencyTtl: -1 }));
@@ -317,17 +383,26 @@ add('start unknown option "runat"', ConfigurationError, ['Unknown option "runat"
 add('runByName unknown option "runat"', ConfigurationError, ['Unknown option "runat" in run options', 'Did you mean "runAt"?'], () =>
   engine.client.runByName('plain', {}, bad({ runat: 5 })),
 );
-add('runByName idempotencyKey ""', ConfigurationError, ['idempotencyKey is an empty string'], () => engine.client.runByName('plain', {}, { idempotencyKey: '' }));
+add('runByName idempotencyKey ""', ConfigurationError, ['idempotencyKey is an empty string'], () =>
+  engine.client.runByName('plain', {}, { idempotencyKey: '' }),
+);
 add('runByName (workflow only in Redis) runAt NaN', ConfigurationError, [RUN_AT, 'got NaN'], () => engine.client.runByName('not-here', {}, { runAt: NaN }));
 add('runByName (workflow only in Redis) idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () =>
   engine.client.runByName('not-here', {}, { idempotencyTtl: 0 }),
 );
 add('runByName name ""', ConfigurationError, ['runByName needs a workflow name, got ""'], () => engine.client.runByName('', {}));
-add('runByName unregistered workflow', UnknownWorkflowError, ['Workflow "no-such-workflow" is not registered'], () => engine.client.runByName('no-such-workflow', {}));
-add('start idempotencyKey reused with another input', IdempotencyConflictError, ['Idempotency key "same-key" of workflow "plain" is already used by run'], async () => {
-  await start({ n: 1 }, { idempotencyKey: 'same-key' });
-  return start({ n: 2 }, { idempotencyKey: 'same-key' });
-});
+add('runByName unregistered workflow', UnknownWorkflowError, ['Workflow "no-such-workflow" is not registered'], () =>
+  engine.client.runByName('no-such-workflow', {}),
+);
+add(
+  'start idempotencyKey reused with another input',
+  IdempotencyConflictError,
+  ['Idempotency key "same-key" of workflow "plain" is already used by run'],
+  async () => {
+    await start({ n: 1 }, { idempotencyKey: 'same-key' });
+    return start({ n: 2 }, { idempotencyKey: 'same-key' });
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Inputs that JSON would change
@@ -370,16 +445,22 @@ add('emitEvent unknown option "emitat"', ConfigurationError, ['Unknown option "e
   engine.client.emitEvent('order.paid', {}, bad({ emitat: Date.now() })),
 );
 add('scheduleEvent without emitAt', ConfigurationError, ['scheduleEvent needs an emitAt option'], () => engine.client.scheduleEvent('order.paid', {}, bad({})));
-add('scheduleEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], () => engine.client.scheduleEvent('order.paid', {}, { emitAt: 1e20 }));
+add('scheduleEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], () =>
+  engine.client.scheduleEvent('order.paid', {}, { emitAt: 1e20 }),
+);
 add('emitEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], () => engine.client.emitEvent('order.paid', {}, { emitAt: 1e20 }));
-add('emitEvent emitAt invalid Date', ConfigurationError, [EMIT_AT, 'got an invalid Date'], () => engine.client.emitEvent('order.paid', {}, { emitAt: new Date('x') }));
+add('emitEvent emitAt invalid Date', ConfigurationError, [EMIT_AT, 'got an invalid Date'], () =>
+  engine.client.emitEvent('order.paid', {}, { emitAt: new Date('x') }),
+);
 add('emitEvent event ""', ConfigurationError, ['The event name of emitEvent "" is invalid'], () => engine.client.emitEvent('', {}));
 add('emitEvent event "a|b"', ConfigurationError, ['The event name of emitEvent "a|b" is invalid'], () => engine.client.emitEvent('a|b', {}));
 add('emitEvent event with a newline', ConfigurationError, ['The event name of emitEvent "a\\nb" is invalid'], () => engine.client.emitEvent('a\nb', {}));
 add('emitEvent idempotencyKey ""', ConfigurationError, ['emitEvent idempotencyKey is an empty string'], () =>
   engine.client.emitEvent('order.paid', {}, { idempotencyKey: '' }),
 );
-add('emitEvent idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () => engine.client.emitEvent('order.paid', {}, { idempotencyKey: 'k', idempotencyTtl: 0 }));
+add('emitEvent idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () =>
+  engine.client.emitEvent('order.paid', {}, { idempotencyKey: 'k', idempotencyTtl: 0 }),
+);
 add('emitEvent payload with NaN', OutputSerializationError, ['The payload of event "order.paid" cannot be stored as JSON: $.total is NaN'], () =>
   engine.client.emitEvent('order.paid', { total: NaN }),
 );
@@ -393,7 +474,9 @@ add('emitEvent payload over maxPayloadBytes', PayloadTooLargeError, ['The payloa
 add('listRuns limit -1', ConfigurationError, ['listRuns limit must be an integer from 0 to 10000, got -1'], () => engine.client.listRuns({ limit: -1 }));
 add('listRuns limit 1.5', ConfigurationError, ['listRuns limit must be an integer from 0 to 10000, got 1.5'], () => engine.client.listRuns({ limit: 1.5 }));
 add('listRuns limit 1e20', ConfigurationError, ['listRuns limit', '100000000000000000000'], () => engine.client.listRuns({ limit: 1e20 }));
-add('listRuns offset NaN', ConfigurationError, ['listRuns offset must be an integer from 0 to 1000000000, got NaN'], () => engine.client.listRuns({ offset: NaN }));
+add('listRuns offset NaN', ConfigurationError, ['listRuns offset must be an integer from 0 to 1000000000, got NaN'], () =>
+  engine.client.listRuns({ offset: NaN }),
+);
 add('listRuns offset 1e20 (of one workflow)', ConfigurationError, ['listRuns offset', '100000000000000000000'], () =>
   engine.client.listRuns({ workflow: 'plain', offset: 1e20 }),
 );
@@ -402,14 +485,18 @@ add('listRuns unknown option "stauts"', ConfigurationError, ['Unknown option "st
   engine.client.listRuns(bad({ stauts: 'failed' })),
 );
 add('getStats minutes 0', ConfigurationError, ['getStats minutes must be an integer from 1 to 1440, got 0'], () => engine.client.getStats({ minutes: 0 }));
-add('getStats minutes 1.5', ConfigurationError, ['getStats minutes must be an integer from 1 to 1440, got 1.5'], () => engine.client.getStats({ minutes: 1.5 }));
+add('getStats minutes 1.5', ConfigurationError, ['getStats minutes must be an integer from 1 to 1440, got 1.5'], () =>
+  engine.client.getStats({ minutes: 1.5 }),
+);
 add('getStats unknown option "minute"', ConfigurationError, ['Unknown option "minute" in getStats options', 'Did you mean "minutes"?'], () =>
   engine.client.getStats(bad({ minute: 5 })),
 );
 add('cancelRun unknown option "reasn"', ConfigurationError, ['Unknown option "reasn" in cancelRun options', 'Did you mean "reason"?'], () =>
   engine.client.cancelRun('no-such-run', bad({ reasn: 'dup' })),
 );
-add('cancelRun reason ""', ConfigurationError, ['cancelRun reason must be a non-empty string', 'got ""'], () => engine.client.cancelRun('no-such-run', { reason: '' }));
+add('cancelRun reason ""', ConfigurationError, ['cancelRun reason must be a non-empty string', 'got ""'], () =>
+  engine.client.cancelRun('no-such-run', { reason: '' }),
+);
 add('result({ timeoutMs: -1 })', ConfigurationError, ['result() timeoutMs must be a duration >= 0 and at most 24 days', 'got -1'], () =>
   engine.client.handle('no-such-run').result({ timeoutMs: -1 }),
 );
@@ -437,16 +524,24 @@ add('prune workflow "a b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a b". ${WOR
 add('prune workflow "a|b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a|b".`], () => engine.client.prune({ olderThan: '1d', workflow: 'a|b' }));
 add('prune workflow "*"', ConfigurationError, [`${PRUNE_WORKFLOW} "*".`], () => engine.client.prune({ olderThan: '1d', workflow: '*' }));
 add('prune workflow 42', ConfigurationError, [`${PRUNE_WORKFLOW} 42.`], () => engine.client.prune({ olderThan: '1d', workflow: bad(42) }));
-add('prune workflow of 201 characters', ConfigurationError, [PRUNE_WORKFLOW, '(a string of 201 characters)'], () => engine.client.prune({ olderThan: '1d', workflow: 'w'.repeat(201) }));
+add('prune workflow of 201 characters', ConfigurationError, [PRUNE_WORKFLOW, '(a string of 201 characters)'], () =>
+  engine.client.prune({ olderThan: '1d', workflow: 'w'.repeat(201) }),
+);
 // Redis down: each of these was checked only after the first-call check, so it surfaced as RedisUnavailableError.
 add('Redis down: start idempotencyKey ""', ConfigurationError, ['idempotencyKey is an empty string'], () => down.start(plain, {}, { idempotencyKey: '' }));
-add('Redis down: runByName idempotencyKey of 513 characters', ConfigurationError, [IDEM_LENGTH], () => down.runByName('elsewhere', {}, { idempotencyKey: 'k'.repeat(513) }));
-add('Redis down: emitEvent idempotencyKey ""', ConfigurationError, ['emitEvent idempotencyKey is an empty string'], () => down.emitEvent('order.paid', {}, { idempotencyKey: '' }));
+add('Redis down: runByName idempotencyKey of 513 characters', ConfigurationError, [IDEM_LENGTH], () =>
+  down.runByName('elsewhere', {}, { idempotencyKey: 'k'.repeat(513) }),
+);
+add('Redis down: emitEvent idempotencyKey ""', ConfigurationError, ['emitEvent idempotencyKey is an empty string'], () =>
+  down.emitEvent('order.paid', {}, { idempotencyKey: '' }),
+);
 add('Redis down: emitEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], () => down.emitEvent('order.paid', {}, { emitAt: 1e20 }));
 add('Redis down: emitEvent payload with NaN', OutputSerializationError, ['The payload of event "order.paid" cannot be stored as JSON: $.total is NaN'], () =>
   down.emitEvent('order.paid', { total: NaN }),
 );
-add('Redis down: scheduleEvent idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () => down.scheduleEvent('order.paid', {}, { emitAt: Date.now() + 1_000, idempotencyKey: 'k', idempotencyTtl: 0 }));
+add('Redis down: scheduleEvent idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () =>
+  down.scheduleEvent('order.paid', {}, { emitAt: Date.now() + 1_000, idempotencyKey: 'k', idempotencyTtl: 0 }),
+);
 add('Redis down: prune workflow "a b"', ConfigurationError, [`${PRUNE_WORKFLOW} "a b".`], () => down.prune({ olderThan: '1d', workflow: 'a b' }));
 add('Redis down: schedule every 10 ms', ConfigurationError, ['every'], () => down.schedule('s', { workflow: 'plain', every: 10 }));
 
@@ -472,8 +567,12 @@ addStep('step.run name with a newline', ConfigurationError, ['The step name of s
 addStep('step.run unknown option "timeout"', ConfigurationError, ['Unknown option "timeout" in step.run options', 'Did you mean "timeoutMs"?'], (step) =>
   step.run(bad({ name: 's', timeout: 5 }), () => 1),
 );
-addStep('step.run timeoutMs -1', ConfigurationError, ['timeoutMs of step.run must be a duration > 0', 'got -1'], (step) => step.run({ name: 's', timeoutMs: -1 }, () => 1));
-addStep('step.run timeoutMs NaN', ConfigurationError, ['timeoutMs of step.run must be a duration > 0', 'got NaN'], (step) => step.run({ name: 's', timeoutMs: NaN }, () => 1));
+addStep('step.run timeoutMs -1', ConfigurationError, ['timeoutMs of step.run must be a duration > 0', 'got -1'], (step) =>
+  step.run({ name: 's', timeoutMs: -1 }, () => 1),
+);
+addStep('step.run timeoutMs NaN', ConfigurationError, ['timeoutMs of step.run must be a duration > 0', 'got NaN'], (step) =>
+  step.run({ name: 's', timeoutMs: NaN }, () => 1),
+);
 const WAIT = 'waitFor target of step "w" must be';
 addStep('step.waitFor 1e20', ConfigurationError, [WAIT, 'at most 10 years', 'got 100000000000000000000'], (step) => step.waitFor('w', 1e20));
 addStep('step.waitFor -5', ConfigurationError, [WAIT, 'got -5'], (step) => step.waitFor('w', -5));
@@ -482,34 +581,59 @@ addStep('step.waitFor new Date(NaN)', ConfigurationError, [WAIT, 'got an invalid
 addStep('step.waitFor a Date 11 years ahead', ConfigurationError, [WAIT, 'at most 10 years from now'], (step) =>
   step.waitFor('w', new Date(Date.now() + ELEVEN_YEARS_MS)),
 );
-addStep('step.waitFor name "w#2"', ConfigurationError, ['The step name of step.waitFor must not contain "#" or "|"', 'got "w#2"'], (step) => step.waitFor('w#2', 10));
+addStep('step.waitFor name "w#2"', ConfigurationError, ['The step name of step.waitFor must not contain "#" or "|"', 'got "w#2"'], (step) =>
+  step.waitFor('w#2', 10),
+);
 addStep('step.runWorkflow idempotencyKey ""', ConfigurationError, ['idempotencyKey of step "c" is an empty string'], (step) =>
   step.runWorkflow({ name: 'c', idempotencyKey: '' }, plain, {}),
 );
 addStep('step.runWorkflow runAt NaN', ConfigurationError, [RUN_AT, 'got NaN'], (step) => step.runWorkflow({ name: 'c', runAt: NaN }, plain, {}));
-addStep('step.runWorkflow unknown option "idempotencykey"', ConfigurationError, ['Unknown option "idempotencykey" in step.runWorkflow options', 'Did you mean "idempotencyKey"?'], (step) =>
-  step.runWorkflow(bad({ name: 'c', idempotencykey: 'k' }), plain, {}),
+addStep(
+  'step.runWorkflow unknown option "idempotencykey"',
+  ConfigurationError,
+  ['Unknown option "idempotencykey" in step.runWorkflow options', 'Did you mean "idempotencyKey"?'],
+  (step) => step.runWorkflow(bad({ name: 'c', idempotencykey: 'k' }), plain, {}),
 );
-addStep('step.runWorkflow unregistered workflow', UnknownWorkflowError, ['Workflow "no-such-child" is not registered'], (step) => step.runWorkflow('c', 'no-such-child', {}));
+addStep('step.runWorkflow unregistered workflow', UnknownWorkflowError, ['Workflow "no-such-child" is not registered'], (step) =>
+  step.runWorkflow('c', 'no-such-child', {}),
+);
 addStep('step.runWorkflow child input with NaN', InputValidationError, ['Input for workflow "plain" is invalid: $.n is NaN'], (step) =>
   step.runWorkflow('c', plain, { n: NaN }),
 );
-addStep('step.emitWorkflow idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], (step) => step.emitWorkflow({ name: 'c', idempotencyKey: 'k', idempotencyTtl: 0 }, plain, {}));
-addStep('step.emitEvent event "a|b"', ConfigurationError, ['The event name of step "e" "a|b" is invalid', 'as in the event triggers of workflows'], (step) => step.emitEvent('e', 'a|b', {}));
-addStep('step.emitEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], (step) => step.emitEvent({ name: 'e', emitAt: 1e20 }, 'order.paid', {}));
-addStep('step.emitEvent payload with NaN', OutputSerializationError, ['The payload of event "order.paid" (step "e") cannot be stored as JSON: $.total is NaN'], (step) =>
-  step.emitEvent('e', 'order.paid', { total: NaN }),
+addStep('step.emitWorkflow idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], (step) =>
+  step.emitWorkflow({ name: 'c', idempotencyKey: 'k', idempotencyTtl: 0 }, plain, {}),
+);
+addStep('step.emitEvent event "a|b"', ConfigurationError, ['The event name of step "e" "a|b" is invalid', 'as in the event triggers of workflows'], (step) =>
+  step.emitEvent('e', 'a|b', {}),
+);
+addStep('step.emitEvent emitAt 1e20', ConfigurationError, [EMIT_AT, 'got 100000000000000000000'], (step) =>
+  step.emitEvent({ name: 'e', emitAt: 1e20 }, 'order.paid', {}),
+);
+addStep(
+  'step.emitEvent payload with NaN',
+  OutputSerializationError,
+  ['The payload of event "order.paid" (step "e") cannot be stored as JSON: $.total is NaN'],
+  (step) => step.emitEvent('e', 'order.paid', { total: NaN }),
 );
 addStep('step output NaN', OutputSerializationError, ['The output of step "s" cannot be stored as JSON: $ is NaN'], (step) => step.run('s', () => NaN));
-addStep('step output BigInt', OutputSerializationError, ['The output of step "s" cannot be stored as JSON: $.id is a BigInt'], (step) => step.run('s', () => ({ id: 1n })));
+addStep('step output BigInt', OutputSerializationError, ['The output of step "s" cannot be stored as JSON: $.id is a BigInt'], (step) =>
+  step.run('s', () => ({ id: 1n })),
+);
 addStep('step output Map', OutputSerializationError, ['The output of step "s" cannot be stored as JSON: $.byId is a Map'], (step) =>
   step.run('s', () => ({ byId: new Map([['a', 1]]) })),
 );
-addStep('step output over maxPayloadBytes', PayloadTooLargeError, ['The output of step "s" is', `over the ${MiB}-byte limit`], (step) => step.run('s', () => 'x'.repeat(MiB + 1)));
-addStep('workflow output with Infinity', OutputSerializationError, ['The output of workflow "step-case-', 'cannot be stored as JSON: $.ratio is Infinity'], async (step) => {
-  await step.run('s', () => 1);
-  return { ratio: Infinity };
-});
+addStep('step output over maxPayloadBytes', PayloadTooLargeError, ['The output of step "s" is', `over the ${MiB}-byte limit`], (step) =>
+  step.run('s', () => 'x'.repeat(MiB + 1)),
+);
+addStep(
+  'workflow output with Infinity',
+  OutputSerializationError,
+  ['The output of workflow "step-case-', 'cannot be stored as JSON: $.ratio is Infinity'],
+  async (step) => {
+    await step.run('s', () => 1);
+    return { ratio: Infinity };
+  },
+);
 addStep(
   'retries.delay function returning NaN',
   ConfigurationError,
@@ -527,18 +651,28 @@ const VERSION = 'must be a positive integer (1, 2, 3, ...)';
 add('defineWorkflow version 0', ConfigurationError, ['version of workflow "bad-def-', VERSION, 'got 0'], () => define({ version: 0 }));
 add('defineWorkflow version 1.5', ConfigurationError, ['version of workflow "bad-def-', VERSION, 'got 1.5'], () => define({ version: 1.5 }));
 add('defineWorkflow version "2"', ConfigurationError, ['version of workflow "bad-def-', VERSION, 'got "2"'], () => define({ version: '2' }));
-add('defineWorkflow onNonDeterminism "ignore"', ConfigurationError, ['onNonDeterminism of workflow "bad-def-', "must be 'fail' or 'retry-latest'", 'got "ignore"'], () =>
-  define({ onNonDeterminism: 'ignore' }),
+add(
+  'defineWorkflow onNonDeterminism "ignore"',
+  ConfigurationError,
+  ['onNonDeterminism of workflow "bad-def-', "must be 'fail' or 'retry-latest'", 'got "ignore"'],
+  () => define({ onNonDeterminism: 'ignore' }),
 );
-add('defineWorkflow queue "orders@v2"', ConfigurationError, ['queue of workflow "bad-def-', 'must not contain "@"', '"<queue>@v<N>" is where runs of version N wait'], () =>
-  define({ queue: 'orders@v2' }),
+add(
+  'defineWorkflow queue "orders@v2"',
+  ConfigurationError,
+  ['queue of workflow "bad-def-', 'must not contain "@"', '"<queue>@v<N>" is where runs of version N wait'],
+  () => define({ queue: 'orders@v2' }),
 );
 const RUN_TIMEOUT = 'must be a duration > 0 and at most 10 years';
 add('defineWorkflow timeout 0', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got 0'], () => define({ timeout: 0 }));
 add('defineWorkflow timeout "abc"', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got "abc"'], () => define({ timeout: 'abc' }));
-add('defineWorkflow timeout 1e20', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got 100000000000000000000'], () => define({ timeout: 1e20 }));
+add('defineWorkflow timeout 1e20', ConfigurationError, ['timeout of workflow "bad-def-', RUN_TIMEOUT, 'got 100000000000000000000'], () =>
+  define({ timeout: 1e20 }),
+);
 add('start timeout 0', ConfigurationError, ['timeout of the run options', RUN_TIMEOUT, 'got 0'], () => start({}, { timeout: 0 }));
-add('runByName timeout "abc"', ConfigurationError, ['timeout of the run options', RUN_TIMEOUT, 'got "abc"'], () => engine.client.runByName('plain', {}, { timeout: 'abc' }));
+add('runByName timeout "abc"', ConfigurationError, ['timeout of the run options', RUN_TIMEOUT, 'got "abc"'], () =>
+  engine.client.runByName('plain', {}, { timeout: 'abc' }),
+);
 add('start version 0', ConfigurationError, ['The run option version', VERSION, 'got 0'], () => start({}, { version: 0 }));
 add('runByName version 1.5', ConfigurationError, ['The run option version', VERSION, 'got 1.5'], () => engine.client.runByName('plain', {}, { version: 1.5 }));
 add('listRuns version 0', ConfigurationError, ['listRuns version', VERSION, 'got 0'], () => engine.client.listRuns({ workflow: 'plain', version: 0 }));
@@ -546,17 +680,24 @@ add('listRuns version without a workflow', ConfigurationError, ['listRuns versio
   engine.client.listRuns({ version: 2 }),
 );
 add('countRuns version 1.5', ConfigurationError, ['countRuns version', VERSION, 'got 1.5'], () => engine.client.countRuns({ workflow: 'plain', version: 1.5 }));
-add('listRuns status "compensated" (a field, not a status)', ConfigurationError, ['listRuns status must be one of', 'compensation_failed', 'got "compensated"'], () =>
-  engine.client.listRuns({ status: bad('compensated') }),
+add(
+  'listRuns status "compensated" (a field, not a status)',
+  ConfigurationError,
+  ['listRuns status must be one of', 'compensation_failed', 'got "compensated"'],
+  () => engine.client.listRuns({ status: bad('compensated') }),
 );
 add('cancelRun compensate "yes"', ConfigurationError, ['cancelRun compensate must be true or false', 'got "yes"'], () =>
   engine.client.cancelRun('no-such-run', { compensate: bad('yes') }),
 );
-add('terminate reason ""', ConfigurationError, ['terminate reason must be a non-empty string', 'got ""'], () => engine.client.terminate('no-such-run', { reason: '' }));
+add('terminate reason ""', ConfigurationError, ['terminate reason must be a non-empty string', 'got ""'], () =>
+  engine.client.terminate('no-such-run', { reason: '' }),
+);
 add('terminate unknown option "reasn"', ConfigurationError, ['Unknown option "reasn" in terminate options', 'Did you mean "reason"?'], () =>
   engine.client.terminate('no-such-run', bad({ reasn: 'stuck' })),
 );
-add('deleteRun force "yes"', ConfigurationError, ['deleteRun option "force" must be a boolean', 'got "yes"'], () => engine.client.deleteRun('no-such-run', { force: bad('yes') }));
+add('deleteRun force "yes"', ConfigurationError, ['deleteRun option "force" must be a boolean', 'got "yes"'], () =>
+  engine.client.deleteRun('no-such-run', { force: bad('yes') }),
+);
 add('deleteRun unknown option "forse"', ConfigurationError, ['Unknown option "forse" in deleteRun options', 'Did you mean "force"?'], () =>
   engine.client.deleteRun('no-such-run', bad({ forse: true })),
 );
@@ -565,15 +706,20 @@ add('startWorker runtime.maxRecoveries 1.5', ConfigurationError, ['runtime.maxRe
 );
 const HEARTBEAT = 'heartbeatTimeout of step "s" must be a duration > 0 and at most 24 days';
 addStep('step.run heartbeatTimeout 0', ConfigurationError, [HEARTBEAT, 'got 0'], (step) => step.run({ name: 's', heartbeatTimeout: 0 }, () => 1));
-addStep('step.run heartbeatTimeout 1e20', ConfigurationError, [HEARTBEAT, 'got 100000000000000000000'], (step) => step.run({ name: 's', heartbeatTimeout: 1e20 }, () => 1));
+addStep('step.run heartbeatTimeout 1e20', ConfigurationError, [HEARTBEAT, 'got 100000000000000000000'], (step) =>
+  step.run({ name: 's', heartbeatTimeout: 1e20 }, () => 1),
+);
 addStep('step.run compensate "refund" (not a function)', ConfigurationError, ['The compensate option of step "s" must be a function', 'got string'], (step) =>
   step.run({ name: 's', compensate: bad('refund') }, () => 1),
 );
 addStep('step.run compensateRetries without compensate', ConfigurationError, ['Step "s" has compensateRetries but no compensate function'], (step) =>
   step.run({ name: 's', compensateRetries: { maxAttempts: 2 } }, () => 1),
 );
-addStep('step.run compensateRetries.maxAttempts 0', ConfigurationError, ['compensateRetries of step "s" maxAttempts must be an integer from 1 to', 'got 0'], (step) =>
-  step.run({ name: 's', compensate: () => undefined, compensateRetries: { maxAttempts: 0 } }, () => 1),
+addStep(
+  'step.run compensateRetries.maxAttempts 0',
+  ConfigurationError,
+  ['compensateRetries of step "s" maxAttempts must be an integer from 1 to', 'got 0'],
+  (step) => step.run({ name: 's', compensate: () => undefined, compensateRetries: { maxAttempts: 0 } }, () => 1),
 );
 addStep('step.commit name ""', ConfigurationError, ['step.commit needs a non-empty name'], (step) => step.commit(''));
 addStep('step.commit name "a|b"', ConfigurationError, ['The step name of step.commit must not contain "#" or "|"', 'got "a|b"'], (step) => step.commit('a|b'));
@@ -588,7 +734,9 @@ addStep('step.waitForAny branch 5 (not a branch)', ConfigurationError, [`Branch 
 addStep('step.timer 1e20 in a race', ConfigurationError, [`timer of branch "t" of ${RACE}`, 'at most 10 years', 'got 100000000000000000000'], (step) =>
   step.waitForAny('race', { t: step.timer(1e20) }),
 );
-addStep('step.timer "abc" in a race', ConfigurationError, [`timer of branch "t" of ${RACE}`, 'got "abc"'], (step) => step.waitForAny('race', { t: step.timer('abc') }));
+addStep('step.timer "abc" in a race', ConfigurationError, [`timer of branch "t" of ${RACE}`, 'got "abc"'], (step) =>
+  step.waitForAny('race', { t: step.timer('abc') }),
+);
 addStep('step.child onLose "keep"', ConfigurationError, ["onLose of step.child must be 'cancel' or 'abandon'", 'got "keep"'], (step) =>
   step.waitForAny('race', { c: step.child(plain, {}, { onLose: bad('keep') }) }),
 );
@@ -602,8 +750,11 @@ add('new RetryAfterError(msg, NaN)', TypeError, [RETRY_AFTER, 'NaN is not valid'
 add('new RetryAfterError(msg, "abc")', TypeError, [RETRY_AFTER, '"abc" is not valid'], () => new RetryAfterError('later', 'abc'));
 add('new RetryAfterError(msg, new Date("x"))', TypeError, [RETRY_AFTER, 'an invalid Date is not valid'], () => new RetryAfterError('later', new Date('x')));
 add('new RetryAfterError(msg, 1e20)', TypeError, [RETRY_AFTER, '100000000000000000000 is not valid'], () => new RetryAfterError('later', 1e20));
-add('new RetryAfterError(msg, a Date 11 years ahead)', TypeError, [RETRY_AFTER, 'is not valid'], () =>
-  new RetryAfterError('later', new Date(Date.now() + ELEVEN_YEARS_MS)),
+add(
+  'new RetryAfterError(msg, a Date 11 years ahead)',
+  TypeError,
+  [RETRY_AFTER, 'is not valid'],
+  () => new RetryAfterError('later', new Date(Date.now() + ELEVEN_YEARS_MS)),
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -661,16 +812,16 @@ describe('bad inputs are rejected with a named error that names the option', () 
   });
 
   it.each(cases.map((c) => [c.what, c] as const))('%s', async (_what, c) => {
-      tried++;
-      const result = await outcome(c.attempt);
-      if (!result.threw) {
-        throw new Error(`${c.what}: accepted (returned ${typeof result.value}), expected ${c.error.name} naming ${JSON.stringify(c.message)}.`);
-      }
-      const error = result.error as Error;
-      expect(error).toBeInstanceOf(c.error);
-      expect(error.name).toBe(c.error.name);
-      for (const part of c.message) expect(error.message).toContain(part);
-      named++;
+    tried++;
+    const result = await outcome(c.attempt);
+    if (!result.threw) {
+      throw new Error(`${c.what}: accepted (returned ${typeof result.value}), expected ${c.error.name} naming ${JSON.stringify(c.message)}.`);
+    }
+    const error = result.error as Error;
+    expect(error).toBeInstanceOf(c.error);
+    expect(error.name).toBe(c.error.name);
+    for (const part of c.message) expect(error.message).toContain(part);
+    named++;
   });
 
   describe('ids that are not run ids', () => {
@@ -733,7 +884,14 @@ describe('bad inputs are rejected with a named error that names the option', () 
       for (const key of indexes) {
         const type = await redis.type(key);
         // A debounce key is a string: the id of the run it collects calls into.
-        const ids = type === 'zset' ? await redis.zrange(key, 0, '-1') : type === 'list' ? await redis.lrange(key, 0, -1) : type === 'string' ? [(await redis.get(key))!] : [];
+        const ids =
+          type === 'zset'
+            ? await redis.zrange(key, 0, '-1')
+            : type === 'list'
+              ? await redis.lrange(key, 0, -1)
+              : type === 'string'
+                ? [(await redis.get(key))!]
+                : [];
         for (const id of ids) if (!(await redis.exists(runKey(id)))) dangling.push(`${key} -> ${id}`);
       }
       expect({ stranded, dangling }).toEqual({ stranded: [], dangling: [] });

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+
 import { abortedFlag, blockedFlag, blockingFlag, BLOCKY, BLOCKY_BETWEEN, defineBlocky, executionsKey } from '../fixtures/blocking-worker';
 import { eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
@@ -18,7 +19,7 @@ describe('a worker whose event loop is blocked for longer than the lease', () =>
     await engine.close();
   });
 
-  it('loses the run to another worker without failing it or storing anything more, aborts the blocked attempt\'s signal, and says why', async () => {
+  it("loses the run to another worker without failing it or storing anything more, aborts the blocked attempt's signal, and says why", async () => {
     child = spawnWorkerProcess(FIXTURE, { REDFLOW_BLOCK_PREFIX: engine.prefix });
     await whileAlive([child], 'blocking worker', async () => (await engine.client.getWorkflowMeta(BLOCKY)) !== null, 15_000);
     const handle = await engine.client.runByName(BLOCKY, {});

@@ -1,6 +1,6 @@
-import { createAdmin } from '../../lib';
 import { Cluster } from 'ioredis';
-import { ConfigurationError, createClient, type RedisConnection, type RunHandle, type WorkflowClient, type WorkflowContext } from '../../lib';
+
+import { ConfigurationError, createAdmin, createClient, type RedisConnection, type RunHandle, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { deferred, eventually, TestEngine } from '../support/engine';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -87,18 +87,30 @@ describe('user-chosen names that look like internal keys', () => {
 
     // One holder per mutex runs; the three others of each wait parked on their own mutex.
     const parkedOn = (key: string) => engine.redis.lrange(`${base()}mutex-parked:${key}`, 0, -1);
-    await eventually(async () => inside.m.current === 1 && inside['m:parked'].current === 1 && (await parkedOn('m')).length === 3 && (await parkedOn('m:parked')).length === 3);
-    expect(both.current).toBe(2);
-    const types = await Promise.all(
-      [`mutex:m`, `mutex:m:parked`, `mutex-parked:m`, `mutex-parked:m:parked`].map((k) => engine.redis.type(`${base()}${k}`)),
+    await eventually(
+      async () => inside.m.current === 1 && inside['m:parked'].current === 1 && (await parkedOn('m')).length === 3 && (await parkedOn('m:parked')).length === 3,
     );
+    expect(both.current).toBe(2);
+    const types = await Promise.all([`mutex:m`, `mutex:m:parked`, `mutex-parked:m`, `mutex-parked:m:parked`].map((k) => engine.redis.type(`${base()}${k}`)));
     expect(types).toEqual(['string', 'string', 'list', 'list']);
     const holderM = await engine.redis.get(`${base()}mutex:m`);
     const holderP = await engine.redis.get(`${base()}mutex:m:parked`);
     expect(handles.slice(0, 4).map((h) => h.id)).toContain(holderM);
     expect(handles.slice(4).map((h) => h.id)).toContain(holderP);
-    expect((await parkedOn('m')).sort()).toEqual(handles.slice(0, 4).map((h) => h.id).filter((id) => id !== holderM).sort());
-    expect((await parkedOn('m:parked')).sort()).toEqual(handles.slice(4).map((h) => h.id).filter((id) => id !== holderP).sort());
+    expect((await parkedOn('m')).sort()).toEqual(
+      handles
+        .slice(0, 4)
+        .map((h) => h.id)
+        .filter((id) => id !== holderM)
+        .sort(),
+    );
+    expect((await parkedOn('m:parked')).sort()).toEqual(
+      handles
+        .slice(4)
+        .map((h) => h.id)
+        .filter((id) => id !== holderP)
+        .sort(),
+    );
 
     release.resolve();
     const results = await Promise.all(handles.map((h) => h.result({ timeoutMs: 10_000 })));

@@ -1,7 +1,9 @@
 import 'reflect-metadata';
+
+import { randomBytes } from 'node:crypto';
 import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
+
 import { ConfigurationError, createClient, RedflowModule, startWorker, Workflow, WorkflowRegistry, type RedflowLogger, type WorkflowClient } from '../../lib';
 import { OwnRedis } from '../support/own-redis';
 
@@ -94,7 +96,10 @@ describe('a Redis whose maxmemory-policy may evict keys', () => {
         return 1;
       }
     }
-    @Module({ imports: [RedflowModule.forRoot({ app: 'evict', connection: server.url, prefix: prefix(), redis: { requireNoEviction: true } })], providers: [Jobs] })
+    @Module({
+      imports: [RedflowModule.forRoot({ app: 'evict', connection: server.url, prefix: prefix(), redis: { requireNoEviction: true } })],
+      providers: [Jobs],
+    })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
     const app = moduleRef.createNestApplication({ logger: false });

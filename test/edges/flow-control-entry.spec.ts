@@ -1,5 +1,14 @@
 import { Cluster } from 'ioredis';
-import { ConfigurationError, createClient, RateLimitExceededError, WorkflowRegistry, type RedisConnection, type WorkflowClient, type WorkflowContext } from '../../lib';
+
+import {
+  ConfigurationError,
+  createClient,
+  RateLimitExceededError,
+  WorkflowRegistry,
+  type RedisConnection,
+  type WorkflowClient,
+  type WorkflowContext,
+} from '../../lib';
 import { eventually, TestEngine } from '../support/engine';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -162,7 +171,12 @@ describe('Flow control holds however a run starts', () => {
     const calls: string[] = [];
     engine.registry.define(
       'limited',
-      { maxConcurrency: Infinity, rateLimit: { limit: 1, period: '1m' }, event: [{ name: 'l' }], cron: [{ expression: '* * * * * *', input: { via: 'cron' } }] },
+      {
+        maxConcurrency: Infinity,
+        rateLimit: { limit: 1, period: '1m' },
+        event: [{ name: 'l' }],
+        cron: [{ expression: '* * * * * *', input: { via: 'cron' } }],
+      },
       ({ input }: WorkflowContext<Tagged>) => {
         calls.push(input.via);
         return input.via;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+
 import { createClient, RedisWriteRefusedError, startWorker, WorkflowRegistry, type RedflowLogger, type Worker, type WorkflowClient } from '../../lib';
 import { eventually, FAST_RUNTIME } from '../support/engine';
 import { gatedChargeWorkflow } from '../support/gated-charge';
@@ -83,7 +84,9 @@ describe('a Redis that refuses writes (maxmemory reached, noeviction)', () => {
       expect(await client.redis.hget(client.keys.run(h.id), 'recoveries')).toBeNull();
     }
     // Logged once Redis has stayed up for a moment, so that a flapping Redis makes one episode.
-    await eventually(() => logger.lines.filter((l) => l.includes('accepts writes again after')).length === logger.lines.filter((l) => l.includes('refuses writes')).length);
+    await eventually(
+      () => logger.lines.filter((l) => l.includes('accepts writes again after')).length === logger.lines.filter((l) => l.includes('refuses writes')).length,
+    );
     expect(logger.lines.join('\n')).not.toMatch(/RunStalledError|redis\.call/);
   });
 });
@@ -162,7 +165,10 @@ describe('scripts on a Redis that refuses writes', () => {
       ['terminate', scripts.terminate(queued.id, now, '{}', 'test')],
       ['delete-run', scripts.deleteRun(queued.id, now, true, '{}', 'test')],
       ['resume', scripts.resume(queued.id, now)],
-      ['emit-event', scripts.emitEvent({ eventId: 'ev1', event: 'e', payload: '{"a":1}', fields: 'a\t1', now, emitAt: 0, idempotencyKey: '', idempotencyTtlSec: 1 })],
+      [
+        'emit-event',
+        scripts.emitEvent({ eventId: 'ev1', event: 'e', payload: '{"a":1}', fields: 'a\t1', now, emitAt: 0, idempotencyKey: '', idempotencyTtlSec: 1 }),
+      ],
       ['wait-event', scripts.waitEvent({ runId: queued.id, token: 't', field: 's:x', seq: 1, attempt: 1 }, 'e', 0, now, { shape: '', hash: 'h', json: '{}' })],
       ['register-cancel-on', scripts.registerCancelOn(queued.id, 't', [{ event: 'e', shape: '', hash: 'h' }])],
       ['fire-events', scripts.fireEvents(now + 10_000, 10)],
@@ -170,12 +176,36 @@ describe('scripts on a Redis that refuses writes', () => {
       ['unschedule', scripts.unschedule('@s')],
       [
         'enqueue',
-        scripts.enqueue({ runId: 'run-new', workflow: 'w', queue: 'default', maxAttempts: '3', input: '{}', now, runAt: now, idempotencyKey: 'idem', idempotencyTtlSec: 60, localFlow: true, extra: [] }),
+        scripts.enqueue({
+          runId: 'run-new',
+          workflow: 'w',
+          queue: 'default',
+          maxAttempts: '3',
+          input: '{}',
+          now,
+          runAt: now,
+          idempotencyKey: 'idem',
+          idempotencyTtlSec: 60,
+          localFlow: true,
+          extra: [],
+        }),
       ],
       ['checkpoint', scripts.checkpoint(runId, 'lease-1', now, ['s:a', `[1,1,1,${now},0,1]`])],
       [
         'finish',
-        scripts.finish({ runId, queue: 'default', token: 'lease-1', now, outcome: 'succeeded', payload: '1', dueAt: 0, nextToken: 'lease-2', leaseMs: 1000, waitFields: [], records: ['s:a', `[1,1,1,${now},0,1]`] }),
+        scripts.finish({
+          runId,
+          queue: 'default',
+          token: 'lease-1',
+          now,
+          outcome: 'succeeded',
+          payload: '1',
+          dueAt: 0,
+          nextToken: 'lease-2',
+          leaseMs: 1000,
+          waitFields: [],
+          records: ['s:a', `[1,1,1,${now},0,1]`],
+        }),
       ],
       [
         'start-child',

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+
 import {
   createClient,
   RedisUnavailableError,
@@ -62,7 +63,7 @@ describe('Redis unreachable', () => {
     const logger = captureLogger();
     const client = newClient(registry, logger);
     const worker = await startWorker({ app: 'outage', client, concurrency: 1, runtime: FAST_RUNTIME, logger });
-    expect((await (await client.runByName('noop', {})).result({ timeoutMs: 5_000 }))).toBe('ok');
+    expect(await (await client.runByName('noop', {})).result({ timeoutMs: 5_000 })).toBe('ok');
     server.pause();
     const paused = newClient(registry, logger);
     await expect(paused.getRun('r1')).rejects.toThrow(RedisUnavailableError);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+
 import { createClient, RedisWriteRefusedError, startWorker, WorkflowRegistry, type RedflowLogger, type WorkflowClient } from '../../lib';
 import { FAST_RUNTIME } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { createClient, RedisWriteRefusedError, startWorker, WorkflowRegistry, type RedflowLogger, type Worker, type WorkflowClient } from '../../lib';
 import { eventually, FAST_RUNTIME } from '../support/engine';
 import { gatedChargeWorkflow } from '../support/gated-charge';

@@ -12,10 +12,11 @@
  * reason. docs/performance.md explains each command of a run.
  */
 import { Redis } from 'ioredis';
+
+import type { WorkflowContext, WorkflowDefinition } from '../../lib';
+import { loadLibrary } from '../../lib/core/store/scripts/script-loader';
 import { RedflowTestEngine } from '../../lib/testing/core';
 import { TestRedisServer } from '../../lib/testing/redis-server';
-import { loadLibrary } from '../../lib/core/store/scripts/script-loader';
-import type { WorkflowContext, WorkflowDefinition } from '../../lib';
 import { clusterMode, eventually } from '../support/engine';
 
 /** Commands per one-step run, by name: enqueue (start) and processing (claim, step, finish). */
@@ -31,8 +32,23 @@ const TEN_STEP = {
 const CHILD_WAIT = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
   processing: {
-    script: 4, lpop: 3, lpush: 1, rpush: 1, exists: 1, hmget: 9, hget: 5, hgetall: 1, hset: 11, hdel: 2,
-    zadd: 13, zrem: 11, sadd: 3, smembers: 1, del: 1, xadd: 4, publish: 2,
+    script: 4,
+    lpop: 3,
+    lpush: 1,
+    rpush: 1,
+    exists: 1,
+    hmget: 9,
+    hget: 5,
+    hgetall: 1,
+    hset: 11,
+    hdel: 2,
+    zadd: 13,
+    zrem: 11,
+    sadd: 3,
+    smembers: 1,
+    del: 1,
+    xadd: 4,
+    publish: 2,
   },
 };
 /** Bytes per finished one-step run: its hash and index entries (keys), and its events (stream). */
@@ -124,7 +140,9 @@ describeStandalone('cost budgets (commands and bytes per run, counted by Redis)'
   it('a one-step run: the commands of its enqueue and of its processing', async () => {
     const scenario = (n: number) =>
       withEngine(async (engine) => {
-        const wf = engine.registry.define('one', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => step.run('work', () => ({ i: input.i })));
+        const wf = engine.registry.define('one', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) =>
+          step.run('work', () => ({ i: input.i })),
+        );
         return processRuns(engine, wf, n);
       });
     const a = await scenario(5);
@@ -152,7 +170,9 @@ describeStandalone('cost budgets (commands and bytes per run, counted by Redis)'
   it('a run that waits on a child run: the commands of both, enqueue to end', async () => {
     const scenario = (n: number) =>
       withEngine(async (engine) => {
-        const child = engine.registry.define('child', { maxConcurrency: Infinity }, async ({ input, step }) => step.run('c', () => (input as { i: number }).i * 2));
+        const child = engine.registry.define('child', { maxConcurrency: Infinity }, async ({ input, step }) =>
+          step.run('c', () => (input as { i: number }).i * 2),
+        );
         const parent = engine.registry.define('parent', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => {
           const doubled = await step.runWorkflow('child', child, { i: input.i });
           return step.run('after', () => doubled + 1);
@@ -167,7 +187,9 @@ describeStandalone('cost budgets (commands and bytes per run, counted by Redis)'
 
   it('a finished one-step run keeps at most its budget of bytes in Redis', async () => {
     const { keys, stream } = await withEngine(async (engine) => {
-      const wf = engine.registry.define('bytes', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => step.run('work', () => ({ ok: true, i: input.i })));
+      const wf = engine.registry.define('bytes', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) =>
+        step.run('work', () => ({ ok: true, i: input.i })),
+      );
       const streamKey = engine.client.keys.events();
       const usage = async () => {
         let total = 0;

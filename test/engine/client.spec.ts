@@ -1,8 +1,10 @@
-import { createAdmin } from '../../lib';
 import { IsInt, IsString, Min } from 'class-validator';
 import { z } from 'zod';
+
 import {
   CanceledError,
+  createAdmin,
+  createClient,
   IdempotencyConflictError,
   InputValidationError,
   PayloadTooLargeError,
@@ -10,7 +12,6 @@ import {
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRegistry,
-  createClient,
 } from '../../lib';
 import { TestEngine } from '../support/engine';
 

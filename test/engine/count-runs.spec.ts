@@ -1,5 +1,5 @@
 import { ConfigurationError, NonRetriableError } from '../../lib';
-import { TestEngine, deferred, eventually } from '../support/engine';
+import { deferred, eventually, TestEngine } from '../support/engine';
 
 /** `countRuns` reads the sizes of the indexes `listRuns` pages through: one ZCARD per filter. */
 describe('countRuns', () => {
@@ -41,7 +41,9 @@ describe('countRuns', () => {
     expect(await client.countRuns()).toBe(10);
     expect(await client.countRuns({})).toBe(10);
     const byStatus = Object.fromEntries(
-      await Promise.all((['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'] as const).map(async (status) => [status, await client.countRuns({ status })])),
+      await Promise.all(
+        (['scheduled', 'queued', 'running', 'succeeded', 'failed', 'canceled'] as const).map(async (status) => [status, await client.countRuns({ status })]),
+      ),
     );
     expect(byStatus).toEqual({ scheduled: 2, queued: 2, running: 1, succeeded: 3, failed: 1, canceled: 1 });
     expect(await client.countRuns({ workflow: 'charge' })).toBe(5);
@@ -56,7 +58,9 @@ describe('countRuns', () => {
     expect(await client.countRuns({ workflow: 'audit', status: 'queued' })).toBe(2);
     expect(await client.countRuns({ workflow: 'audit', status: 'succeeded' })).toBe(0);
     // The counts are the lengths of the lists.
-    expect(await client.countRuns({ workflow: 'charge', status: 'succeeded' })).toBe((await client.listRuns({ workflow: 'charge', status: 'succeeded' })).length);
+    expect(await client.countRuns({ workflow: 'charge', status: 'succeeded' })).toBe(
+      (await client.listRuns({ workflow: 'charge', status: 'succeeded' })).length,
+    );
     expect(await client.countRuns()).toBe((await client.listRuns({ limit: 1000 })).length);
 
     release.resolve();
@@ -74,7 +78,9 @@ describe('countRuns', () => {
     await expect(client.countRuns({ status: 'done' as never })).rejects.toThrow(
       'countRuns status must be one of scheduled, queued, running, compensating, succeeded, failed, canceled, compensation_failed, terminated, got "done".',
     );
-    await expect(client.countRuns({ workflow: 42 as never })).rejects.toThrow(new ConfigurationError('countRuns workflow must be a workflow name, got number.'));
+    await expect(client.countRuns({ workflow: 42 as never })).rejects.toThrow(
+      new ConfigurationError('countRuns workflow must be a workflow name, got number.'),
+    );
     await expect(client.countRuns('failed' as never)).rejects.toThrow('countRuns options must be an object, got "failed".');
   });
 });

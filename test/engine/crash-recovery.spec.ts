@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+
 import { defineCrashWorkflows, effectKey } from '../fixtures/crash-worker';
 import { eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
@@ -144,7 +145,12 @@ describe('crash recovery', () => {
     expect(await handle.getState()).toMatchObject({ status: 'succeeded', attempt: 1 });
     const steps = await engine.client.getRunSteps(handle.id);
     // a and b finished concurrently in the child (seq 1 and 2 in either order); c is stored last.
-    expect(steps.slice(0, 2).map((s) => [s.name, s.status, s.attempt, s.output]).sort()).toEqual([
+    expect(
+      steps
+        .slice(0, 2)
+        .map((s) => [s.name, s.status, s.attempt, s.output])
+        .sort(),
+    ).toEqual([
       ['a', 'succeeded', 1, { by: 'child', n: 1 }],
       ['b', 'succeeded', 1, { by: 'child', n: 1 }],
     ]);
@@ -183,7 +189,14 @@ describe('crash recovery', () => {
     const proc = spawnCrashWorker();
     const handle = await engine.client.start(workflows[which], {});
     const steps = async () => (await engine.client.getRunSteps(handle.id)).map((s) => [s.name, s.status]);
-    await whileChildRuns(async () => JSON.stringify(await steps()) === JSON.stringify([['before', 'succeeded'], ['wait', 'waiting']]));
+    await whileChildRuns(
+      async () =>
+        JSON.stringify(await steps()) ===
+        JSON.stringify([
+          ['before', 'succeeded'],
+          ['wait', 'waiting'],
+        ]),
+    );
     expect(await handle.getState()).toMatchObject({ status: 'running', attempt: 1 });
     expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'lease')).toContain(`:${proc.proc.pid}:`);
     const wakeAt = (await engine.client.getRunSteps(handle.id))[1].wakeAt!;
@@ -200,7 +213,10 @@ describe('crash recovery', () => {
     // which keeps its deadline, and "before" is not run again.
     await eventually(async () => (await handle.getState())?.status === 'scheduled', 10_000);
     expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
-    expect(await steps()).toEqual([['before', 'succeeded'], ['wait', 'waiting']]);
+    expect(await steps()).toEqual([
+      ['before', 'succeeded'],
+      ['wait', 'waiting'],
+    ]);
     expect((await engine.client.getRunSteps(handle.id))[1].wakeAt).toBe(wakeAt);
     expect(await effects('before', 'after')).toEqual([1, 0]);
 
@@ -244,7 +260,11 @@ describe('crash recovery', () => {
     expect(await engine.redis.hlen(shapes)).toBe(0);
 
     await engine.worker();
-    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ before: { by: 'child', n: 1 }, got: { order: 'o-1', carrier: 'dhl' }, after: { by: 'parent', n: 1 } });
+    await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({
+      before: { by: 'child', n: 1 },
+      got: { order: 'o-1', carrier: 'dhl' },
+      after: { by: 'parent', n: 1 },
+    });
     expect(await engine.redis.hget(engine.client.keys.run(handle.id), 'recoveries')).toBe('1');
     expect(await effects('before', 'after')).toEqual([1, 1]);
     expect(await engine.redis.exists(engine.client.keys.eventWaitsOf(handle.id))).toBe(0);

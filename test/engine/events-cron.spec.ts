@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+
 import { InvalidCronError, WorkflowRegistry, type RunState } from '../../lib';
 import { nextCronTick } from '../../lib/core/definition/cron';
 import { defineCronWorkflow, execKey, readyKey, TICKER, TICKER_CRON_ID } from '../fixtures/cron-worker';

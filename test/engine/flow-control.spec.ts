@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+
 import { NonRetriableError, RateLimitExceededError, type RunHandle, type RunStatus, type WorkflowContext } from '../../lib';
 import { defineSlotHolder, SLOT_HOLDER, startsKey } from '../fixtures/flow-control-worker';
 import { deferred, eventually, TestEngine } from '../support/engine';
@@ -68,10 +69,25 @@ describe('flow control', () => {
       await eventually(() => inside.current === 2);
       expect(w1.activeRunIds.length + w2.activeRunIds.length).toBe(2);
       const waiting = await Promise.all(handles.map((h) => h.getState()));
-      expect(count(waiting.map((s) => s?.status), 'running')).toBe(2);
-      expect(count(waiting.map((s) => s?.status), 'queued')).toBe(6);
+      expect(
+        count(
+          waiting.map((s) => s?.status),
+          'running',
+        ),
+      ).toBe(2);
+      expect(
+        count(
+          waiting.map((s) => s?.status),
+          'queued',
+        ),
+      ).toBe(6);
       for (const state of waiting.filter((s) => s?.status === 'queued')) expect(state?.attempt).toBe(0);
-      expect((await active('limited')).sort()).toEqual(waiting.filter((s) => s?.status === 'running').map((s) => s!.id).sort());
+      expect((await active('limited')).sort()).toEqual(
+        waiting
+          .filter((s) => s?.status === 'running')
+          .map((s) => s!.id)
+          .sort(),
+      );
 
       gate.resolve();
       expect(await Promise.all(handles.map((h) => h.result({ timeoutMs: 5_000 })))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -231,7 +247,12 @@ describe('flow control', () => {
       await expect(a.result({ timeoutMs: 5_000 })).resolves.toEqual({ userId: 'u1', n: 3 });
       await expect(other.result({ timeoutMs: 5_000 })).resolves.toEqual({ userId: 'u2', n: 1 });
       expect(calls).toHaveLength(2);
-      expect(calls).toEqual(expect.arrayContaining([{ userId: 'u1', n: 3 }, { userId: 'u2', n: 1 }]));
+      expect(calls).toEqual(
+        expect.arrayContaining([
+          { userId: 'u1', n: 3 },
+          { userId: 'u2', n: 1 },
+        ]),
+      );
       const run = (await a.getState())!;
       expect(run).toMatchObject({ status: 'succeeded', attempt: 1, input: { userId: 'u1', n: 3 } });
       // Started after a quiet period that began with the last start.
@@ -385,7 +406,7 @@ describe('flow control', () => {
       expect(await handle.getState()).toMatchObject({ status: 'succeeded', attempt: 1 });
     });
 
-    it('hands a rate-limited child\'s RateLimitExceededError to the parent waiting on it', async () => {
+    it("hands a rate-limited child's RateLimitExceededError to the parent waiting on it", async () => {
       const child = engine.registry.define('rl-child', { maxConcurrency: Infinity, rateLimit: { limit: 1, period: '1m' } }, () => 'child ok');
       const parent = engine.registry.define('rl-parent', {}, async ({ step }) => {
         const one = await step.runWorkflow('first', child, {});
@@ -435,7 +456,15 @@ describe('flow control', () => {
         });
       const a = define('mutex-a', 'qa', behaviours.a, options.a);
       const b = define('mutex-b', 'qb', behaviours.b);
-      return { a, b, log, peak, get peakAll() { return peakAll; } };
+      return {
+        a,
+        b,
+        log,
+        peak,
+        get peakAll() {
+          return peakAll;
+        },
+      };
     }
 
     /** Gates by run label: `started(label)` resolves when the handler began, `release(label)` lets it go on. */
@@ -562,10 +591,7 @@ describe('flow control', () => {
       const pair = defineMutexPair({
         a: async ({ input, signal }) => {
           holderSignal = signal;
-          await Promise.race([
-            g.hold(input.label),
-            new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
-          ]);
+          await Promise.race([g.hold(input.label), new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))]);
           return input.label;
         },
         b: async ({ input }) => {
@@ -670,7 +696,11 @@ describe('flow control', () => {
         expect(await engine.redis.exists(engine.client.keys.run(h.id))).toBe(0);
         expect(await engine.client.getRunSteps(h.id)).toEqual([]);
       }
-      for (const [h, wf, status] of [[succeeded, 'keep-ok', 'succeeded'], [failed, 'keep-bad', 'failed'], [canceled, 'keep-cancel', 'canceled']] as const) {
+      for (const [h, wf, status] of [
+        [succeeded, 'keep-ok', 'succeeded'],
+        [failed, 'keep-bad', 'failed'],
+        [canceled, 'keep-cancel', 'canceled'],
+      ] as const) {
         expect(await engine.redis.zscore(engine.client.keys.workflowStatusRuns(status, wf), h.id)).toBeNull();
       }
       for (const status of ['succeeded', 'failed', 'canceled'] as const) {
@@ -732,7 +762,12 @@ describe('flow control', () => {
         spy.mockRestore();
       }
       expect(await engine.redis.zcard(engine.client.keys.status('succeeded'))).toBe(0);
-      const exists = await Promise.all(ids.slice(0, 50).concat(ids.slice(-50)).map((id) => engine.redis.exists(engine.client.keys.run(id))));
+      const exists = await Promise.all(
+        ids
+          .slice(0, 50)
+          .concat(ids.slice(-50))
+          .map((id) => engine.redis.exists(engine.client.keys.run(id))),
+      );
       expect(exists.every((e) => e === 0)).toBe(true);
       expect(await engine.client.listRuns({ workflow: 'noop' })).toEqual([]);
     });

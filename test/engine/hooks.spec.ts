@@ -1,5 +1,5 @@
 import { ConfigurationError, NonRetriableError, type WorkerHooks, type WorkflowContext } from '../../lib';
-import { TestEngine, deferred, eventually } from '../support/engine';
+import { deferred, eventually, TestEngine } from '../support/engine';
 
 /** A logger that keeps its lines, to read what a throwing hook left. */
 function captureLogger() {
@@ -82,7 +82,10 @@ describe('worker hooks', () => {
     await engine.client.cancelRun(handle.id);
     await eventually(() => seen.includes('run.canceled blocked'));
     gate.resolve();
-    expect(seen.filter((l) => l.includes('failing'))).toEqual(['run.start failing attempt=1/1 input={}', 'run.failed failing attempt=1 retry=false card declined']);
+    expect(seen.filter((l) => l.includes('failing'))).toEqual([
+      'run.start failing attempt=1/1 input={}',
+      'run.failed failing attempt=1 retry=false card declined',
+    ]);
     expect(seen).toContain('step.failed boom retry=false card declined');
   });
 

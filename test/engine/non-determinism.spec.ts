@@ -1,5 +1,5 @@
 import { NonDeterminismError, WorkflowRegistry, type StepApi, type WorkflowOptions } from '../../lib';
-import { TestEngine, eventually } from '../support/engine';
+import { eventually, TestEngine } from '../support/engine';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -223,22 +223,25 @@ describe('non-determinism guard', () => {
       [false, 'retry', false],
       [true, 'retry', true],
       [false, 'retry', true],
-    ] as const)('replays Promise.all branches in another interleaving without a false alarm (slow first: %s, recovery: %s, slow aborted: %s)', async (slowFirst, recovery, abortSlow) => {
-      const { registry, definition } = branches(slowFirst, recovery, abortSlow);
-      await engine.worker({ app: 'shop', registry });
-      const handle = await engine.client.start(definition, {});
-      if (recovery === 'signal') {
-        await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled');
-        const order = (await engine.client.getRunSteps(handle.id)).map((s) => s.name);
-        // The journal's order differs from the order a replay reaches them in.
-        expect(order).toEqual(['fast-1', 'fast-2', 'slow', 'go']);
-        await engine.client.signal(handle.id, 'go');
-      }
-      await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('slow|fast-1+fast-2');
-      // An aborted step's function is not stopped (it ignores its signal): slow ran in both attempts then.
-      expect(calls).toMatchObject({ slow: abortSlow ? 2 : 1, 'fast-1': 1, 'fast-2': 1, after: 1 });
-      expect((await engine.client.getRun(handle.id))?.attempt).toBe(recovery === 'retry' ? 2 : 1);
-    });
+    ] as const)(
+      'replays Promise.all branches in another interleaving without a false alarm (slow first: %s, recovery: %s, slow aborted: %s)',
+      async (slowFirst, recovery, abortSlow) => {
+        const { registry, definition } = branches(slowFirst, recovery, abortSlow);
+        await engine.worker({ app: 'shop', registry });
+        const handle = await engine.client.start(definition, {});
+        if (recovery === 'signal') {
+          await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'scheduled');
+          const order = (await engine.client.getRunSteps(handle.id)).map((s) => s.name);
+          // The journal's order differs from the order a replay reaches them in.
+          expect(order).toEqual(['fast-1', 'fast-2', 'slow', 'go']);
+          await engine.client.signal(handle.id, 'go');
+        }
+        await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('slow|fast-1+fast-2');
+        // An aborted step's function is not stopped (it ignores its signal): slow ran in both attempts then.
+        expect(calls).toMatchObject({ slow: abortSlow ? 2 : 1, 'fast-1': 1, 'fast-2': 1, after: 1 });
+        expect((await engine.client.getRun(handle.id))?.attempt).toBe(recovery === 'retry' ? 2 : 1);
+      },
+    );
 
     it('fires when a parallel branch really disagrees with the journal', async () => {
       const parallel = (name: string) =>

@@ -48,26 +48,22 @@ describe('terminate and deleteRun', () => {
       const inStep = deferred();
       const aborted = deferred<unknown>();
       const ran: string[] = [];
-      const charge = engine.registry.define(
-        'charge',
-        { onFailure: () => void ran.push('onFailure') },
-        async ({ step }: WorkflowContext) => {
-          try {
-            // A completed step with a compensation: a terminated run never runs it.
-            await step.run({ name: 'prepare', compensate: () => void ran.push('undo prepare') }, () => 'prepared');
-            await step.run('reserve', ({ signal }) => {
-              signal.addEventListener('abort', () => aborted.resolve(signal.reason));
-              inStep.resolve();
-              return new Promise<never>(() => undefined);
-            });
-            await step.run('capture', () => void ran.push('capture'));
-          } catch (error) {
-            // A saga's compensation: never reached for a terminated run.
-            await step.run('release', () => void ran.push('release'));
-            throw error;
-          }
-        },
-      );
+      const charge = engine.registry.define('charge', { onFailure: () => void ran.push('onFailure') }, async ({ step }: WorkflowContext) => {
+        try {
+          // A completed step with a compensation: a terminated run never runs it.
+          await step.run({ name: 'prepare', compensate: () => void ran.push('undo prepare') }, () => 'prepared');
+          await step.run('reserve', ({ signal }) => {
+            signal.addEventListener('abort', () => aborted.resolve(signal.reason));
+            inStep.resolve();
+            return new Promise<never>(() => undefined);
+          });
+          await step.run('capture', () => void ran.push('capture'));
+        } catch (error) {
+          // A saga's compensation: never reached for a terminated run.
+          await step.run('release', () => void ran.push('release'));
+          throw error;
+        }
+      });
       const other = engine.registry.define('other', {}, () => 'other done');
       await engine.worker({ concurrency: 1 });
       const handle = await engine.client.start(charge, {});
@@ -83,7 +79,11 @@ describe('terminate and deleteRun', () => {
       const error = await handle.result({ timeoutMs: 2_000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RunTerminatedError);
       expect(error).toMatchObject({ runId: handle.id, reason: 'stuck on the gateway', message: `Run "${handle.id}" was terminated: stuck on the gateway.` });
-      await expect(engine.client.waitForRun(handle.id, { throwOnFailure: false })).resolves.toMatchObject({ runId: handle.id, status: 'terminated', error: expect.any(RunTerminatedError) });
+      await expect(engine.client.waitForRun(handle.id, { throwOnFailure: false })).resolves.toMatchObject({
+        runId: handle.id,
+        status: 'terminated',
+        error: expect.any(RunTerminatedError),
+      });
 
       // The only worker slot is free again; by the time another run went through, the attempt is over.
       await expect((await engine.client.start(other, {})).result({ timeoutMs: 5_000 })).resolves.toBe('other done');
@@ -143,11 +143,15 @@ describe('terminate and deleteRun', () => {
 
     it('rejects bad options with ConfigurationError naming the option, before reaching Redis', async () => {
       const bad = <T>(value: unknown) => value as T;
-      await expect(engine.client.terminate('r', bad({ reasn: 'stuck' }))).rejects.toThrow(new ConfigurationError('Unknown option "reasn" in terminate options. Did you mean "reason"? Known options: reason.'));
+      await expect(engine.client.terminate('r', bad({ reasn: 'stuck' }))).rejects.toThrow(
+        new ConfigurationError('Unknown option "reasn" in terminate options. Did you mean "reason"? Known options: reason.'),
+      );
       await expect(engine.client.terminate('r', { reason: '' })).rejects.toThrow(ConfigurationError);
       await expect(engine.client.terminate('r', { reason: '' })).rejects.toThrow('terminate reason must be a non-empty string');
       await expect(engine.client.deleteRun('r', bad({ froce: true }))).rejects.toThrow('Unknown option "froce" in deleteRun options');
-      await expect(engine.client.deleteRun('r', { force: bad('yes') })).rejects.toThrow(new ConfigurationError('deleteRun option "force" must be a boolean, got "yes".'));
+      await expect(engine.client.deleteRun('r', { force: bad('yes') })).rejects.toThrow(
+        new ConfigurationError('deleteRun option "force" must be a boolean, got "yes".'),
+      );
     });
 
     it('ends a compensating run at once: the signal of the running compensation aborts and the compensations left never run', async () => {
@@ -218,7 +222,10 @@ describe('terminate and deleteRun', () => {
       expect(await engine.client.terminate(p1.id)).toBe(true);
       expect(await statusOf(p1.id)).toBe('terminated');
       expect(await engine.client.getRun(childId)).toMatchObject({ status: 'terminated', cancelReason: 'parent terminated' });
-      const childError = await engine.client.handle(childId).result({ timeoutMs: 1_000 }).catch((e: unknown) => e);
+      const childError = await engine.client
+        .handle(childId)
+        .result({ timeoutMs: 1_000 })
+        .catch((e: unknown) => e);
       expect(childError).toBeInstanceOf(RunTerminatedError);
       expect((childError as Error).message).toBe(`Run "${childId}" was terminated: its parent run "${p1.id}" was terminated.`);
 
@@ -227,7 +234,10 @@ describe('terminate and deleteRun', () => {
       const child2 = `${p2.id}.child`;
       await eventually(async () => (await statusOf(child2)) === 'running' && (await statusOf(p2.id)) === 'scheduled');
       expect(await engine.client.terminate(child2, { reason: 'operator' })).toBe(true);
-      await expect(p2.result({ timeoutMs: 5_000 })).resolves.toEqual({ childFailed: 'RunTerminatedError', message: `Run "${child2}" was terminated: operator.` });
+      await expect(p2.result({ timeoutMs: 5_000 })).resolves.toEqual({
+        childFailed: 'RunTerminatedError',
+        message: `Run "${child2}" was terminated: operator.`,
+      });
     });
   });
 

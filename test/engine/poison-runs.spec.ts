@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+
 import { RunCrashedError, RunStalledError, WorkflowRunError } from '../../lib';
 import { definePoisonWorkflows, POISON_MAX_RECOVERIES, poisonAttemptsKey, poisonPidKey } from '../fixtures/poison-worker';
 import { eventually, TestEngine } from '../support/engine';
@@ -99,7 +100,10 @@ describe('poison runs', () => {
 
     // Without progress in between, the second crash in a row fails the run (maxRecoveries 1).
     await worker.stop();
-    const again = await engine.client.start(engine.registry.define('again', {}, () => 'never'), {});
+    const again = await engine.client.start(
+      engine.registry.define('again', {}, () => 'never'),
+      {},
+    );
     for (const token of ['dead-3:1', 'dead-3:2']) {
       expect((await scripts.claim('default', token, Date.now(), 1))?.runId).toBe(again.id);
       expect(await scripts.reap(Date.now() + 10, 100, 1)).toEqual([again.id]);

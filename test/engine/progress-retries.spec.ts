@@ -1,7 +1,7 @@
 import { ConfigurationError, NonRetriableError, PayloadTooLargeError, RunNotFoundError, type WorkflowContext } from '../../lib';
-import { stepRetryDelayMs } from '../../lib/core/definition/retry';
 import { checkStepRetry } from '../../lib/core/definition/option-checks';
-import { TestEngine, eventually } from '../support/engine';
+import { stepRetryDelayMs } from '../../lib/core/definition/retry';
+import { eventually, TestEngine } from '../support/engine';
 
 /**
  * Values out of a running run (`step.setProgress`, `ctx.setEvent` / `client.getRunEvent`) and
@@ -34,7 +34,10 @@ describe('progress and run events', () => {
 
   it('refuses progress over 64 KiB with PayloadTooLargeError, and the run can go on', async () => {
     const big = engine.registry.define('big-progress', {}, async ({ step }) => {
-      const error = await step.setProgress('x'.repeat(70 * 1024)).then(() => null, (e: unknown) => e);
+      const error = await step.setProgress('x'.repeat(70 * 1024)).then(
+        () => null,
+        (e: unknown) => e,
+      );
       await step.setProgress('small');
       return error instanceof PayloadTooLargeError ? error.message : 'accepted';
     });
@@ -124,7 +127,11 @@ describe('retries per step', () => {
     const run = (await engine.client.getRun(handle.id))!;
     expect(run.attempt).toBe(1); // the run-level retry was never needed
     const steps = await engine.client.getRunSteps(handle.id);
-    expect(steps.find((s) => s.name === 'charge')).toMatchObject({ status: 'succeeded', attempts: 4, lastError: { name: 'Error', message: 'card network still down' } });
+    expect(steps.find((s) => s.name === 'charge')).toMatchObject({
+      status: 'succeeded',
+      attempts: 4,
+      lastError: { name: 'Error', message: 'card network still down' },
+    });
     expect(steps.find((s) => s.name === 'before')).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(steps.find((s) => s.name === 'before')!.lastError).toBeUndefined();
 
@@ -269,7 +276,9 @@ describe('retries per step', () => {
   });
 
   it('a bad retries option fails the step with a ConfigurationError naming the step', async () => {
-    const wrong = engine.registry.define('wrong-retries', {}, async ({ step }) => step.run({ name: 'x', retries: { backoff: 'sometimes' as 'fixed' } }, () => 1));
+    const wrong = engine.registry.define('wrong-retries', {}, async ({ step }) =>
+      step.run({ name: 'x', retries: { backoff: 'sometimes' as 'fixed' } }, () => 1),
+    );
     await engine.worker();
     const handle = await engine.client.start(wrong, {});
     await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow(/retries of step "x" backoff must be/);

@@ -1,6 +1,6 @@
 import { ConfigurationError, type EndedStatus, type RunStatus, type WorkflowContext } from '../../lib';
 import { scanPrefix } from '../../lib/core/store/prefix-scan';
-import { TestEngine, countScriptCalls } from '../support/engine';
+import { countScriptCalls, TestEngine } from '../support/engine';
 
 /**
  * `client.prune` deletes ended runs older than a cutoff, in atomic batches, with everything each
@@ -103,8 +103,18 @@ describe('prune', () => {
     const { client } = engine;
     const old = Date.now() - 8 * DAY_MS;
     const recent = Date.now() - 60_000;
-    const oldRuns = [...(await ended('charge', 'succeeded', 3, old)), ...(await ended('charge', 'failed', 2, old)), ...(await ended('charge', 'canceled', 2, old)), ...(await ended('charge', 'terminated', 1, old))];
-    const recentRuns = [...(await ended('charge', 'succeeded', 2, recent)), ...(await ended('charge', 'failed', 1, recent)), ...(await ended('charge', 'canceled', 1, recent)), ...(await ended('charge', 'terminated', 1, recent))];
+    const oldRuns = [
+      ...(await ended('charge', 'succeeded', 3, old)),
+      ...(await ended('charge', 'failed', 2, old)),
+      ...(await ended('charge', 'canceled', 2, old)),
+      ...(await ended('charge', 'terminated', 1, old)),
+    ];
+    const recentRuns = [
+      ...(await ended('charge', 'succeeded', 2, recent)),
+      ...(await ended('charge', 'failed', 1, recent)),
+      ...(await ended('charge', 'canceled', 1, recent)),
+      ...(await ended('charge', 'terminated', 1, recent)),
+    ];
     // Live runs: one running (claimed), one queued, one scheduled.
     const running = (await client.runByName('charge', {})).id;
     expect((await client.scripts.claim('default', 'live', Date.now(), LEASE_MS))?.runId).toBe(running);
@@ -140,8 +150,16 @@ describe('prune', () => {
     await register('charge', 'ship');
     const { client } = engine;
     const old = Date.now() - 2 * DAY_MS;
-    const charge = { succeeded: await ended('charge', 'succeeded', 2, old), failed: await ended('charge', 'failed', 2, old), canceled: await ended('charge', 'canceled', 1, old) };
-    const ship = { succeeded: await ended('ship', 'succeeded', 1, old), failed: await ended('ship', 'failed', 3, old), canceled: await ended('ship', 'canceled', 1, old) };
+    const charge = {
+      succeeded: await ended('charge', 'succeeded', 2, old),
+      failed: await ended('charge', 'failed', 2, old),
+      canceled: await ended('charge', 'canceled', 1, old),
+    };
+    const ship = {
+      succeeded: await ended('ship', 'succeeded', 1, old),
+      failed: await ended('ship', 'failed', 3, old),
+      canceled: await ended('ship', 'canceled', 1, old),
+    };
 
     await expect(client.prune({ olderThan: '1d', statuses: ['failed'], workflow: 'charge' })).resolves.toEqual({ deleted: 2 });
     expect(await client.countRuns({ workflow: 'charge', status: 'failed' })).toBe(0);
@@ -220,16 +238,26 @@ describe('prune', () => {
     const { client } = engine;
     await ended('charge', 'succeeded', 2, Date.now() - 2 * DAY_MS);
     const bad = (options: unknown) => client.prune(options as never);
-    await expect(bad(undefined)).rejects.toThrow(new ConfigurationError('prune needs olderThan: how long ago a run must have finished to be deleted (ms, or a string such as "7d").'));
+    await expect(bad(undefined)).rejects.toThrow(
+      new ConfigurationError('prune needs olderThan: how long ago a run must have finished to be deleted (ms, or a string such as "7d").'),
+    );
     await expect(bad({})).rejects.toThrow(ConfigurationError);
     await expect(bad({ olderThan: '7d', olderthan: '1d' })).rejects.toThrow('Unknown option "olderthan" in prune options. Did you mean "olderThan"?');
-    await expect(bad({ olderThan: '7 days' })).rejects.toThrow('prune olderThan must be a duration >= 0 and at most 10 years (a number of ms or a string like "5s"), got "7 days".');
+    await expect(bad({ olderThan: '7 days' })).rejects.toThrow(
+      'prune olderThan must be a duration >= 0 and at most 10 years (a number of ms or a string like "5s"), got "7 days".',
+    );
     await expect(bad({ olderThan: -1 })).rejects.toThrow(ConfigurationError);
     await expect(bad({ olderThan: '1d', statuses: ['failed', 'running'] })).rejects.toThrow(
-      new ConfigurationError('prune statuses may hold only succeeded, failed, canceled, terminated, got "running": runs that have not ended are never pruned (cancel them first).'),
+      new ConfigurationError(
+        'prune statuses may hold only succeeded, failed, canceled, terminated, got "running": runs that have not ended are never pruned (cancel them first).',
+      ),
     );
-    await expect(bad({ olderThan: '1d', statuses: [] })).rejects.toThrow('prune statuses must be a non-empty array of succeeded, failed, canceled, terminated, got an array.');
-    await expect(bad({ olderThan: '1d', statuses: 'failed' })).rejects.toThrow('prune statuses must be a non-empty array of succeeded, failed, canceled, terminated, got "failed".');
+    await expect(bad({ olderThan: '1d', statuses: [] })).rejects.toThrow(
+      'prune statuses must be a non-empty array of succeeded, failed, canceled, terminated, got an array.',
+    );
+    await expect(bad({ olderThan: '1d', statuses: 'failed' })).rejects.toThrow(
+      'prune statuses must be a non-empty array of succeeded, failed, canceled, terminated, got "failed".',
+    );
     await expect(bad({ olderThan: '1d', workflow: '' })).rejects.toThrow('prune workflow must be a workflow name, got "".');
     await expect(bad({ olderThan: '1d', workflow: 7 })).rejects.toThrow(ConfigurationError);
     expect(await client.countRuns()).toBe(2);

@@ -1,8 +1,18 @@
-import { createAdmin } from '../../lib/core';
-// The README's quick example, run as written (only the connection and prefix come from the test).
-import { createClient, defineWorkflow, getDefaultRegistry, NonRetriableError, setDefaultClient, startWorker, type Worker, type WorkflowContext } from '../../lib/core';
-import { connect } from '../support/engine';
 import { z } from 'zod';
+
+// The README's quick example, run as written (only the connection and prefix come from the test).
+import {
+  createAdmin,
+  createClient,
+  defineWorkflow,
+  getDefaultRegistry,
+  NonRetriableError,
+  setDefaultClient,
+  startWorker,
+  type Worker,
+  type WorkflowContext,
+} from '../../lib/core';
+import { connect } from '../support/engine';
 
 describe('README example', () => {
   const redis = connect();
@@ -63,7 +73,9 @@ describe('README example', () => {
     const client = createClient({ redis, prefix });
 
     // --- README: waits, child workflows and events ---
-    const sendReceipt = defineWorkflow('send-receipt', { queue: 'email' }, async ({ input }: WorkflowContext<{ orderId: string }>) => ({ sent: input.orderId }));
+    const sendReceipt = defineWorkflow('send-receipt', { queue: 'email' }, async ({ input }: WorkflowContext<{ orderId: string }>) => ({
+      sent: input.orderId,
+    }));
 
     const checkout = defineWorkflow('checkout', { maxConcurrency: 10 }, async ({ input, step }: WorkflowContext<{ orderId: string }>) => {
       await step.run('charge', () => charge(input.orderId));

@@ -68,14 +68,26 @@ describe('resume', () => {
     const handle = await engine.client.start(sync, {});
     // Attempt 1: both tries of the step's budget fail, and so does the run (maxAttempts 1).
     await expect(handle.result({ timeoutMs: 5_000 })).rejects.toThrow('push failed (try 2)');
-    expect((await engine.client.getRunSteps(handle.id))[0]).toMatchObject({ name: 'push', status: 'failed', attempt: 1, attempts: 2, lastError: { message: 'push failed (try 2)' } });
+    expect((await engine.client.getRunSteps(handle.id))[0]).toMatchObject({
+      name: 'push',
+      status: 'failed',
+      attempt: 1,
+      attempts: 2,
+      lastError: { message: 'push failed (try 2)' },
+    });
 
     // Attempt 2: the step's budget of 2 starts again; try 3 fails, try 4 succeeds.
     expect(await engine.client.resume(handle.id)).toBe(true);
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe(4);
     expect(tries).toBe(4);
     expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'succeeded', attempt: 2 });
-    expect((await engine.client.getRunSteps(handle.id))[0]).toMatchObject({ name: 'push', status: 'succeeded', attempt: 2, attempts: 4, lastError: { message: 'push failed (try 3)' } });
+    expect((await engine.client.getRunSteps(handle.id))[0]).toMatchObject({
+      name: 'push',
+      status: 'succeeded',
+      attempt: 2,
+      attempts: 4,
+      lastError: { message: 'push failed (try 3)' },
+    });
   });
 
   it('gives the run a fresh budget of its workflow maxAttempts, counted on from its last attempt', async () => {
@@ -162,11 +174,14 @@ describe('resume', () => {
       expect(await engine.client.countRuns({ workflow: 'child' })).toBe(1);
     });
 
-    it('canceled with its child, resumed alone: the child step fails at once with the child\'s CanceledError, instead of waiting forever', async () => {
+    it("canceled with its child, resumed alone: the child step fails at once with the child's CanceledError, instead of waiting forever", async () => {
       const { handle, childId } = await canceledWithChild();
 
       expect(await engine.client.resume(handle.id)).toBe(true);
-      await expect(handle.result({ timeoutMs: 5_000 })).rejects.toMatchObject({ name: 'CanceledError', message: expect.stringContaining(`Run "${childId}" was canceled because its parent run`) });
+      await expect(handle.result({ timeoutMs: 5_000 })).rejects.toMatchObject({
+        name: 'CanceledError',
+        message: expect.stringContaining(`Run "${childId}" was canceled because its parent run`),
+      });
     });
 
     it('whose child was deleted meanwhile: the resumed parent starts the child again, as a failed step runs again, and completes', async () => {

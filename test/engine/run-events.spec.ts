@@ -1,7 +1,17 @@
-import { ConfigurationError, createClient, RUN_EVENT_TYPES, type RunEvent, type RunEventType, type RedisConnection, type RunEventsOptions, type WorkflowContext } from '../../lib';
 import { Redis } from 'ioredis';
+
+import {
+  ConfigurationError,
+  createClient,
+  RUN_EVENT_TYPES,
+  type RedisConnection,
+  type RunEvent,
+  type RunEventsOptions,
+  type RunEventType,
+  type WorkflowContext,
+} from '../../lib';
 import { RunEventStream } from '../../lib/core/client/run-events-reader';
-import { TestEngine, clusterMode, eventually } from '../support/engine';
+import { clusterMode, eventually, TestEngine } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
 
 /**
@@ -145,7 +155,9 @@ describe('run event stream', () => {
     expect(() => engine.client.events({ types: ['run.done' as RunEventType] })).toThrow(ConfigurationError);
     expect(() => engine.client.events({ from: 'yesterday' })).toThrow(/option from must be 'now' or a stream entry id/);
     expect(() => engine.client.events({ bufferSize: 0 })).toThrow(ConfigurationError);
-    expect(() => createClient({ redis: engine.redis, events: { maxLen: 0 } })).toThrow(/events.maxLen \(pass events: false to turn the stream off\) must be an integer from 1 to 1000000000, got 0/);
+    expect(() => createClient({ redis: engine.redis, events: { maxLen: 0 } })).toThrow(
+      /events.maxLen \(pass events: false to turn the stream off\) must be an integer from 1 to 1000000000, got 0/,
+    );
     expect(() => createClient({ redis: engine.redis, events: { max: 5 } as never })).toThrow(ConfigurationError);
   });
 
@@ -221,7 +233,8 @@ describe('run event stream', () => {
 async function writeEvents(redis: RedisConnection, key: string, n: number, from = 0): Promise<void> {
   for (let i = 0; i < n; i += 1000) {
     const pipeline = redis.pipeline();
-    for (let j = i; j < Math.min(n, i + 1000); j++) pipeline.xadd(key, '*', 'type', 'run.created', 'runId', `r${from + j}`, 'workflow', 'w', 'at', String(Date.now()));
+    for (let j = i; j < Math.min(n, i + 1000); j++)
+      pipeline.xadd(key, '*', 'type', 'run.created', 'runId', `r${from + j}`, 'workflow', 'w', 'at', String(Date.now()));
     await pipeline.exec();
   }
 }
@@ -268,9 +281,42 @@ describe('run event stream: backpressure and outages', () => {
       const pipeline = engine.redis.pipeline();
       for (let i = 0; i < 300; i++) {
         const at = String(Date.now());
-        pipeline.xadd(key, '*', 'type', 'step.completed', 'runId', `r${i}`, 'workflow', 'w', 'at', at, 'step', 'a', 'attempt', '1',
-          'type', 'step.completed', 'runId', `r${i}`, 'workflow', 'w', 'at', at, 'step', 'b', 'attempt', '1',
-          'type', 'run.completed', 'runId', `r${i}`, 'workflow', 'w', 'at', at);
+        pipeline.xadd(
+          key,
+          '*',
+          'type',
+          'step.completed',
+          'runId',
+          `r${i}`,
+          'workflow',
+          'w',
+          'at',
+          at,
+          'step',
+          'a',
+          'attempt',
+          '1',
+          'type',
+          'step.completed',
+          'runId',
+          `r${i}`,
+          'workflow',
+          'w',
+          'at',
+          at,
+          'step',
+          'b',
+          'attempt',
+          '1',
+          'type',
+          'run.completed',
+          'runId',
+          `r${i}`,
+          'workflow',
+          'w',
+          'at',
+          at,
+        );
       }
       await pipeline.exec();
       await new Promise((resolve) => setTimeout(resolve, 200)); // the consumer is not reading yet
@@ -331,7 +377,9 @@ describe('run event stream: backpressure and outages', () => {
       await stream.close();
       await client.close();
       expect(printed.filter((line) => line.includes('[ioredis]'))).toEqual([]);
-      const errors = silentEmit.mock.calls.flatMap(([event, arg], i) => (event === 'error' ? [{ error: String(arg), listened: (silentEmit.mock.contexts[i] as Redis).listenerCount('error') > 0 }] : []));
+      const errors = silentEmit.mock.calls.flatMap(([event, arg], i) =>
+        event === 'error' ? [{ error: String(arg), listened: (silentEmit.mock.contexts[i] as Redis).listenerCount('error') > 0 }] : [],
+      );
       expect(errors.length).toBeGreaterThan(0); // the connections did see Redis go away
       expect(errors.filter((e) => !e.listened)).toEqual([]);
     } finally {

@@ -1,9 +1,8 @@
-import { createAdmin } from '../../lib';
-import { CorruptRunDataError, RedisScriptError, type RedflowLogger, type RedisConnection, type RunStatus, type RunSummary } from '../../lib';
+import { CorruptRunDataError, createAdmin, RedisScriptError, type RedflowLogger, type RedisConnection, type RunStatus, type RunSummary } from '../../lib';
 import { RUN_STATUSES } from '../../lib/core/definition/run-types';
-import { summarizeRun } from '../../lib/core/store/run-record';
 import type { FinishOutcome } from '../../lib/core/store/redis-scripts';
-import { TestEngine, countScriptCalls, deferred, eventually } from '../support/engine';
+import { summarizeRun } from '../../lib/core/store/run-record';
+import { countScriptCalls, deferred, eventually, TestEngine } from '../support/engine';
 
 /**
  * Listing runs by workflow and status reads the (workflow, status) index `wfstatus:<status>:<workflow>`,
@@ -71,7 +70,19 @@ describe('listing runs by workflow and status', () => {
   const claim = async (token: string, queue = 'default') => (await scripts().claim(queue, token, Date.now(), LEASE_MS))?.runId;
   /** Ends the attempt a claim started, as a worker would. */
   const finish = (runId: string, token: string, outcome: FinishOutcome, a: { payload?: string; dueAt?: number; now?: number; records?: string[] } = {}) =>
-    scripts().finish({ runId, queue: 'default', token, now: a.now ?? Date.now(), outcome, payload: a.payload ?? '', dueAt: a.dueAt ?? 0, nextToken: '', leaseMs: LEASE_MS, waitFields: [], records: a.records ?? [] });
+    scripts().finish({
+      runId,
+      queue: 'default',
+      token,
+      now: a.now ?? Date.now(),
+      outcome,
+      payload: a.payload ?? '',
+      dueAt: a.dueAt ?? 0,
+      nextToken: '',
+      leaseMs: LEASE_MS,
+      waitFields: [],
+      records: a.records ?? [],
+    });
   const errorJson = (message: string, name = 'Error') => JSON.stringify({ name, message, stack: `${name}: ${message}\n    at handler (app.ts:1:1)` });
   /** Ids in the order a zset lists them newest first: score descending, then id descending. */
   const newestFirst = (entries: Array<[string, number]>) => entries.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? 1 : -1)).map(([id]) => id);
@@ -196,7 +207,10 @@ describe('listing runs by workflow and status', () => {
     expect(succeeded).toHaveLength(18);
     expect(queued).toHaveLength(12);
 
-    for (const [status, all] of [['succeeded', succeeded], ['queued', queued]] as const) {
+    for (const [status, all] of [
+      ['succeeded', succeeded],
+      ['queued', queued],
+    ] as const) {
       for (const offset of [0, 4, 8, 11, 16, 17, 18, 40]) {
         const page = all.slice(offset, offset + 4);
         const options = { workflow: 'paged', status, limit: 4, offset };
@@ -208,7 +222,14 @@ describe('listing runs by workflow and status', () => {
     expect(await engine.client.listRunSummaries({ workflow: 'paged', status: 'queued', limit: 0 })).toEqual([]);
 
     // The other filters list the same runs in both calls.
-    for (const options of [{}, { status: 'queued' as const }, { workflow: 'paged' }, { workflow: 'noise', status: 'queued' as const }, { limit: 7, offset: 3 }, { status: 'succeeded' as const, offset: 5 }]) {
+    for (const options of [
+      {},
+      { status: 'queued' as const },
+      { workflow: 'paged' },
+      { workflow: 'noise', status: 'queued' as const },
+      { limit: 7, offset: 3 },
+      { status: 'succeeded' as const, offset: 5 },
+    ]) {
       const runs = (await engine.client.listRuns(options)).map((r) => r.id);
       expect([options, (await engine.client.listRunSummaries(options)).map((r) => r.id)]).toEqual([options, runs]);
     }
@@ -264,7 +285,9 @@ describe('listing runs by workflow and status', () => {
     // Listed by workflow alone: its nine (workflow, status) indexes in one round trip, merged; then the runs.
     expect(sent.map((c) => c.name)).toEqual([...RUN_STATUSES.map(() => 'zrevrange'), 'hmget', 'hmget', 'hmget']);
     const asked = sent.filter((c) => c.name === 'hmget').map((c) => c.args.slice(1));
-    expect(asked).toEqual([0, 1, 2].map(() => ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error']));
+    expect(asked).toEqual(
+      [0, 1, 2].map(() => ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error']),
+    );
 
     expect(rows.map((r) => r.id).sort()).toEqual([ok, long, exact].sort());
     for (const row of rows) {
@@ -291,7 +314,17 @@ describe('listing runs by workflow and status', () => {
     await engine.redis.hset(keys().run(badStatus), 'status', 'bogus');
     await engine.redis.hset(keys().run(badAttempt), 'attempt', 'two');
     await engine.redis.hdel(keys().run(noWorkflow), 'workflow');
-    const fields = async (id: string) => ({ id, workflow: 'w', queue: 'default', version: 1, status: 'queued', attempt: 0, maxAttempts: 1, createdAt: await createdAtOf(id), availableAt: await createdAtOf(id) });
+    const fields = async (id: string) => ({
+      id,
+      workflow: 'w',
+      queue: 'default',
+      version: 1,
+      status: 'queued',
+      attempt: 0,
+      maxAttempts: 1,
+      createdAt: await createdAtOf(id),
+      availableAt: await createdAtOf(id),
+    });
 
     const rows = await engine.client.listRunSummaries({ workflow: 'w', status: 'queued' });
     expect(rows.map((r) => r.id).sort()).toEqual([...ids].sort());
@@ -309,7 +342,10 @@ describe('listing runs by workflow and status', () => {
     const byWorkflow = new Map((await engine.client.listRunSummaries({ workflow: 'w' })).map((r) => [r.id, r]));
     expect(byWorkflow.size).toBe(5);
     expect(byWorkflow.get(badStatus)).toMatchObject({ status: 'queued', corrupt: 'field "status" has the unknown value "bogus"' });
-    expect((await engine.client.listRunSummaries()).find((r) => r.id === badStatus)).toMatchObject({ status: 'queued', corrupt: 'field "status" has the unknown value "bogus"' });
+    expect((await engine.client.listRunSummaries()).find((r) => r.id === badStatus)).toMatchObject({
+      status: 'queued',
+      corrupt: 'field "status" has the unknown value "bogus"',
+    });
 
     // listRuns reads whole runs and still refuses a corrupt one.
     await expect(engine.client.listRuns({ workflow: 'w', status: 'queued' })).rejects.toThrow(CorruptRunDataError);
@@ -428,7 +464,9 @@ describe('listing runs by workflow and status', () => {
     const logger: RedflowLogger = { log: () => {}, warn: (m) => lines.push(m), error: (m) => lines.push(m) };
     const worker = await engine.worker({ queues: ['idle'], logger });
     await worker.runIndexReady;
-    expect(lines).toEqual([expect.stringMatching(/could not index the stored runs by workflow and status: Redis script "backfill-run-index" failed: .*WRONGTYPE/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/could not index the stored runs by workflow and status: Redis script "backfill-run-index" failed: .*WRONGTYPE/),
+    ]);
     expect(await engine.redis.get(marker)).toMatch(/^building:[0-9a-f]{16}$/);
     const ttl = await engine.redis.pttl(marker);
     expect(ttl > 0 && ttl <= 30_000).toBe(true);
@@ -500,7 +538,11 @@ describe('a run summary read from stored fields', () => {
   });
 
   it('names every field it cannot read, keeps the others, and takes the status of the index it was listed from', () => {
-    const row = summarizeRun('r', { ...stored, status: 'done', startedAt: 'soon', maxAttempts: null, error: JSON.stringify(['not', 'an', 'error']) }, 'succeeded');
+    const row = summarizeRun(
+      'r',
+      { ...stored, status: 'done', startedAt: 'soon', maxAttempts: null, error: JSON.stringify(['not', 'an', 'error']) },
+      'succeeded',
+    );
     expect(row).toStrictEqual({
       id: 'r',
       workflow: 'w',
@@ -512,7 +554,8 @@ describe('a run summary read from stored fields', () => {
       availableAt: 1500,
       finishedAt: 2750,
       parentId: 'p1',
-      corrupt: 'field "status" has the unknown value "done"; field "maxAttempts" is missing; field "startedAt" is not a number; field "error" has no name and message',
+      corrupt:
+        'field "status" has the unknown value "done"; field "maxAttempts" is missing; field "startedAt" is not a number; field "error" has no name and message',
     });
     expect(summarizeRun('r', { ...stored, createdAt: '' }).corrupt).toBe('field "createdAt" is not a number');
     expect(summarizeRun('r', { ...stored, queue: null, status: null }).corrupt).toBe('field "queue" is missing; field "status" is missing');

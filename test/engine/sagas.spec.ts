@@ -265,7 +265,8 @@ describe('sagas: compensation', () => {
       const stuck = await engine.client.start(order, { refundFails: true });
       const seen: Array<{ runId: string; type: string; error?: string }> = [];
       for await (const event of stream) {
-        if (event.type.startsWith('run.') && event.type !== 'run.created' && event.type !== 'run.started') seen.push({ runId: event.runId, type: event.type, error: event.error });
+        if (event.type.startsWith('run.') && event.type !== 'run.created' && event.type !== 'run.started')
+          seen.push({ runId: event.runId, type: event.type, error: event.error });
         if (seen.filter((e) => ['run.failed', 'run.compensation_failed'].includes(e.type)).length === 2) break;
       }
       expect(seen.filter((e) => e.runId === undone.id)).toEqual([
@@ -298,7 +299,11 @@ describe('sagas: compensation', () => {
     const stranger = await engine.worker({ app: 'stranger', registry: new WorkflowRegistry(), queues: ['default'] });
     expect(await engine.client.cancelRun(handle.id, { compensate: true })).toBe(true);
     await eventually(async () => (await engine.client.getRun(handle.id))?.status === 'compensation_failed');
-    expect(await engine.client.getRun(handle.id)).toMatchObject({ status: 'compensation_failed', error: { name: 'CanceledError' }, compensationError: { name: 'UnknownWorkflowError' } });
+    expect(await engine.client.getRun(handle.id)).toMatchObject({
+      status: 'compensation_failed',
+      error: { name: 'CanceledError' },
+      compensationError: { name: 'UnknownWorkflowError' },
+    });
     expect(compensated).toEqual([]);
     await stranger.stop();
 

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { z } from 'zod';
+
 import {
   ConfigurationError,
   InputValidationError,
@@ -60,7 +61,15 @@ describe('runtime schedules', () => {
     // The workflow's own cron "nightly" and the schedule "nightly" are two entries.
     expect((await engine.redis.hkeys(client.keys.cronDefs())).sort()).toEqual(['@nightly', '@pulse', 'nightly']);
     expect(await client.listCrons()).toEqual([
-      { id: 'nightly', source: 'definition', workflow: 'report', expression: YEARLY, timezone: 'UTC', input: null, nextAt: nextCronTick('report', { expression: YEARLY, timezone: 'UTC' }, Date.now()) },
+      {
+        id: 'nightly',
+        source: 'definition',
+        workflow: 'report',
+        expression: YEARLY,
+        timezone: 'UTC',
+        input: null,
+        nextAt: nextCronTick('report', { expression: YEARLY, timezone: 'UTC' }, Date.now()),
+      },
       { id: 'nightly', source: 'runtime', workflow: 'report', expression: '0 3 * * *', timezone: 'UTC', input: { scope: 'all' }, nextAt: expectedNext },
       { id: 'pulse', source: 'runtime', workflow: 'report', every: 60_000, input: null, nextAt: pulse.nextAt },
     ]);
@@ -104,7 +113,10 @@ describe('runtime schedules', () => {
     const first = await client.schedule('daily', { workflow: 'report', cron: '0 6 * * *', timezone: 'UTC', input: { n: 1 } });
     // Marked, to tell a kept next tick apart from a recomputed one.
     await engine.redis.zadd(client.keys.cronNext(), 12345, '@daily');
-    await expect(client.schedule('daily', { workflow: 'report', cron: '0 6 * * *', timezone: 'UTC', input: { n: 1 } })).resolves.toEqual({ ...first, nextAt: 12345 });
+    await expect(client.schedule('daily', { workflow: 'report', cron: '0 6 * * *', timezone: 'UTC', input: { n: 1 } })).resolves.toEqual({
+      ...first,
+      nextAt: 12345,
+    });
 
     const newInput = await client.schedule('daily', { workflow: 'report', cron: '0 6 * * *', timezone: 'UTC', input: { n: 2 } });
     expect(newInput.nextAt).toBe(first.nextAt);
@@ -134,7 +146,10 @@ describe('runtime schedules', () => {
     await expect(client.unschedule('interval')).resolves.toBe(true);
     await expect(client.unschedule('cron')).resolves.toBe(true);
 
-    for (const [id, first] of [['interval', interval.nextAt!], ['cron', cron.nextAt!]] as const) {
+    for (const [id, first] of [
+      ['interval', interval.nextAt!],
+      ['cron', cron.nextAt!],
+    ] as const) {
       const fired = runs.get(id)!.slice(0, 2);
       const ticks = fired.map((r) => tickOf(r.id, id));
       expect(ticks).toEqual([first, first + 1000]);
@@ -174,22 +189,42 @@ describe('runtime schedules', () => {
       [schedule('s', undefined), ConfigurationError, 'schedule("s") needs options: { workflow, cron or every, input?, timezone? }.'],
       [schedule('s', { workflow: 'report', evry: '1s' }), ConfigurationError, 'Unknown option "evry" in the options of schedule "s". Did you mean "every"?'],
       [schedule('s', { every: '1s' }), ConfigurationError, 'workflow of schedule "s" must be a workflow name, got undefined.'],
-      [schedule('s', { workflow: 'report' }), ConfigurationError, 'Schedule "s" needs exactly one of cron (an expression such as "0 9 * * 1-5") and every (an interval such as "30s"), got neither.'],
+      [
+        schedule('s', { workflow: 'report' }),
+        ConfigurationError,
+        'Schedule "s" needs exactly one of cron (an expression such as "0 9 * * 1-5") and every (an interval such as "30s"), got neither.',
+      ],
       [schedule('s', { workflow: 'report', cron: EVERY_SECOND, every: '1s' }), ConfigurationError, 'got both.'],
       [schedule('s', { workflow: 'report', cron: 'not a cron' }), InvalidCronError, 'Cron expression "not a cron" of workflow "report" is invalid'],
-      [schedule('s', { workflow: 'report', cron: EVERY_SECOND, timezone: 'Mars/Olympus' }), InvalidCronError, 'with time zone "Mars/Olympus" of workflow "report" is invalid'],
+      [
+        schedule('s', { workflow: 'report', cron: EVERY_SECOND, timezone: 'Mars/Olympus' }),
+        InvalidCronError,
+        'with time zone "Mars/Olympus" of workflow "report" is invalid',
+      ],
       [schedule('s', { workflow: 'report', cron: 5 }), ConfigurationError, 'cron of schedule "s" must be a cron expression such as "0 9 * * 1-5", got 5.'],
       [schedule('s', { workflow: 'report', every: '500ms' }), ConfigurationError, 'every of schedule "s" must be at least 1 s (1000 ms), got "500ms".'],
       [schedule('s', { workflow: 'report', every: 999 }), ConfigurationError, 'every of schedule "s" must be at least 1 s (1000 ms), got 999.'],
       [schedule('s', { workflow: 'report', every: 'soon' }), ConfigurationError, 'every of schedule "s" must be a duration > 0'],
       [schedule('s', { workflow: 'report', every: '1m', timezone: 'UTC' }), ConfigurationError, 'timezone of schedule "s" applies to a cron expression only'],
       [schedule('s', { workflow: 'nobody', every: '1m' }), UnknownWorkflowError, 'Workflow "nobody" is not registered in this process or in Redis.'],
-      [schedule('s', { workflow: 'typed', every: '1m', input: { scope: 'everything' } }), InputValidationError, 'Input for workflow "typed" is invalid: scope:'],
+      [
+        schedule('s', { workflow: 'typed', every: '1m', input: { scope: 'everything' } }),
+        InputValidationError,
+        'Input for workflow "typed" is invalid: scope:',
+      ],
       [schedule('s', { workflow: 'typed', every: '1m' }), InputValidationError, 'Input for workflow "typed" is invalid'],
       [schedule('s', { workflow: 'report', every: '1m', input: { at: NaN } }), InputValidationError, 'Input for workflow "report" is invalid: $.at is NaN'],
       [schedule('s', { workflow: 'report', every: '1m', input: { page: 'x'.repeat(2 * 1024 * 1024) } }), PayloadTooLargeError, 'The input of schedule "s" is'],
-      [schedule('s', { workflow: 'keyed', every: '1m', input: { tenant: 't' } }), ConfigurationError, 'Schedule "s" cannot start workflow "keyed": it computes a mutex'],
-      [schedule('s', { workflow: 'remote-keyed', every: '1m', input: { tenant: 't' } }), ConfigurationError, 'Schedule "s" cannot start workflow "remote-keyed"'],
+      [
+        schedule('s', { workflow: 'keyed', every: '1m', input: { tenant: 't' } }),
+        ConfigurationError,
+        'Schedule "s" cannot start workflow "keyed": it computes a mutex',
+      ],
+      [
+        schedule('s', { workflow: 'remote-keyed', every: '1m', input: { tenant: 't' } }),
+        ConfigurationError,
+        'Schedule "s" cannot start workflow "remote-keyed"',
+      ],
       [client.unschedule(''), ConfigurationError, 'The schedule id must be a non-empty string'],
     ];
     for (const [attempt, cls, message] of cases) {

@@ -5,9 +5,10 @@
  * Each test has a redis-server of its own: flushing functions must not touch other test files.
  */
 import { Redis } from 'ioredis';
+
+import { loadLibrary } from '../../lib/core/store/scripts/script-loader';
 import { RedflowTestEngine } from '../../lib/testing/core';
 import { TestRedisServer } from '../../lib/testing/redis-server';
-import { loadLibrary } from '../../lib/core/store/scripts/script-loader';
 import { clusterMode } from '../support/engine';
 
 const describeStandalone = clusterMode ? describe.skip : describe;

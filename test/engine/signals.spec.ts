@@ -1,5 +1,5 @@
 import { SignalBufferFullError, type WorkflowContext } from '../../lib';
-import { TestEngine, eventually } from '../support/engine';
+import { eventually, TestEngine } from '../support/engine';
 
 /**
  * Signals into a run: `client.signal(runId, name, payload)` and `step.waitForSignal`. A waiting
@@ -29,7 +29,9 @@ describe('signals', () => {
 
     expect(await engine.client.signal(handle.id, 'approval', { approved: true })).toBe(true);
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ order: 'o-1', approved: true });
-    expect(await engine.client.getRunSteps(handle.id)).toEqual([expect.objectContaining({ name: 'await-approval', status: 'succeeded', output: { approved: true } })]);
+    expect(await engine.client.getRunSteps(handle.id)).toEqual([
+      expect.objectContaining({ name: 'await-approval', status: 'succeeded', output: { approved: true } }),
+    ]);
     // The run has ended: a late signal is refused.
     expect(await engine.client.signal(handle.id, 'approval', { approved: false })).toBe(false);
   });
@@ -83,7 +85,11 @@ describe('signals', () => {
     // A signal the run accepted is consumed by exactly one of its waits; one refused (the run had
     // already ended, both waits timed out) by none.
     results.forEach((result, i) => {
-      if (accepted[i]) expect([['signal', null], [null, 'signal']]).toContainEqual(result);
+      if (accepted[i])
+        expect([
+          ['signal', null],
+          [null, 'signal'],
+        ]).toContainEqual(result);
       else expect(result).toEqual([null, null]);
     });
   });
@@ -140,7 +146,9 @@ describe('signals', () => {
     const refusal = await engine.client.signal(id, 'tick', 1_000).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(SignalBufferFullError);
     expect(refusal).toMatchObject({ runId: id, signal: 'tick', limit: 1_000 });
-    expect((refusal as Error).message).toBe(`Run "${id}" already holds 1000 signals that no step.waitForSignal has consumed, so signal "tick" was refused. Make the workflow wait for its signals, or send fewer.`);
+    expect((refusal as Error).message).toBe(
+      `Run "${id}" already holds 1000 signals that no step.waitForSignal has consumed, so signal "tick" was refused. Make the workflow wait for its signals, or send fewer.`,
+    );
     expect(await engine.redis.llen(engine.client.keys.signals(id))).toBe(1_000);
     expect(await engine.client.cancelRun(id)).toBe(true);
     expect(await engine.client.signal(id, 'tick', 'late')).toBe(false);

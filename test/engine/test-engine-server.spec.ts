@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+
 import { createTestEngine, RedisServerNotFoundError } from '../../lib/testing/core';
 import { isAlive } from '../../lib/testing/redis-server';
 
@@ -32,7 +33,12 @@ describe('createTestEngine without REDIS_URL', () => {
       catch (error) { console.log(JSON.stringify({ name: error.name, message: error.message })); }`;
     const env: NodeJS.ProcessEnv = { ...process.env, PATH: '/nonexistent-redflow-bin' };
     delete env.REDIS_URL;
-    const out = execFileSync(process.execPath, ['-r', '@swc-node/register', '-e', script], { cwd: join(__dirname, '..', '..'), env, encoding: 'utf8', timeout: 20_000 });
+    const out = execFileSync(process.execPath, ['-r', '@swc-node/register', '-e', script], {
+      cwd: join(__dirname, '..', '..'),
+      env,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     const error = JSON.parse(out.trim().split('\n').pop()!) as { name: string; message: string };
     expect(error.name).toBe(RedisServerNotFoundError.name);
     expect(error.message).toMatch(/no redis-server binary and no REDIS_URL.*apt-get install -y redis-server.*brew install redis.*REDIS_URL/);

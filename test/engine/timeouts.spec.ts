@@ -8,7 +8,7 @@ import {
   type StepApi,
   type WorkflowContext,
 } from '../../lib';
-import { TestEngine, connect, deferred, eventually } from '../support/engine';
+import { connect, deferred, eventually, TestEngine } from '../support/engine';
 
 /**
  * Run timeouts (`timeout` of a workflow or of one run: from the first start, waits included; the
@@ -35,15 +35,11 @@ describe('run timeout', () => {
     engine.registry.define('never-ending-child', { maxConcurrency: Infinity }, ({ step }) => step.waitForSignal('forever', 'never'));
     const failures: unknown[] = [];
     const reserved: string[] = [];
-    const order = engine.registry.define(
-      'order',
-      { timeout: 400, maxAttempts: 5, onFailure: ({ error }) => void failures.push(error) },
-      async ({ step }) => {
-        await step.run('reserve', () => reserved.push('reserved'));
-        await wait(step);
-        return 'shipped';
-      },
-    );
+    const order = engine.registry.define('order', { timeout: 400, maxAttempts: 5, onFailure: ({ error }) => void failures.push(error) }, async ({ step }) => {
+      await step.run('reserve', () => reserved.push('reserved'));
+      await wait(step);
+      return 'shipped';
+    });
     await engine.worker({ concurrency: 4 });
     const handle = await engine.client.start(order, {});
 
@@ -176,7 +172,7 @@ describe('run timeout', () => {
     await expect(engine.client.handle(handle.id).result({ timeoutMs: 5_000 })).resolves.toBe('yes');
   });
 
-  it('a child outlives its parent that timed out, and a resume of the parent takes the child\'s result without starting it again', async () => {
+  it("a child outlives its parent that timed out, and a resume of the parent takes the child's result without starting it again", async () => {
     const childBodies: string[] = [];
     const child = engine.registry.define('slow-child', {}, async ({ step }) => {
       await step.run('work', () => childBodies.push('work'));
@@ -274,9 +270,17 @@ describe('step heartbeat timeout', () => {
     expect(tries).toBe(2);
     expect(failedTries).toHaveLength(1);
     expect(failedTries[0]).toBeInstanceOf(StepHeartbeatTimeoutError);
-    expect((failedTries[0] as Error).message).toBe('Step "import-rows" did not call heartbeat() for 300 ms (its heartbeatTimeout), so this try failed. Call heartbeat() more often than that while the step works, or raise heartbeatTimeout.');
+    expect((failedTries[0] as Error).message).toBe(
+      'Step "import-rows" did not call heartbeat() for 300 ms (its heartbeatTimeout), so this try failed. Call heartbeat() more often than that while the step works, or raise heartbeatTimeout.',
+    );
     const [record] = await engine.client.getRunSteps(handle.id);
-    expect(record).toMatchObject({ name: 'import-rows', status: 'succeeded', output: 'imported', attempts: 2, lastError: { name: 'StepHeartbeatTimeoutError' } });
+    expect(record).toMatchObject({
+      name: 'import-rows',
+      status: 'succeeded',
+      output: 'imported',
+      attempts: 2,
+      lastError: { name: 'StepHeartbeatTimeoutError' },
+    });
     expect((await engine.client.getRun(handle.id))!.attempt).toBe(1);
   });
 

@@ -1,9 +1,10 @@
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+
 import { ConfigurationError, createClient, NonRetriableError, type RedflowTracing, type WorkflowClient, type WorkflowContext } from '../../lib';
 import { redflowTracing } from '../../lib/otel';
-import { countScriptCalls, TestEngine, eventually } from '../support/engine';
+import { countScriptCalls, eventually, TestEngine } from '../support/engine';
 
 /** A logger that keeps its lines. */
 function captureLogger() {
@@ -30,7 +31,13 @@ describe('tracing with OpenTelemetry', () => {
     exporter.reset();
     engine = new TestEngine();
     // The producer's client and the worker both trace, on the same provider.
-    client = createClient({ redis: engine.redis, prefix: engine.prefix, registry: engine.registry, clock: engine.clock, tracing: redflowTracing({ tracerProvider: provider }) });
+    client = createClient({
+      redis: engine.redis,
+      prefix: engine.prefix,
+      registry: engine.registry,
+      clock: engine.clock,
+      tracing: redflowTracing({ tracerProvider: provider }),
+    });
     await engine.worker({ tracing: redflowTracing({ tracerProvider: provider }) });
   });
   afterEach(async () => {
@@ -90,10 +97,12 @@ describe('tracing with OpenTelemetry', () => {
 
   it('records the exception and ERROR status on a failing step and on the attempt it fails; a user span in a step is its child', async () => {
     const wf = engine.define('pay', {}, async ({ step }: WorkflowContext) => {
-      await step.run('authorize', () => tracer.startActiveSpan('bank.call', (span) => {
-        span.end();
-        return 'ok';
-      }));
+      await step.run('authorize', () =>
+        tracer.startActiveSpan('bank.call', (span) => {
+          span.end();
+          return 'ok';
+        }),
+      );
       return step.run('capture', () => {
         throw new NonRetriableError('card declined');
       });
@@ -171,10 +180,19 @@ describe('tracing with OpenTelemetry', () => {
     const traced = await commands(() => context.with(trace.setSpan(ROOT_CONTEXT, request), () => client.start(wf, {})));
     request.end();
     // The run's own calls (claims and promotions depend on the worker loop's timing, and the new client checks Redis's config once).
-    const pick = (c: Record<string, number>) => ({ enqueue: c.enqueue, checkpoint: c.checkpoint, finish: c.finish, hset: c.hset, hget: c.hget, hgetall: c.hgetall });
+    const pick = (c: Record<string, number>) => ({
+      enqueue: c.enqueue,
+      checkpoint: c.checkpoint,
+      finish: c.finish,
+      hset: c.hset,
+      hget: c.hget,
+      hgetall: c.hgetall,
+    });
     expect(pick(traced)).toEqual(pick(untraced));
     expect(pick(traced)).toEqual({ enqueue: 1, checkpoint: undefined, finish: 1, hset: undefined, hget: undefined, hgetall: undefined });
-    expect((await engine.redis.hgetall(client.keys.run(runIds.at(-1)!))).traceparent).toBe(`00-${request.spanContext().traceId}-${request.spanContext().spanId}-01`);
+    expect((await engine.redis.hgetall(client.keys.run(runIds.at(-1)!))).traceparent).toBe(
+      `00-${request.spanContext().traceId}-${request.spanContext().spanId}-01`,
+    );
   });
 
   it('keeps the trace across a wait: the suspended attempt ends normally, the resumed one is a child of the same start', async () => {
@@ -278,8 +296,14 @@ describe('tracing guarantees', () => {
   it('stores only a well-formed, length-bounded trace context', async () => {
     const wf = engine.define('plain', {}, async () => 'ok');
     const cases: Array<[unknown, Record<string, string>]> = [
-      [{ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=abc' }, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=abc' }],
-      [{ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: `v=${'x'.repeat(600)}` }, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }],
+      [
+        { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=abc' },
+        { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=abc' },
+      ],
+      [
+        { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: `v=${'x'.repeat(600)}` },
+        { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      ],
       [{ traceparent: '00-00000000000000000000000000000000-b7ad6b7169203331-01' }, {}],
       [{ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nx' }, {}],
       [{ traceparent: `00-${'a'.repeat(10_000)}` }, {}],
@@ -291,7 +315,10 @@ describe('tracing guarantees', () => {
       try {
         const handle = await client.start(wf, {});
         const hash = await engine.redis.hgetall(client.keys.run(handle.id));
-        expect([injected, { traceparent: hash.traceparent, tracestate: hash.tracestate }]).toEqual([injected, { traceparent: stored.traceparent, tracestate: stored.tracestate }]);
+        expect([injected, { traceparent: hash.traceparent, tracestate: hash.tracestate }]).toEqual([
+          injected,
+          { traceparent: stored.traceparent, tracestate: stored.tracestate },
+        ]);
       } finally {
         await client.close();
       }

@@ -1,5 +1,5 @@
 import { ConfigurationError, WorkflowRegistry, type RedflowLogger, type WorkflowContext } from '../../lib';
-import { TestEngine, eventually } from '../support/engine';
+import { eventually, TestEngine } from '../support/engine';
 
 /** A logger that keeps the warnings, to assert on what a worker said. */
 function recordingLogger(): RedflowLogger & { warnings: string[] } {
@@ -83,7 +83,7 @@ describe('workflow versions', () => {
     expect(await engine.client.countRuns({ workflow: 'checkout', version: 2, status: 'succeeded' })).toBe(1);
   }, 30_000);
 
-  it('runByName(..., { version }) pins a version, start(definition) uses the definition\'s, and listRuns / countRuns filter by version', async () => {
+  it("runByName(..., { version }) pins a version, start(definition) uses the definition's, and listRuns / countRuns filter by version", async () => {
     const ran = new Map<string, number>();
     const v1 = checkout(1, ran);
     const v2 = checkout(2, ran);
@@ -103,7 +103,9 @@ describe('workflow versions', () => {
 
     const listed = await engine.client.listRuns({ workflow: 'checkout', version: 1 });
     expect(listed.map((r) => r.id).sort()).toEqual([pinned.id, byDefinition.id].sort());
-    expect((await engine.client.listRunSummaries({ workflow: 'checkout', version: 2, status: 'succeeded' })).map((r) => [r.id, r.version])).toEqual([[latest.id, 2]]);
+    expect((await engine.client.listRunSummaries({ workflow: 'checkout', version: 2, status: 'succeeded' })).map((r) => [r.id, r.version])).toEqual([
+      [latest.id, 2],
+    ]);
     expect(await engine.client.listRuns({ workflow: 'checkout', version: 1, limit: 1, offset: 1 })).toHaveLength(1);
     expect(await engine.client.countRuns({ workflow: 'checkout', version: 1 })).toBe(2);
     expect(await engine.client.countRuns({ workflow: 'checkout', version: 2, status: 'succeeded' })).toBe(1);
@@ -146,7 +148,11 @@ describe('workflow versions', () => {
     oldA.define('a', {}, () => 'a v1');
     await engine.client.syncRegistry(oldA, { owner: 'old' });
     const handle = await engine.client.runByName('a', {}, { version: 1 });
-    await eventually(() => lateLog.warnings.some((w) => w.includes('claimed a run of workflow "a" v1 but has v2: it hands such runs back for a worker with version 1, and its claims leave them from now on')));
+    await eventually(() =>
+      lateLog.warnings.some((w) =>
+        w.includes('claimed a run of workflow "a" v1 but has v2: it hands such runs back for a worker with version 1, and its claims leave them from now on'),
+      ),
+    );
     expect(await engine.client.getRun(handle.id)).toMatchObject({ attempt: 1 });
     await engine.worker({ app: 'old', registry: oldA });
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('a v1');
@@ -166,7 +172,7 @@ describe('workflow versions', () => {
     const { scripts, keys } = engine.client;
     const ready = () => engine.redis.lrange(keys.ready('default'), 0, -1);
     // No worker: claims are made by hand, as a worker that has "a" at v2 makes them on "default".
-    expect((await scripts.claim('default', 'w:1', Date.now(), 60_000, ['a']))).toMatchObject({ runId: b1.id });
+    expect(await scripts.claim('default', 'w:1', Date.now(), 60_000, ['a'])).toMatchObject({ runId: b1.id });
     expect(await ready()).toEqual([a1.id, a2.id, a3.id]);
     expect(await scripts.claim('default', 'w:2', Date.now(), 60_000, ['a'])).toEqual({ skipped: 'a' });
     expect(await ready()).toEqual([a1.id, a2.id, a3.id]);
@@ -188,7 +194,7 @@ describe('workflow versions', () => {
     expect(await scripts.claim('default', 'w:1', Date.now(), 60_000, ['a'])).toEqual({ skipped: 'a' });
     const ids = left.map((h) => h.id);
     expect(await engine.redis.lrange(keys.ready('default'), 0, -1)).toEqual([ids[1_000], b.id, ...ids.slice(0, 1_000)]);
-    expect((await scripts.claim('default', 'w:2', Date.now(), 60_000, ['a']))).toMatchObject({ runId: b.id });
+    expect(await scripts.claim('default', 'w:2', Date.now(), 60_000, ['a'])).toMatchObject({ runId: b.id });
     expect(await engine.redis.llen(keys.ready('default'))).toBe(1_001);
   });
 

@@ -1,5 +1,5 @@
 import { RetryAfterError } from '../../lib';
-import { TestEngine, deferred } from '../support/engine';
+import { deferred, TestEngine } from '../support/engine';
 
 /**
  * The engine's clock: `engine.clock.advance('1h')` makes every due time that is an hour away fire
@@ -72,7 +72,12 @@ describe('virtual clock', () => {
     expect(out.t1).toBeLessThan(startedAt + 60_000);
     expect(out.t2 - out.t1).toBeGreaterThanOrEqual(3_600_000);
     const hash = await engine.redis.hgetall(engine.client.keys.run(waiting.runId));
-    expect([JSON.parse(hash['d:now']), JSON.parse(hash['d:now#2']), JSON.parse(hash['d:random']), JSON.parse(hash['d:uuid'])]).toEqual([out.t1, out.t2, out.r, out.id]);
+    expect([JSON.parse(hash['d:now']), JSON.parse(hash['d:now#2']), JSON.parse(hash['d:random']), JSON.parse(hash['d:uuid'])]).toEqual([
+      out.t1,
+      out.t2,
+      out.r,
+      out.id,
+    ]);
     expect(done.steps.map((s) => s.name)).toEqual(['nap']);
   });
 

@@ -1,5 +1,5 @@
 import { CanceledError, ConfigurationError, type WorkflowContext } from '../../lib';
-import { TestEngine, eventually } from '../support/engine';
+import { eventually, TestEngine } from '../support/engine';
 
 /**
  * `step.waitForAny`: the first of a signal, a timer and a child run wins; the run waits without a
@@ -15,7 +15,8 @@ describe('step.waitForAny', () => {
   const statusOf = async (id: string) => (await engine.client.getRun(id))?.status;
   const stepOf = async (id: string, name: string) => (await engine.client.getRunSteps(id)).find((s) => s.name === name);
   /** The run's hash fields that still register a race branch: `sigwait:*` and `r:*`. */
-  const raceFields = async (id: string) => Object.keys(await engine.redis.hgetall(engine.client.keys.run(id))).filter((f) => f.startsWith('sigwait:') || f.startsWith('r:'));
+  const raceFields = async (id: string) =>
+    Object.keys(await engine.redis.hgetall(engine.client.keys.run(id))).filter((f) => f.startsWith('sigwait:') || f.startsWith('r:'));
 
   /** A child that waits for the signal "go" and returns its payload. */
   const defineHeld = () => engine.registry.define('held', {}, async ({ step }) => step.waitForSignal<string>('go', 'go'));
@@ -46,7 +47,10 @@ describe('step.waitForAny', () => {
     expect(await stepOf(handle.id, 'decision')).toMatchObject({ status: 'succeeded', output: { key: 'approved', value: { by: 'ann' } } });
     const child = (await engine.client.getRun(childId))!;
     expect(child.status).toBe('canceled');
-    expect(child.error).toMatchObject({ name: 'CanceledError', message: `Run "${childId}" was canceled because it lost the race of step "decision" of run "${handle.id}".` });
+    expect(child.error).toMatchObject({
+      name: 'CanceledError',
+      message: `Run "${childId}" was canceled because it lost the race of step "decision" of run "${handle.id}".`,
+    });
     // Nothing is left registered: no signal wait, no branches field, no waiter on the child.
     expect(await raceFields(handle.id)).toEqual([]);
     expect(await engine.redis.scard(engine.client.keys.waiters(childId))).toBe(0);
@@ -93,7 +97,7 @@ describe('step.waitForAny', () => {
     expect(await raceFields(handle.id)).toEqual([]);
   });
 
-  it("a child that fails first makes the step throw its error", async () => {
+  it('a child that fails first makes the step throw its error', async () => {
     const broken = engine.registry.define('broken', { retries: { maxAttempts: 1 } }, () => {
       throw new Error('child broke');
     });
@@ -108,7 +112,9 @@ describe('step.waitForAny', () => {
 
   it("a child branch of a workflow at version 2 starts on that version's queue and wins", async () => {
     const child = engine.registry.define('v2-child', { version: 2 }, async () => 'from v2');
-    const parent = engine.registry.define('race-v2', {}, async ({ step }) => step.waitForAny('pick', { child: step.child(child, {}), timeout: step.timer('1h') }));
+    const parent = engine.registry.define('race-v2', {}, async ({ step }) =>
+      step.waitForAny('pick', { child: step.child(child, {}), timeout: step.timer('1h') }),
+    );
     await engine.worker();
     const handle = await engine.client.start(parent, {});
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toEqual({ key: 'child', value: 'from v2' });
@@ -225,7 +231,9 @@ describe('step.waitForAny', () => {
   });
 
   it("a timer of three days wins when the test engine's virtual clock advances three days", async () => {
-    const review = engine.define('review', {}, async ({ step }) => step.waitForAny('decision', { approved: step.signal('approved'), timeout: step.timer('3d') }));
+    const review = engine.define('review', {}, async ({ step }) =>
+      step.waitForAny('decision', { approved: step.signal('approved'), timeout: step.timer('3d') }),
+    );
     const waiting = await engine.run(review, {});
     expect(waiting.status).toBe('waiting');
     expect(waiting.waits.map((s) => s.name)).toEqual(['decision']);
@@ -246,7 +254,10 @@ describe('step.waitForAny', () => {
 
     // A child branch whose run has already ended: decided in the first call, the branch never registered.
     await engine.redis.hset(engine.client.keys.run('ended-child'), 'status', 'succeeded', 'output', '{"n":7}');
-    const ended = await engine.client.scripts.waitAny(target('s:ended'), now, { record: `[6,1,1,${now + 60_000}]`, branches: '[["t","t",' + (now + 60_000) + '],["c","c","ended-child","cancel"]]' });
+    const ended = await engine.client.scripts.waitAny(target('s:ended'), now, {
+      record: `[6,1,1,${now + 60_000}]`,
+      branches: '[["t","t",' + (now + 60_000) + '],["c","c","ended-child","cancel"]]',
+    });
     expect(ended.code).toBe('done');
     expect(JSON.parse(ended.record)).toEqual([1, 1, 1, now, 0, { key: 'c', value: { n: 7 } }]);
     expect(await engine.redis.hexists(runKey, 'r:ended')).toBe(0);
@@ -255,7 +266,10 @@ describe('step.waitForAny', () => {
     // A race waiting for a signal and a timer: the signal comes after the deadline but before the
     // worker's call on wake. It won first, so the timer cannot win.
     const due = now + 50;
-    const waiting = await engine.client.scripts.waitAny(target('s:race'), now, { record: `[6,1,1,${due}]`, branches: `[["approved","s","approved"],["timeout","t",${due}]]` });
+    const waiting = await engine.client.scripts.waitAny(target('s:race'), now, {
+      record: `[6,1,1,${due}]`,
+      branches: `[["approved","s","approved"],["timeout","t",${due}]]`,
+    });
     expect(waiting).toEqual({ code: 'wait', record: `[6,1,1,${due}]` });
     expect(await engine.redis.hget(runKey, 'sigwait:approved')).toBe('s:race');
     expect(await engine.client.signal(handle.id, 'approved', 'late')).toBe(true);
@@ -274,11 +288,27 @@ describe('step.waitForAny', () => {
   it('refuses bad branches with a ConfigurationError naming the step and the branch', async () => {
     const cases: Array<[string, (ctx: WorkflowContext) => Promise<unknown>, string]> = [
       ['none', ({ step }) => step.waitForAny('race', {}), 'step.waitForAny "race" has no branches: give at least one'],
-      ['not-a-branch', ({ step }) => step.waitForAny('race', { approved: 'approved' } as never), 'Branch "approved" of step.waitForAny "race" is "approved", not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).'],
-      ['look-alike', ({ step }) => step.waitForAny('race', { approved: { kind: 'signal', signal: 'approved' } }), 'Branch "approved" of step.waitForAny "race" is'],
+      [
+        'not-a-branch',
+        ({ step }) => step.waitForAny('race', { approved: 'approved' } as never),
+        'Branch "approved" of step.waitForAny "race" is "approved", not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).',
+      ],
+      [
+        'look-alike',
+        ({ step }) => step.waitForAny('race', { approved: { kind: 'signal', signal: 'approved' } }),
+        'Branch "approved" of step.waitForAny "race" is',
+      ],
       ['not-an-object', ({ step }) => step.waitForAny('race', null as never), 'step.waitForAny "race" needs an object of branches, got null'],
-      ['same-signal', ({ step }) => step.waitForAny('race', { a: step.signal('go'), b: step.signal('go') }), 'Branches "a" and "b" of step.waitForAny "race" both wait for signal "go": give each signal one branch.'],
-      ['bad-on-lose', ({ step }) => step.waitForAny('race', { c: step.child('x', {}, { onLose: 'ignore' as never }) }), "onLose of step.child must be 'cancel' or 'abandon', got \"ignore\"."],
+      [
+        'same-signal',
+        ({ step }) => step.waitForAny('race', { a: step.signal('go'), b: step.signal('go') }),
+        'Branches "a" and "b" of step.waitForAny "race" both wait for signal "go": give each signal one branch.',
+      ],
+      [
+        'bad-on-lose',
+        ({ step }) => step.waitForAny('race', { c: step.child('x', {}, { onLose: 'ignore' as never }) }),
+        "onLose of step.child must be 'cancel' or 'abandon', got \"ignore\".",
+      ],
     ];
     await engine.worker({ concurrency: 5 });
     for (const [name, handler, message] of cases) {
@@ -291,7 +321,9 @@ describe('step.waitForAny', () => {
 
   it('canceling the parent during the race cancels its child', async () => {
     const held = defineHeld();
-    const parent = engine.registry.define('parent', {}, async ({ step }) => step.waitForAny('race', { child: step.child(held, {}), timeout: step.timer('1h') }));
+    const parent = engine.registry.define('parent', {}, async ({ step }) =>
+      step.waitForAny('race', { child: step.child(held, {}), timeout: step.timer('1h') }),
+    );
     await engine.worker({ concurrency: 2 });
     const handle = await engine.client.start(parent, {});
     const childId = `${handle.id}.race.child`;

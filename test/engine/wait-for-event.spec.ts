@@ -1,7 +1,8 @@
-import { CanceledError, ConfigurationError, type WorkflowContext } from '../../lib';
 import { Redis } from 'ioredis';
+
+import { CanceledError, ConfigurationError, type WorkflowContext } from '../../lib';
 import { matchKey } from '../../lib/core/definition/event-match';
-import { TestEngine, eventually } from '../support/engine';
+import { eventually, TestEngine } from '../support/engine';
 
 /** The Redis servers of the test setup: the standalone one, or every node of the cluster. */
 function testServers(): Redis[] {
@@ -118,7 +119,9 @@ describe('waitForEvent and cancelOn', () => {
   });
 
   it('a bad match is a ConfigurationError naming the step', async () => {
-    const wf = engine.registry.define('bad-match', {}, async ({ step }) => step.waitForEvent('wait', 'e', { match: { nested: { a: 1 } as unknown as string } }));
+    const wf = engine.registry.define('bad-match', {}, async ({ step }) =>
+      step.waitForEvent('wait', 'e', { match: { nested: { a: 1 } as unknown as string } }),
+    );
     await engine.worker();
     const handle = await engine.client.start(wf, {});
     const error = await handle.result({ timeoutMs: 5_000 }).catch((e: unknown) => e);
@@ -169,9 +172,31 @@ describe('waitForEvent and cancelOn', () => {
     const with10k = await emitCommands(engine, { n: 5_555 });
     // The lookup: one HKEYS of the shapes and one SMEMBERS of the matched set, whose one member is the
     // run woken; no other run's keys are touched.
-    const reads = (c: string[]) => ['hkeys', 'hvals', 'hgetall', 'hscan', 'smembers', 'sscan', 'sunion', 'sinter', 'zrange', 'zrangebyscore', 'zrevrange', 'zscan', 'lrange', 'sort', 'keys', 'scan'].includes(c[0]);
+    const reads = (c: string[]) =>
+      [
+        'hkeys',
+        'hvals',
+        'hgetall',
+        'hscan',
+        'smembers',
+        'sscan',
+        'sunion',
+        'sinter',
+        'zrange',
+        'zrangebyscore',
+        'zrevrange',
+        'zscan',
+        'lrange',
+        'sort',
+        'keys',
+        'scan',
+      ].includes(c[0]);
     const subscribers = engine.client.keys.eventSubscribers('tick');
-    expect(with10k.filter(reads)).toEqual([['hkeys', shapes], ['smembers', matched], ['smembers', subscribers]]);
+    expect(with10k.filter(reads)).toEqual([
+      ['hkeys', shapes],
+      ['smembers', matched],
+      ['smembers', subscribers],
+    ]);
     const runKeys = new Set(with10k.flatMap((c) => c.slice(1)).filter((arg) => arg.startsWith(engine.client.keys.run(''))));
     expect([...runKeys]).toEqual([engine.client.keys.run(ids.get(5_555)!)]);
     // The same commands as with 100 waits: the work does not grow with the waiting runs.
@@ -204,7 +229,9 @@ describe('waitForEvent and cancelOn', () => {
     expect(await statusOf(kept.id)).toBe('scheduled');
     // Resumed, the run registers its cancelOn again when it starts: the next matching event cancels it again.
     expect(await engine.client.resume(doomed.id)).toBe(true);
-    await eventually(async () => (await statusOf(doomed.id)) === 'scheduled' && (await engine.redis.hget(engine.client.keys.run(doomed.id), 'cancelOn')) === '1');
+    await eventually(
+      async () => (await statusOf(doomed.id)) === 'scheduled' && (await engine.redis.hget(engine.client.keys.run(doomed.id), 'cancelOn')) === '1',
+    );
     await engine.client.emitEvent('order.deleted', { orderId: 'o-2' });
     await eventually(async () => (await statusOf(doomed.id)) === 'canceled');
     await engine.client.cancelRun(kept.id);
@@ -255,7 +282,9 @@ describe('waitForEvent and cancelOn', () => {
 
   it('a bad cancelOn is a ConfigurationError when the workflow is defined', () => {
     expect(() => engine.registry.define('bad-cancel', { cancelOn: [{ event: 'bad event!' }] }, () => 1)).toThrow(ConfigurationError);
-    expect(() => engine.registry.define('bad-cancel2', { cancelOn: [{ event: 'e', match: 5 as unknown as string }] }, () => 1)).toThrow(/cancelOn\[0\]\.match of workflow "bad-cancel2" must be a field name/);
+    expect(() => engine.registry.define('bad-cancel2', { cancelOn: [{ event: 'e', match: 5 as unknown as string }] }, () => 1)).toThrow(
+      /cancelOn\[0\]\.match of workflow "bad-cancel2" must be a field name/,
+    );
     expect(() => engine.registry.define('bad-cancel3', { cancelOn: [{ event: 'e', mtch: 'x' } as never] }, () => 1)).toThrow(ConfigurationError);
   });
 });

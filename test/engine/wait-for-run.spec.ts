@@ -1,6 +1,17 @@
 import { Cluster } from 'ioredis';
-import { CanceledError, ClientClosedError, createClient, NonRetriableError, RunNotFoundError, TimeoutError, type RedisConnection, type WorkflowClient, type WorkflowContext } from '../../lib';
-import { TestEngine, clusterMode, connect, countScriptCalls, deferred, eventually } from '../support/engine';
+
+import {
+  CanceledError,
+  ClientClosedError,
+  createClient,
+  NonRetriableError,
+  RunNotFoundError,
+  TimeoutError,
+  type RedisConnection,
+  type WorkflowClient,
+  type WorkflowContext,
+} from '../../lib';
+import { clusterMode, connect, countScriptCalls, deferred, eventually, TestEngine } from '../support/engine';
 
 /**
  * `handle.result()` and `client.waitForRun`: no polling. A waiter reads the run once, then wakes
@@ -148,7 +159,9 @@ describe('waiting for a run', () => {
     await client.close();
     const error = await waiting;
     expect(error).toBeInstanceOf(ClientClosedError);
-    expect((error as Error).message).toBe(`Waiting for the result of run "${handle.id}" stopped: its client was closed. Close the client only after the waits you need are over, or wait with a client that stays open.`);
+    expect((error as Error).message).toBe(
+      `Waiting for the result of run "${handle.id}" stopped: its client was closed. Close the client only after the waits you need are over, or wait with a client that stays open.`,
+    );
     await expect(client.waitForRun(handle.id)).rejects.toBeInstanceOf(ClientClosedError);
   });
 

@@ -1,5 +1,5 @@
 import { CanceledError, NonRetriableError, TimeoutError, type WorkflowContext } from '../../lib';
-import { TestEngine, deferred, eventually } from '../support/engine';
+import { deferred, eventually, TestEngine } from '../support/engine';
 
 /**
  * Durable waits (step.waitFor) and child runs (step.runWorkflow / step.emitWorkflow): a waiting run
@@ -363,7 +363,16 @@ describe('durable waits and child workflows', () => {
     });
     it('gives a parent whose idempotencyKey names a child that already ended compensation_failed that failure at once', async () => {
       const shared = engine.registry.define('refundable', {}, async ({ step }) => {
-        await step.run({ name: 'charge', compensateRetries: { maxAttempts: 1 }, compensate: () => { throw new Error('the refund API is down'); } }, () => 'charged');
+        await step.run(
+          {
+            name: 'charge',
+            compensateRetries: { maxAttempts: 1 },
+            compensate: () => {
+              throw new Error('the refund API is down');
+            },
+          },
+          () => 'charged',
+        );
         throw new NonRetriableError('out of stock');
       });
       const requester = engine.registry.define('requester', { maxAttempts: 1 }, ({ step }) =>
@@ -407,10 +416,14 @@ describe('durable waits and child workflows', () => {
 
     it('resumes when every child has ended, whichever ends first', async () => {
       const gates = { a: deferred(), b: deferred() };
-      const child = engine.registry.define('gated-child', { queue: 'children', maxConcurrency: Infinity }, async ({ input }: WorkflowContext<{ gate: 'a' | 'b' }>) => {
-        await gates[input.gate].promise;
-        return input.gate;
-      });
+      const child = engine.registry.define(
+        'gated-child',
+        { queue: 'children', maxConcurrency: Infinity },
+        async ({ input }: WorkflowContext<{ gate: 'a' | 'b' }>) => {
+          await gates[input.gate].promise;
+          return input.gate;
+        },
+      );
       const parent = engine.registry.define('join-parent', {}, async ({ step }) =>
         Promise.all([step.runWorkflow('a', child, { gate: 'a' }), step.runWorkflow('b', child, { gate: 'b' })]),
       );
@@ -455,7 +468,9 @@ describe('durable waits and child workflows', () => {
       expect(await statusOf(childId)).toBe('running');
       expect(await parentField(childId)).toBe(handle.id);
       expect((await engine.client.listRuns({ workflow: 'background' })).map((r) => r.id)).toEqual([childId]);
-      expect(await engine.client.getRunSteps(handle.id)).toEqual([expect.objectContaining({ name: 'kick', status: 'succeeded', seq: 1, attempt: 1, output: childId })]);
+      expect(await engine.client.getRunSteps(handle.id)).toEqual([
+        expect.objectContaining({ name: 'kick', status: 'succeeded', seq: 1, attempt: 1, output: childId }),
+      ]);
 
       release.resolve();
       await expect(engine.client.handle(childId).result({ timeoutMs: 5000 })).resolves.toBe('done 7');

@@ -1,4 +1,5 @@
 import { IsString } from 'class-validator';
+
 import {
   CanceledError,
   CorruptRunDataError,
@@ -6,14 +7,14 @@ import {
   OutputSerializationError,
   PayloadTooLargeError,
   RetryAfterError,
-  RunStalledError,
   RunCrashedError,
+  RunStalledError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRegistry,
   WorkflowRunError,
 } from '../../lib';
-import { TestEngine, countScriptCalls, deferred, eventually } from '../support/engine';
+import { countScriptCalls, deferred, eventually, TestEngine } from '../support/engine';
 
 class UserDto {
   @IsString() userId!: string;
@@ -175,9 +176,13 @@ describe('worker', () => {
     });
 
     it('fails at once when shouldRetry says no', async () => {
-      const wf = engine.registry.define('should-retry', { retries: { maxAttempts: 4, shouldRetry: ({ error }) => (error as Error).message !== 'bad input' } }, () => {
-        throw new Error('bad input');
-      });
+      const wf = engine.registry.define(
+        'should-retry',
+        { retries: { maxAttempts: 4, shouldRetry: ({ error }) => (error as Error).message !== 'bad input' } },
+        () => {
+          throw new Error('bad input');
+        },
+      );
       await engine.worker();
       const handle = await engine.client.start(wf, {});
       await expect(handle.result({ timeoutMs: 5000 })).rejects.toThrow('bad input');
@@ -322,7 +327,9 @@ describe('worker', () => {
       await engine.worker({ concurrency: 1 });
       const error = await bad.result({ timeoutMs: 3000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CorruptRunDataError);
-      expect((error as Error).message).toBe(`Run "${bad.id}" has corrupt data in Redis (field "input" is not valid JSON). The run cannot continue; start a new run.`);
+      expect((error as Error).message).toBe(
+        `Run "${bad.id}" has corrupt data in Redis (field "input" is not valid JSON). The run cannot continue; start a new run.`,
+      );
       await expect(good.result({ timeoutMs: 3000 })).resolves.toEqual({ ok: 2 });
     });
 

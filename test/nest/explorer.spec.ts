@@ -1,20 +1,13 @@
 import 'reflect-metadata';
+
 import { Injectable, Scope, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
-import {
-  ConfigurationError,
-  Cron,
-  OnEvent,
-  RedflowClient,
-  RedflowModule,
-  Workflow,
-  WorkflowRegistry,
-  type WorkflowContext,
-} from '../../lib';
-import { RedflowExplorer } from '../../lib/nest/redflow.explorer';
-import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
 import { IsString } from 'class-validator';
+
+import { ConfigurationError, Cron, OnEvent, RedflowClient, RedflowModule, Workflow, WorkflowRegistry, type WorkflowContext } from '../../lib';
+import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
+import { RedflowExplorer } from '../../lib/nest/redflow.explorer';
 import { FAST_RUNTIME } from '../support/engine';
 import { nestAppPerTest } from '../support/nest-app';
 
@@ -65,14 +58,25 @@ async function explore(...providers: Provider[]): Promise<WorkflowRegistry> {
 describe('RedflowExplorer', () => {
   it('defines each @Workflow method with its options, triggers and the provider as `this`', async () => {
     const registry = await explore(Greeter, GreetingWorkflows);
-    expect(registry.list().map((d) => d.name).sort()).toEqual(['GreetingWorkflows.unnamed', 'greet']);
+    expect(
+      registry
+        .list()
+        .map((d) => d.name)
+        .sort(),
+    ).toEqual(['GreetingWorkflows.unnamed', 'greet']);
     const greet = registry.get('greet')!;
     expect(greet.maxConcurrency).toBe(3);
     expect(greet.options.schema).toBe(GreetDto);
     expect(greet.options.event).toEqual([{ name: 'user.joined' }]);
     expect(greet.options.cron).toEqual([{ id: 'morning', expression: '0 0 9 * * *' }]);
     const step = { run: jest.fn() } as unknown as WorkflowContext<unknown>['step'];
-    const output = await greet.handler({ input: { who: 'ada' }, run: { id: 'r', workflow: 'greet', queue: 'default', attempt: 1, maxAttempts: 1 }, signal: new AbortController().signal, step, setEvent: async () => undefined });
+    const output = await greet.handler({
+      input: { who: 'ada' },
+      run: { id: 'r', workflow: 'greet', queue: 'default', attempt: 1, maxAttempts: 1 },
+      signal: new AbortController().signal,
+      step,
+      setEvent: async () => undefined,
+    });
     expect(output).toBe('hello ada');
     expect(await greet.options.onFailure!({ error: new Error('x'), run: {} as never, input: null })).toBe('cleaned');
   });
@@ -160,7 +164,12 @@ describe('RedflowExplorer', () => {
         { provide: Tax, useValue: new Tax(0.5) },
         { provide: TOKEN, useFactory: (tax: Tax) => new PricingWorkflows(tax, 'symbol'), inject: [Tax] },
       );
-      expect(registry.list().map((d) => d.name).sort()).toEqual(['ValueWorkflows.hello', 'price']);
+      expect(
+        registry
+          .list()
+          .map((d) => d.name)
+          .sort(),
+      ).toEqual(['ValueWorkflows.hello', 'price']);
     });
 
     it('explores an instance registered under two tokens once', async () => {

@@ -1,10 +1,12 @@
 import 'reflect-metadata';
+
+import { randomBytes } from 'node:crypto';
 import { Controller, Get, Injectable, Module, type INestApplication } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
 import { register } from 'prom-client';
 import request from 'supertest';
+
 import { createAdmin, createClient, RedflowClient, RedflowModule, Workflow, type WorkflowContext } from '../../lib';
 import { RedflowHealthIndicator, RedflowHealthModule } from '../../lib/health';
 import { RedflowMetricsModule } from '../../lib/metrics';

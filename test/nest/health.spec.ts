@@ -1,10 +1,23 @@
 import 'reflect-metadata';
+
+import { randomBytes } from 'node:crypto';
 import { Controller, Get, Inject, Injectable, Module, type INestApplication } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { ConfigurationError, createAdmin, createClient, RedflowClient, RedflowModule, startWorker, Workflow, WorkflowRegistry, type RedflowModuleOptions, type WorkflowContext } from '../../lib';
+
+import {
+  ConfigurationError,
+  createAdmin,
+  createClient,
+  RedflowClient,
+  RedflowModule,
+  startWorker,
+  Workflow,
+  WorkflowRegistry,
+  type RedflowModuleOptions,
+  type WorkflowContext,
+} from '../../lib';
 import { checkRedflowHealth, RedflowHealthIndicator, RedflowHealthModule, type RedflowHealthOptions } from '../../lib/health';
 import { connect } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
@@ -76,7 +89,10 @@ describe('RedflowHealthIndicator in a Nest app with Terminus', () => {
     })
     class HealthModule {}
     const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'reports', connection, prefix, worker: { queues: ['default'], runtime }, shutdownTimeoutMs: 1_000 }), HealthModule],
+      imports: [
+        RedflowModule.forRoot({ app: 'reports', connection, prefix, worker: { queues: ['default'], runtime }, shutdownTimeoutMs: 1_000 }),
+        HealthModule,
+      ],
       providers: [ReportWorkflows],
     }).compile();
     app = module.createNestApplication({ logger: false });
@@ -163,8 +179,12 @@ describe('RedflowHealthIndicator in a Nest app with Terminus', () => {
     const indicator = app!.get(RedflowHealthIndicator);
     await expect(indicator.isHealthy('redflow', { maxQueued: -1 })).rejects.toThrow(ConfigurationError);
     await expect(indicator.isHealthy('redflow', { maxQueued: -1 })).rejects.toThrow(/Redflow health option "maxQueued"/);
-    await expect(indicator.isHealthy('redflow', { timeout: 5 } as never)).rejects.toThrow('Unknown option "timeout" in Redflow health options. Did you mean "timeoutMs"?');
-    await expect(indicator.isHealthy('redflow', { queues: 'exports' } as never)).rejects.toThrow('Redflow health option "queues" must be an array of queue names');
+    await expect(indicator.isHealthy('redflow', { timeout: 5 } as never)).rejects.toThrow(
+      'Unknown option "timeout" in Redflow health options. Did you mean "timeoutMs"?',
+    );
+    await expect(indicator.isHealthy('redflow', { queues: 'exports' } as never)).rejects.toThrow(
+      'Redflow health option "queues" must be an array of queue names',
+    );
   });
 });
 
@@ -186,7 +206,9 @@ describe('checkRedflowHealth without Nest', () => {
       const stalled = await checkRedflowHealth(client, [stale], { queues: ['mail'] });
       expect(stalled.healthy).toBe(false);
       expect(stalled.details.problems).toEqual([
-        expect.stringMatching(new RegExp(`^Worker "${worker.workerId}" has not run its heartbeat for \\d+ ms, more than its lease \\(1000 ms\\): its timers are not running`)),
+        expect.stringMatching(
+          new RegExp(`^Worker "${worker.workerId}" has not run its heartbeat for \\d+ ms, more than its lease \\(1000 ms\\): its timers are not running`),
+        ),
       ]);
 
       await worker.stop();

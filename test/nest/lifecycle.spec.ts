@@ -1,9 +1,12 @@
 import { createAdmin } from '../../lib';
+
 import 'reflect-metadata';
+
 import { randomBytes } from 'node:crypto';
 import { Injectable, Module, type INestApplicationContext, type LoggerService, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+
 import {
   ConfigurationError,
   createClient,
@@ -233,7 +236,7 @@ describe('RedflowServer microservice', () => {
     expect(worker?.claiming).toBe(false);
   });
 
-  it('a hybrid app in the order of Nest\'s docs: startAllMicroservices() before init() starts the worker once the app is initialized', async () => {
+  it("a hybrid app in the order of Nest's docs: startAllMicroservices() before init() starts the worker once the app is initialized", async () => {
     const url = process.env.REDFLOW_TEST_REDIS_URL;
     if (!url) throw new Error('The jest global setup did not start Redis.');
     const app = track(await NestFactory.create(appModule({ connection: url }), { logger: false }));
@@ -352,8 +355,7 @@ describe('producer-only app (worker: false)', () => {
 });
 
 describe('shutdown hooks warning', () => {
-  const warning = (logger: CapturingLogger) =>
-    logger.entries.filter((e) => e.level === 'warn' && e.message.includes('Shutdown hooks are not enabled'));
+  const warning = (logger: CapturingLogger) => logger.entries.filter((e) => e.level === 'warn' && e.message.includes('Shutdown hooks are not enabled'));
 
   it('warns, with context Redflow, when an app that runs a worker has no SIGTERM listener', async () => {
     expect(process.listenerCount('SIGTERM')).toBe(0);

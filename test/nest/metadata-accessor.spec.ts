@@ -1,5 +1,7 @@
 import 'reflect-metadata';
+
 import { Reflector } from '@nestjs/core';
+
 import { Cron, OnEvent, Step, Workflow } from '../../lib';
 import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
 

@@ -1,8 +1,10 @@
 import 'reflect-metadata';
-import { Injectable, type INestApplication } from '@nestjs/common';
+
 import { randomBytes } from 'node:crypto';
+import { Injectable, type INestApplication } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import request from 'supertest';
+
 import {
   ConfigurationError,
   createAdmin,
@@ -18,8 +20,8 @@ import {
 } from '../../lib';
 import { redflowMetrics, RedflowMetricsModule } from '../../lib/metrics';
 import { connect, eventually } from '../support/engine';
-import { OwnRedis } from '../support/own-redis';
 import { nestAppPerTest } from '../support/nest-app';
+import { OwnRedis } from '../support/own-redis';
 
 @Injectable()
 class PaymentWorkflows {
@@ -74,7 +76,10 @@ describe('RedflowMetricsModule in a Nest app', () => {
 
   async function start(metrics: Parameters<typeof RedflowMetricsModule.forRoot>[0]): Promise<INestApplication> {
     return nest.start({
-      imports: [RedflowModule.forRoot({ app: 'payments', connection: redis, prefix: nest.prefix, worker: { queues: ['default'], concurrency: 5, runtime } }), RedflowMetricsModule.forRoot(metrics)],
+      imports: [
+        RedflowModule.forRoot({ app: 'payments', connection: redis, prefix: nest.prefix, worker: { queues: ['default'], concurrency: 5, runtime } }),
+        RedflowMetricsModule.forRoot(metrics),
+      ],
       providers: [PaymentWorkflows],
     });
   }
@@ -99,10 +104,19 @@ describe('RedflowMetricsModule in a Nest app', () => {
     await client.run(PaymentWorkflows, 'exportLedger', undefined, { runAt: Date.now() + 60_000 });
 
     // Hooks are called after the run's end is stored: wait for the last one.
-    const scrape = async () => (await request(nest.app!.getHttpServer()).get('/metrics').expect(200).expect('content-type', /^text\/plain; version=0.0.4/)).text;
+    const scrape = async () =>
+      (
+        await request(nest.app!.getHttpServer())
+          .get('/metrics')
+          .expect(200)
+          .expect('content-type', /^text\/plain; version=0.0.4/)
+      ).text;
     const text: string = await eventually(async () => {
       const body = await scrape();
-      return sample(body, 'redflow_runs_total{workflow="hold-funds",status="canceled"}') === 1 && sample(body, 'redflow_runs_total{workflow="flaky-refund",status="completed"}') === 1 ? body : '';
+      return sample(body, 'redflow_runs_total{workflow="hold-funds",status="canceled"}') === 1 &&
+        sample(body, 'redflow_runs_total{workflow="flaky-refund",status="completed"}') === 1
+        ? body
+        : '';
     });
 
     expect(sample(text, 'redflow_runs_total{workflow="charge-card",status="completed"}')).toBe(2);
@@ -142,7 +156,9 @@ describe('RedflowMetricsModule in a Nest app', () => {
     await request(nest.app!.getHttpServer()).get('/metrics').expect(404);
     const client = nest.app!.get(RedflowClient);
     expect(await (await client.run(PaymentWorkflows, 'charge', {})).result()).toBe('captured');
-    await eventually(async () => (await register.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="charge-card",status="completed"} 1'));
+    await eventually(async () =>
+      (await register.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="charge-card",status="completed"} 1'),
+    );
     await nest.app!.close();
     nest.app = undefined;
     expect(register.getSingleMetric('redflow_runs_total')).toBeUndefined();
@@ -164,7 +180,9 @@ describe('RedflowMetricsModule in a Nest app', () => {
   });
 
   it('refuses a bad path or option with ConfigurationError', async () => {
-    expect(() => RedflowMetricsModule.forRoot({ path: 'metrics' })).toThrow('RedflowMetricsModule path must be a route path starting with "/", like "/metrics", got "metrics".');
+    expect(() => RedflowMetricsModule.forRoot({ path: 'metrics' })).toThrow(
+      'RedflowMetricsModule path must be a route path starting with "/", like "/metrics", got "metrics".',
+    );
     await expect(start({ prefix: 'redflow-' })).rejects.toThrow(ConfigurationError);
     await expect(start({ prefix: 'redflow-' })).rejects.toThrow('redflowMetrics prefix "redflow-" is not a valid start of a Prometheus metric name');
   });
@@ -176,7 +194,11 @@ describe('redflowMetrics without Nest', () => {
     const prefix = `test:metrics:${randomBytes(4).toString('hex')}`;
     const registry = new WorkflowRegistry();
     // A repeated step name ("render", "render#2") is one series.
-    const send = registry.define('send-mail', { queue: 'mail' }, async ({ step }) => (await step.run('render', () => 'ht')) + (await step.run('render', () => 'ml')));
+    const send = registry.define(
+      'send-mail',
+      { queue: 'mail' },
+      async ({ step }) => (await step.run('render', () => 'ht')) + (await step.run('render', () => 'ml')),
+    );
     const client = createClient({ redis, prefix, registry });
     const promRegistry = new Registry();
     const metrics = redflowMetrics({ client, registry: promRegistry });
@@ -186,7 +208,9 @@ describe('redflowMetrics without Nest', () => {
     const worker = await startWorker({ app: 'mailer', client, registry, hooks: metrics.hooks, runtime });
     try {
       expect(await (await client.start(send, undefined)).result()).toBe('html');
-      await eventually(async () => (await promRegistry.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="send-mail",status="completed"} 1'));
+      await eventually(async () =>
+        (await promRegistry.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="send-mail",status="completed"} 1'),
+      );
       const text = await promRegistry.metrics();
       expect(sample(text, 'redflow_step_duration_seconds_count{workflow="send-mail",step="render",status="completed"}')).toBe(2);
       expect(text).not.toContain('render#2');

@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { IsInt, Min } from 'class-validator';
+
 import {
   createAdmin,
   createClient,
@@ -122,7 +124,9 @@ describe('RedflowModule', () => {
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe('sent to ada@example.com');
     expect(nest.app!.get(ReceiptWorkflows).deliveries).toBe(3);
     expect((await client.getRun(handle.id))!.attempt).toBe(1);
-    expect(await client.getRunSteps(handle.id)).toEqual([expect.objectContaining({ name: 'deliver', status: 'succeeded', attempts: 3, lastError: expect.objectContaining({ message: 'mail server busy (2)' }) })]);
+    expect(await client.getRunSteps(handle.id)).toEqual([
+      expect.objectContaining({ name: 'deliver', status: 'succeeded', attempts: 3, lastError: expect.objectContaining({ message: 'mail server busy (2)' }) }),
+    ]);
   });
 
   it('RedflowClient has no destructive operations; RedflowAdmin, injected by name, deletes the prefix and nothing else', async () => {
@@ -147,7 +151,9 @@ describe('RedflowModule', () => {
     await start([RedflowModule.forRoot(options())]);
     const client = nest.app!.get(RedflowClient);
     await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow(InputValidationError);
-    await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow('Input for workflow "bill" is invalid: cents: cents must not be less than 1.');
+    await expect(client.run(BillingWorkflows, 'bill', { cents: 0 })).rejects.toThrow(
+      'Input for workflow "bill" is invalid: cents: cents must not be less than 1.',
+    );
     expect(await client.listRuns()).toEqual([]);
   });
 
@@ -216,13 +222,15 @@ describe('RedflowModule', () => {
     expect(nest.app!.get(Checkout).client).toBe(nest.app!.get(RedflowClient));
   });
 
-  it('client.signal(WorkflowClass, runId, name, payload) validates the payload by the class\'s declared signal DTO', async () => {
+  it("client.signal(WorkflowClass, runId, name, payload) validates the payload by the class's declared signal DTO", async () => {
     const client = (await start([RedflowModule.forRoot(options())], [ApprovalWorkflows])).get(RedflowClient);
     const handle = await client.run(ApprovalWorkflows, 'approval', { order: 'o-1' });
     await expect(client.signal(ApprovalWorkflows, handle.id, 'approve', { level: 0 })).rejects.toThrow(
       'The payload of signal "approve" of ApprovalWorkflows is invalid: level: level must not be less than 1. Fix it to match its schema.',
     );
-    await expect(client.signal(ApprovalWorkflows, handle.id, 'reject' as 'approve', { level: 1 })).rejects.toThrow(/ApprovalWorkflows declares no signal "reject" \(declared: approve\)/);
+    await expect(client.signal(ApprovalWorkflows, handle.id, 'reject' as 'approve', { level: 1 })).rejects.toThrow(
+      /ApprovalWorkflows declares no signal "reject" \(declared: approve\)/,
+    );
     expect(await client.redis.llen(client.keys.signals(handle.id))).toBe(0);
     expect(await client.signal(ApprovalWorkflows, handle.id, 'approve', { level: 2 })).toBe(true);
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe(2);

@@ -1,8 +1,10 @@
 import 'reflect-metadata';
+
 import { Body, Controller, Get, Injectable, Module, Param, Post, type INestApplication, type OnModuleInit } from '@nestjs/common';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { IsInt, Min } from 'class-validator';
 import request from 'supertest';
+
 import {
   createClient,
   InjectWorkflow,
@@ -118,7 +120,14 @@ describe('a first-class Nest citizen', () => {
   const nest = nestAppPerTest('nest-citizen');
   const { redis } = nest;
 
-  const options = (extra: Partial<RedflowModuleOptions> = {}): RedflowModuleOptions => ({ app: 'orders', connection: redis, prefix: nest.prefix, worker: { runtime }, maxPayloadBytes: 1_024, ...extra });
+  const options = (extra: Partial<RedflowModuleOptions> = {}): RedflowModuleOptions => ({
+    app: 'orders',
+    connection: redis,
+    prefix: nest.prefix,
+    worker: { runtime },
+    maxPayloadBytes: 1_024,
+    ...extra,
+  });
 
   async function start(imports: unknown[], setup: { platform?: 'express' | 'fastify'; controllers?: unknown[] } = {}): Promise<INestApplication> {
     const adapter = setup.platform === 'fastify' ? new FastifyAdapter() : undefined;
@@ -132,7 +141,9 @@ describe('a first-class Nest citizen', () => {
     expect(nest.app!.get(Reports).client).toBe(nest.app!.get(RedflowClient));
     await nest.app!.close();
     nest.app = undefined;
-    await expect(start([RedflowModule.forRoot({ ...options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(/can't resolve dependencies of the Reports \(\?\)/);
+    await expect(start([RedflowModule.forRoot({ ...options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(
+      /can't resolve dependencies of the Reports \(\?\)/,
+    );
   });
 
   it('forRootAsync is global by default too, and isGlobal: false keeps it local', async () => {
@@ -140,7 +151,9 @@ describe('a first-class Nest citizen', () => {
     expect(nest.app!.get(Reports).client).toBe(nest.app!.get(RedflowClient));
     await nest.app!.close();
     nest.app = undefined;
-    await expect(start([RedflowModule.forRootAsync({ useFactory: () => options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(/can't resolve dependencies of the Reports \(\?\)/);
+    await expect(start([RedflowModule.forRootAsync({ useFactory: () => options({ worker: false }), isGlobal: false }), ReportsModule])).rejects.toThrow(
+      /can't resolve dependencies of the Reports \(\?\)/,
+    );
   });
 
   it('@InjectWorkflow gives a typed handle with run, runMany, get, list and count', async () => {
@@ -153,7 +166,9 @@ describe('a first-class Nest citizen', () => {
     const many = await place.runMany([{ input: { qty: 3 } }, { input: { qty: 4 }, options: { idempotencyKey: 'k-4' } }]);
     await expect(Promise.all(many.map((h) => h.result({ timeoutMs: 5_000 })))).resolves.toEqual([{ placed: 3 }, { placed: 4 }]);
     // One bad item: nothing of the batch is stored, and the error names the item.
-    await expect(place.runMany([{ input: { qty: 5 } }, { input: { qty: 0 } }])).rejects.toThrow('The input of item 1 of runMany for workflow "place-order" is invalid: qty: qty must not be less than 1.');
+    await expect(place.runMany([{ input: { qty: 5 } }, { input: { qty: 0 } }])).rejects.toThrow(
+      'The input of item 1 of runMany for workflow "place-order" is invalid: qty: qty must not be less than 1.',
+    );
     expect(await place.count()).toBe(3);
     expect(await place.count({ status: 'succeeded' })).toBe(3);
     expect((await place.list()).map((r) => r.output).sort((a, b) => a!.placed - b!.placed)).toEqual([{ placed: 2 }, { placed: 3 }, { placed: 4 }]);
@@ -165,10 +180,12 @@ describe('a first-class Nest citizen', () => {
 
   it('forFeature names a class without @Workflow methods', () => {
     class NotWorkflows {}
-    expect(() => RedflowModule.forFeature(NotWorkflows)).toThrow('NotWorkflows, given to RedflowModule.forFeature(), has no @Workflow method. Decorate its workflow methods with @Workflow().');
+    expect(() => RedflowModule.forFeature(NotWorkflows)).toThrow(
+      'NotWorkflows, given to RedflowModule.forFeature(), has no @Workflow method. Decorate its workflow methods with @Workflow().',
+    );
   });
 
-  it.each(['express', 'fastify'] as const)('maps this library\'s errors thrown from a controller to HTTP statuses on %s', async (platform) => {
+  it.each(['express', 'fastify'] as const)("maps this library's errors thrown from a controller to HTTP statuses on %s", async (platform) => {
     await start([RedflowModule.forRoot(options())], { platform, controllers: [OrdersController] });
     const http = () => request(nest.app!.getHttpServer());
     // 400 with the validator's messages; nothing stored.
@@ -176,23 +193,36 @@ describe('a first-class Nest citizen', () => {
     expect(invalid.body).toEqual({ statusCode: 400, error: 'Bad Request', message: ['qty: qty must not be less than 1'] });
     // 404: an unknown workflow (in Nest terms) and a missing run.
     const unknown = await http().post('/orders/by-name/no-such-workflow').expect(404);
-    expect(unknown.body.message).toMatch(/^Workflow "no-such-workflow" is not registered in this process or in Redis\. Decorate a provider method with @Workflow\(\)/);
+    expect(unknown.body.message).toMatch(
+      /^Workflow "no-such-workflow" is not registered in this process or in Redis\. Decorate a provider method with @Workflow\(\)/,
+    );
     expect((await http().get('/orders/runs/missing-run').expect(404)).body.message).toMatch(/^Run "missing-run" does not exist/);
     // 409 with the existing run's id.
     const created = await http().post('/orders').send({ qty: 1, key: 'same' }).expect(201);
     const conflict = await http().post('/orders').send({ qty: 2, key: 'same' }).expect(409);
     expect(conflict.body).toMatchObject({ statusCode: 409, error: 'Conflict', runId: created.body.id });
     // 413 over maxPayloadBytes (1 KiB here).
-    expect((await http().post('/orders/by-name/other-order').send({ blob: 'x'.repeat(2_000) }).expect(413)).body.error).toBe('Payload Too Large');
+    expect(
+      (
+        await http()
+          .post('/orders/by-name/other-order')
+          .send({ blob: 'x'.repeat(2_000) })
+          .expect(413)
+      ).body.error,
+    ).toBe('Payload Too Large');
     // 429: the second run within the workflow's rate limit failed with RateLimitExceededError.
     expect((await http().post('/orders/limited').expect(429)).body.error).toBe('Too Many Requests');
     // 503 without Redis details; any other error is Nest's own 500.
-    expect((await http().get('/orders/down').expect(503)).body).toEqual({ statusCode: 503, error: 'Service Unavailable', message: 'Workflow storage is unavailable. Retry later.' });
+    expect((await http().get('/orders/down').expect(503)).body).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'Workflow storage is unavailable. Retry later.',
+    });
     expect((await http().get('/orders/plain-error').expect(500)).body).toEqual({ statusCode: 500, message: 'Internal server error' });
     expect(await nest.app!.get(RedflowClient).countRuns({ workflow: 'place-order' })).toBe(1);
   });
 
-  it('exceptionFilter: false leaves this library\'s errors to Nest (500)', async () => {
+  it("exceptionFilter: false leaves this library's errors to Nest (500)", async () => {
     await start([RedflowModule.forRoot({ ...options(), exceptionFilter: false })], { controllers: [OrdersController] });
     await request(nest.app!.getHttpServer()).post('/orders').send({ qty: 0 }).expect(500);
   });
@@ -207,7 +237,10 @@ describe('a first-class Nest citizen', () => {
 
   it('UnknownWorkflowError tells a Nest user about @Workflow, not defineWorkflow', async () => {
     await start([RedflowModule.forRoot(options({ worker: false }))]);
-    const error = await nest.app!.get(RedflowClient).runByName('nope', {}).catch((e: unknown) => e);
+    const error = await nest
+      .app!.get(RedflowClient)
+      .runByName('nope', {})
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnknownWorkflowError);
     expect((error as Error).message).toContain('Decorate a provider method with @Workflow()');
     expect((error as Error).message).not.toContain('defineWorkflow');

@@ -1,7 +1,9 @@
 import 'reflect-metadata';
+
+import { randomBytes } from 'node:crypto';
 import { Injectable, Logger, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
+
 import {
   ConfigurationError,
   createAdmin,
@@ -82,7 +84,14 @@ describe('@OnRunEvent', () => {
 
   async function start(providers: unknown[]): Promise<INestApplication> {
     const module = await Test.createTestingModule({
-      imports: [RedflowModule.forRoot({ app: 'orders', connection: redis, prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
+      imports: [
+        RedflowModule.forRoot({
+          app: 'orders',
+          connection: redis,
+          prefix,
+          worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } },
+        }),
+      ],
       providers: providers as never[],
     }).compile();
     app = module.createNestApplication({ logger: false });

@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+
 import { ConfigurationError, Cron, OnEvent, RedflowModule, Step, Workflow, type RedflowModuleOptions, type WorkflowContext } from '../../lib';
 import { resolveRedflowOptions } from '../../lib/nest/redflow-options.interface';
 import { nestAppPerTest } from '../support/nest-app';
@@ -97,7 +99,9 @@ describe('@Step options', () => {
 
   it('rejects an empty name, a name with a newline and an unknown option', () => {
     expect(configError(() => decorate(Step({ name: '' })))).toBe('@Step name of Target.method must be a non-empty string of at most 512 characters, got "".');
-    expect(configError(() => decorate(Step('a\nb')))).toBe('@Step name of Target.method must not contain control characters such as a newline or tab, got "a\\nb".');
+    expect(configError(() => decorate(Step('a\nb')))).toBe(
+      '@Step name of Target.method must not contain control characters such as a newline or tab, got "a\\nb".',
+    );
     expect(configError(() => decorate(Step({ name: 'charge', timeout: 5 } as never)))).toBe(
       'Unknown option "timeout" in @Step options of Target.method. Did you mean "timeoutMs"? Known options: name, timeoutMs, retries, heartbeatTimeout, compensate, compensateRetries.',
     );
@@ -170,7 +174,13 @@ describe('RedflowModule options', () => {
       app: 'x',
       connection: 'redis://localhost:6379',
       prefix: 'redflow:eu',
-      worker: { enabled: true, queues: ['default', 'emails'], concurrency: 3, retentionDays: 1, runtime: { leaseMs: 1000, heartbeatMs: 300, reaperIntervalMs: 100, blockTimeoutMs: 100, cleanupIntervalMs: 1000, maxRecoveries: 3 } },
+      worker: {
+        enabled: true,
+        queues: ['default', 'emails'],
+        concurrency: 3,
+        retentionDays: 1,
+        runtime: { leaseMs: 1000, heartbeatMs: 300, reaperIntervalMs: 100, blockTimeoutMs: 100, cleanupIntervalMs: 1000, maxRecoveries: 3 },
+      },
       defaults: { maxConcurrency: Infinity },
       shutdownTimeoutMs: 5000,
       maxPayloadBytes: 1024,
@@ -182,22 +192,50 @@ describe('RedflowModule options', () => {
   });
 
   it.each<[string, Record<string, unknown>, string]>([
-    ['a misspelt worker option', { app: 'x', worker: { concurency: 2 } }, 'Unknown option "concurency" in RedflowModule option "worker". Did you mean "concurrency"?'],
-    ['a misspelt runtime option', { app: 'x', worker: { runtime: { leaseMS: 1 } } }, 'Unknown option "leaseMS" in RedflowModule option "worker.runtime". Did you mean "leaseMs"?'],
+    [
+      'a misspelt worker option',
+      { app: 'x', worker: { concurency: 2 } },
+      'Unknown option "concurency" in RedflowModule option "worker". Did you mean "concurrency"?',
+    ],
+    [
+      'a misspelt runtime option',
+      { app: 'x', worker: { runtime: { leaseMS: 1 } } },
+      'Unknown option "leaseMS" in RedflowModule option "worker.runtime". Did you mean "leaseMs"?',
+    ],
     ['a misspelt defaults option', { app: 'x', defaults: { maxConcurency: 1 } }, 'Did you mean "maxConcurrency"?'],
-    ['a misspelt dashboard option', { app: 'x', dashboard: { authorise: () => true } }, 'Unknown option "authorise" in RedflowModule option "dashboard". Did you mean "authorize"?'],
+    [
+      'a misspelt dashboard option',
+      { app: 'x', dashboard: { authorise: () => true } },
+      'Unknown option "authorise" in RedflowModule option "dashboard". Did you mean "authorize"?',
+    ],
     ['a misspelt redis option', { app: 'x', redis: { requireNoEvictions: true } }, 'Did you mean "requireNoEviction"?'],
-    ['a missing app', { connection: 'redis://x' }, 'RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got undefined.'],
+    [
+      'a missing app',
+      { connection: 'redis://x' },
+      'RedflowModule option "app" must be a non-empty string, a stable id of this app (the owner of its workflows in Redis), got undefined.',
+    ],
     ['an empty app', { app: '' }, 'RedflowModule option "app" must be a non-empty string'],
     ['a prefix with a hash tag', { app: 'x', prefix: '{redflow}' }, 'RedflowModule option "prefix" must not contain "{" or "}", got "{redflow}"'],
     ['a prefix with a space', { app: 'x', prefix: 'red flow' }, 'RedflowModule option "prefix" must not contain whitespace, got "red flow"'],
-    ['a negative shutdownTimeoutMs', { app: 'x', shutdownTimeoutMs: -1 }, 'RedflowModule option "shutdownTimeoutMs" must be a duration >= 0 and at most 24 days'],
+    [
+      'a negative shutdownTimeoutMs',
+      { app: 'x', shutdownTimeoutMs: -1 },
+      'RedflowModule option "shutdownTimeoutMs" must be a duration >= 0 and at most 24 days',
+    ],
     ['a zero concurrency', { app: 'x', worker: { concurrency: 0 } }, 'RedflowModule option "worker.concurrency" must be an integer >= 1, got 0.'],
     ['a fractional concurrency', { app: 'x', worker: { concurrency: 1.5 } }, 'RedflowModule option "worker.concurrency" must be an integer >= 1, got 1.5.'],
     ['worker: true', { app: 'x', worker: true }, 'RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got true.'],
     ['a queue with "*"', { app: 'x', worker: { queues: ['a*'] } }, 'RedflowModule option "worker.queues[0]" must not contain "*"'],
-    ['a zero defaults.maxConcurrency', { app: 'x', defaults: { maxConcurrency: 0 } }, 'RedflowModule option "defaults.maxConcurrency" must be an integer >= 1, or Infinity for no limit, got 0.'],
-    ['a non-boolean requireNoEviction', { app: 'x', redis: { requireNoEviction: 'yes' } }, 'RedflowModule option "redis.requireNoEviction" must be true or false, got "yes".'],
+    [
+      'a zero defaults.maxConcurrency',
+      { app: 'x', defaults: { maxConcurrency: 0 } },
+      'RedflowModule option "defaults.maxConcurrency" must be an integer >= 1, or Infinity for no limit, got 0.',
+    ],
+    [
+      'a non-boolean requireNoEviction',
+      { app: 'x', redis: { requireNoEviction: 'yes' } },
+      'RedflowModule option "redis.requireNoEviction" must be true or false, got "yes".',
+    ],
   ])('rejects %s', (_case, options, message) => {
     expect(configError(() => resolveRedflowOptions(options as unknown as RedflowModuleOptions))).toContain(message);
   });
@@ -227,7 +265,15 @@ describe('RedflowModule.forRoot', () => {
 
   it('starts with valid options', async () => {
     await nest.start({
-      imports: [RedflowModule.forRoot({ app: 'x', connection: process.env.REDFLOW_TEST_REDIS_URL, prefix: nest.prefix, worker: false, redis: { requireNoEviction: false } })],
+      imports: [
+        RedflowModule.forRoot({
+          app: 'x',
+          connection: process.env.REDFLOW_TEST_REDIS_URL,
+          prefix: nest.prefix,
+          worker: false,
+          redis: { requireNoEviction: false },
+        }),
+      ],
       providers: [Jobs],
     });
   });

@@ -1,5 +1,7 @@
 import { createAdmin } from '../../lib';
+
 import 'reflect-metadata';
+
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -7,6 +9,7 @@ import type { INestApplication, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import request from 'supertest';
 import type { App } from 'supertest/types';
+
 import { RedflowClient, type RunState, type StepState } from '../../lib';
 import { RedflowOrchestrator } from '../../lib/nest/redflow.orchestrator';
 import { extractSnippets, SNIPPET_DIR } from '../support/readme-snippets';

@@ -1,5 +1,7 @@
 import 'reflect-metadata';
+
 import { Injectable } from '@nestjs/common';
+
 import { ConfigurationError, NonRetriableError, RedflowClient, RedflowModule, Step, Workflow, type CompensationContext, type WorkflowContext } from '../../lib';
 import { eventually } from '../support/engine';
 import { nestAppPerTest } from '../support/nest-app';
@@ -45,7 +47,14 @@ describe('@Step({ compensate })', () => {
 
   it('runs the named method of the same provider, with its injected dependencies, when the run fails', async () => {
     const app = await nest.start({
-      imports: [RedflowModule.forRoot({ app: 'shop', connection: redis, prefix: nest.prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
+      imports: [
+        RedflowModule.forRoot({
+          app: 'shop',
+          connection: redis,
+          prefix: nest.prefix,
+          worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } },
+        }),
+      ],
       providers: [PaymentGateway, CheckoutWorkflows],
     });
     const client = app.get(RedflowClient);
@@ -57,14 +66,16 @@ describe('@Step({ compensate })', () => {
   });
 
   it('refuses a compensate that names no method of the class when the class is decorated', () => {
-    const decorate = (compensate: unknown, extra: object = {}) => () => {
-      class Service {
-        charge() {}
-        refund() {}
-      }
-      const descriptor = Object.getOwnPropertyDescriptor(Service.prototype, 'charge')!;
-      Step({ compensate, ...extra } as never)(Service.prototype, 'charge', descriptor);
-    };
+    const decorate =
+      (compensate: unknown, extra: object = {}) =>
+      () => {
+        class Service {
+          charge() {}
+          refund() {}
+        }
+        const descriptor = Object.getOwnPropertyDescriptor(Service.prototype, 'charge')!;
+        Step({ compensate, ...extra } as never)(Service.prototype, 'charge', descriptor);
+      };
     expect(decorate('refund')).not.toThrow();
     expect(decorate('refnud')).toThrow(ConfigurationError);
     expect(decorate('refnud')).toThrow('@Step compensate of Service.charge must name a method of the same class, got "refnud"');

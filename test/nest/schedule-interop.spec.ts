@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+
 import { Injectable, type INestApplication } from '@nestjs/common';
-import { Cron as ScheduleCron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { Interval, Cron as ScheduleCron, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+
 import { ConfigurationError, Cron, RedflowModule, Workflow, type WorkflowContext } from '../../lib';
 import { nestAppPerTest } from '../support/nest-app';
 
@@ -55,10 +57,12 @@ describe('@nestjs/schedule interop', () => {
   });
 
   it('refuses @Interval of @nestjs/schedule on a @Workflow too', async () => {
-    await expect(start([PollerWithInterval], [ScheduleModule.forRoot()])).rejects.toThrow(/^PollerWithInterval\.poll is a @Workflow with @Interval from @nestjs\/schedule\./);
+    await expect(start([PollerWithInterval], [ScheduleModule.forRoot()])).rejects.toThrow(
+      /^PollerWithInterval\.poll is a @Workflow with @Interval from @nestjs\/schedule\./,
+    );
   });
 
-  it('lists our crons in SchedulerRegistry as jobs that never fire, next to the app\'s own', async () => {
+  it("lists our crons in SchedulerRegistry as jobs that never fire, next to the app's own", async () => {
     await start([Reports], [ScheduleModule.forRoot()]);
     const registry = nest.app!.get(SchedulerRegistry);
     expect([...registry.getCronJobs().keys()].sort()).toEqual(['local-cleanup', 'redflow:nightly-report']);

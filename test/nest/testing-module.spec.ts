@@ -1,9 +1,11 @@
 import 'reflect-metadata';
+
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+
 import { OnEvent, RedflowClient, Step, Workflow, type WorkflowContext } from '../../lib';
-import { isAlive } from '../../lib/testing/redis-server';
 import { RedflowTesting, RedflowTestingModule } from '../../lib/testing';
+import { isAlive } from '../../lib/testing/redis-server';
 
 @Injectable()
 class ApprovalWorkflows {

@@ -1,15 +1,8 @@
 import 'reflect-metadata';
+
 import { Injectable, type INestApplication } from '@nestjs/common';
-import {
-  ConfigurationError,
-  currentStep,
-  RedflowClient,
-  RedflowModule,
-  RunTimeoutError,
-  Step,
-  Workflow,
-  type WorkflowContext,
-} from '../../lib';
+
+import { ConfigurationError, currentStep, RedflowClient, RedflowModule, RunTimeoutError, Step, Workflow, type WorkflowContext } from '../../lib';
 import { nestAppPerTest } from '../support/nest-app';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -52,7 +45,14 @@ describe('timeouts in Nest', () => {
 
   async function start(): Promise<INestApplication> {
     return nest.start({
-      imports: [RedflowModule.forRoot({ app: 'imports', connection: redis, prefix: nest.prefix, worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } } })],
+      imports: [
+        RedflowModule.forRoot({
+          app: 'imports',
+          connection: redis,
+          prefix: nest.prefix,
+          worker: { runtime: { leaseMs: 1000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 } },
+        }),
+      ],
       providers: [ImportWorkflows],
     });
   }
@@ -71,7 +71,12 @@ describe('timeouts in Nest', () => {
     const handle = await client.run(ImportWorkflows, 'import', {});
     await expect(handle.result({ timeoutMs: 5_000 })).resolves.toBe('imported');
     expect(workflows.tries).toBe(2);
-    expect((await client.getRunSteps(handle.id))[0]).toMatchObject({ name: 'import-rows', status: 'succeeded', attempts: 2, lastError: { name: 'StepHeartbeatTimeoutError' } });
+    expect((await client.getRunSteps(handle.id))[0]).toMatchObject({
+      name: 'import-rows',
+      status: 'succeeded',
+      attempts: 2,
+      lastError: { name: 'StepHeartbeatTimeoutError' },
+    });
     // Outside a step there is nothing to heartbeat.
     expect(currentStep()).toBeUndefined();
   });

@@ -1,12 +1,14 @@
 import 'reflect-metadata';
+
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Body, Controller, Injectable, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { context, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import request from 'supertest';
+
 import { ConfigurationError, createAdmin, createClient, RedflowClient, RedflowModule, Step, Workflow, type WorkflowContext } from '../../lib';
 import { redflowTracing } from '../../lib/otel';
 import { connect, eventually } from '../support/engine';
@@ -95,7 +97,9 @@ describe('tracing in a Nest app', () => {
     const response = await request(app.getHttpServer()).post('/orders').send({ id: 'o-7' }).expect(201);
     const runId = (response.body as { runId: string }).runId;
     expect(await app.get(RedflowClient).waitForRun(runId, { timeoutMs: 5_000 })).toEqual({ receipt: 'charged (reserved o-7)' });
-    await eventually(() => exporter.getFinishedSpans().some((s) => s.name === 'redflow.run place-order') && exporter.getFinishedSpans().some((s) => s.name === 'POST /orders'));
+    await eventually(
+      () => exporter.getFinishedSpans().some((s) => s.name === 'redflow.run place-order') && exporter.getFinishedSpans().some((s) => s.name === 'POST /orders'),
+    );
 
     const finished = exporter.getFinishedSpans();
     const http = finished.find((s) => s.name === 'POST /orders')!;
@@ -115,6 +119,8 @@ describe('tracing in a Nest app', () => {
     const compile = () =>
       Test.createTestingModule({ imports: [RedflowModule.forRoot({ app: 'orders', connection: redis, prefix, tracing: 'otel' as never })] }).compile();
     await expect(compile()).rejects.toThrow(ConfigurationError);
-    await expect(compile()).rejects.toThrow('RedflowModule option "tracing" must be a tracing integration with inject() and startAttempt(), such as redflowTracing() from "nestjs-redflow/otel", got "otel".');
+    await expect(compile()).rejects.toThrow(
+      'RedflowModule option "tracing" must be a tracing integration with inject() and startAttempt(), such as redflowTracing() from "nestjs-redflow/otel", got "otel".',
+    );
   });
 });

@@ -1,10 +1,12 @@
 import 'reflect-metadata';
+
 import { Injectable } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+
 import { ConfigurationError, Workflow, WorkflowRegistry } from '../../lib';
-import { RedflowExplorer } from '../../lib/nest/redflow.explorer';
 import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
+import { RedflowExplorer } from '../../lib/nest/redflow.explorer';
 
 @Injectable()
 class CheckoutWorkflows {
@@ -48,6 +50,8 @@ describe('@Workflow({ version })', () => {
   it('refuses a version that is not a positive integer with ConfigurationError', async () => {
     const error = await explore(BadVersionWorkflows).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigurationError);
-    expect((error as Error).message).toBe('version of workflow "bad" must be a positive integer (1, 2, 3, ...), got 0. Raise it by one for each deploy that changes the order of the workflow\'s steps.');
+    expect((error as Error).message).toBe(
+      'version of workflow "bad" must be a positive integer (1, 2, 3, ...), got 0. Raise it by one for each deploy that changes the order of the workflow\'s steps.',
+    );
   });
 });

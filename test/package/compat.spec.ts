@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+
 import { buildAndPack } from '../support/packed';
 
 /**
@@ -243,9 +244,13 @@ async function deleteKeys(prefix: string): Promise<void> {
     for (const app of APPS) {
       const appDir = join(dir, app.key);
       writeApp(appDir, app);
-      installed[app.key] = run('npm', ['install', tarball, ...app.dependencies, ...APP_DEPENDENCIES, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
-        cwd: appDir,
-      }).then(() => undefined);
+      installed[app.key] = run(
+        'npm',
+        ['install', tarball, ...app.dependencies, ...APP_DEPENDENCIES, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+        {
+          cwd: appDir,
+        },
+      ).then(() => undefined);
     }
     // Both installs run at once; each app's tests report its own failure.
     await Promise.allSettled(Object.values(installed));
@@ -301,7 +306,11 @@ async function deleteKeys(prefix: string): Promise<void> {
           if (run.status !== 'queued' && run.status !== 'running') break;
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
-        expect(run).toEqual({ status: 'succeeded', output: { greeting: `Hello, ADA (${app.key})`, steps: 2 }, steps: ['normalize:succeeded', 'compose:succeeded'] });
+        expect(run).toEqual({
+          status: 'succeeded',
+          output: { greeting: `Hello, ADA (${app.key})`, steps: 2 },
+          steps: ['normalize:succeeded', 'compose:succeeded'],
+        });
 
         // The workflow's DTO is checked by class-validator inside the app: a bad input is refused.
         const refused = await fetch(base, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 42 }) });

@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { buildAndPack } from '../support/packed';
 
 /**
@@ -66,7 +67,12 @@ async function main() {
 main().catch((error) => { console.error(error); process.exit(1); });
 `,
     );
-    const out = execFileSync('node', ['main.js'], { cwd: join(dir, 'app'), encoding: 'utf8', env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL }, timeout: 30_000 });
+    const out = execFileSync('node', ['main.js'], {
+      cwd: join(dir, 'app'),
+      encoding: 'utf8',
+      env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL },
+      timeout: 30_000,
+    });
     expect(JSON.parse(out.trim())).toEqual({ output: 'Hello ADA', steps: ['load:succeeded', 'compose:succeeded'] });
   });
 
@@ -89,7 +95,12 @@ async function main() {
 }
 main().catch((error) => { console.error(error); process.exit(1); });
 `;
-    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8', env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL }, timeout: 30_000 });
+    const out = execFileSync('node', ['-e', script], {
+      cwd: join(dir, 'app'),
+      encoding: 'utf8',
+      env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL },
+      timeout: 30_000,
+    });
     expect(JSON.parse(out.trim())).toEqual({ output: 42, prefixed: true, before: true, after: 0 });
   });
 
@@ -105,7 +116,12 @@ client.start(signup, { email: 'a@example.com' }).then(
   (error) => { console.log(JSON.stringify({ name: error.name, message: error.message })); return client.close(); },
 );
 `;
-    const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8', env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL }, timeout: 30_000 });
+    const out = execFileSync('node', ['-e', script], {
+      cwd: join(dir, 'app'),
+      encoding: 'utf8',
+      env: { ...process.env, REDIS_URL: process.env.REDFLOW_TEST_REDIS_URL },
+      timeout: 30_000,
+    });
     expect(JSON.parse(out.trim())).toEqual({
       name: 'ConfigurationError',
       message:
@@ -126,7 +142,8 @@ try {
     expect(existsSync(join(dir, 'app', 'node_modules', '@opentelemetry'))).toBe(false);
     expect(JSON.parse(out.trim())).toEqual({
       name: 'ConfigurationError',
-      message: 'redflowTracing() of "nestjs-redflow/otel" needs the package @opentelemetry/api: run "npm install @opentelemetry/api" (and an OpenTelemetry SDK to export the spans).',
+      message:
+        'redflowTracing() of "nestjs-redflow/otel" needs the package @opentelemetry/api: run "npm install @opentelemetry/api" (and an OpenTelemetry SDK to export the spans).',
     });
   });
 
@@ -158,12 +175,24 @@ try {
 }
 `;
     const out = execFileSync('node', ['-e', script], { cwd: join(dir, 'app'), encoding: 'utf8' });
-    expect(JSON.parse(out.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/metrics needs the optional peer prom-client: run "npm install prom-client".' });
-    const health = execFileSync('node', ['-e', script.replace("'nestjs-redflow/core/metrics'", "'nestjs-redflow/health'")], { cwd: join(dir, 'app'), encoding: 'utf8' });
-    expect(JSON.parse(health.trim())).toEqual({ name: 'ConfigurationError', message: 'nestjs-redflow/health needs the optional peer @nestjs/terminus: run "npm install @nestjs/terminus".' });
-    const exported = JSON.parse(readFileSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
+    expect(JSON.parse(out.trim())).toEqual({
+      name: 'ConfigurationError',
+      message: 'nestjs-redflow/metrics needs the optional peer prom-client: run "npm install prom-client".',
+    });
+    const health = execFileSync('node', ['-e', script.replace("'nestjs-redflow/core/metrics'", "'nestjs-redflow/health'")], {
+      cwd: join(dir, 'app'),
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(health.trim())).toEqual({
+      name: 'ConfigurationError',
+      message: 'nestjs-redflow/health needs the optional peer @nestjs/terminus: run "npm install @nestjs/terminus".',
+    });
+    const exported = JSON.parse(readFileSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', 'package.json'), 'utf8')) as {
+      exports: Record<string, { types: string; default: string }>;
+    };
     for (const entry of ['./health', './metrics', './core/metrics']) {
-      for (const file of Object.values(exported.exports[entry])) expect([entry, existsSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', file))]).toEqual([entry, true]);
+      for (const file of Object.values(exported.exports[entry]))
+        expect([entry, existsSync(join(dir, 'app', 'node_modules', 'nestjs-redflow', file))]).toEqual([entry, true]);
     }
   });
 
@@ -198,7 +227,11 @@ try {
     expect(maps.length).toBeGreaterThan(50);
     const incomplete = maps.filter((file) => {
       const map = JSON.parse(readFileSync(join(dist, file), 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
-      return map.sources.length === 0 || map.sourcesContent?.length !== map.sources.length || map.sourcesContent.some((text) => typeof text !== 'string' || text.length === 0);
+      return (
+        map.sources.length === 0 ||
+        map.sourcesContent?.length !== map.sources.length ||
+        map.sourcesContent.some((text) => typeof text !== 'string' || text.length === 0)
+      );
     });
     expect(incomplete).toEqual([]);
     expect(maps.some((file) => file.endsWith('.d.ts.map'))).toBe(false);

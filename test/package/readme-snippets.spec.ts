@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { compileSnippets, extractSnippets } from '../support/readme-snippets';
 
 /**
@@ -16,7 +17,9 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
   // A markdown file with one type error, compiled in the same program, proves errors are found and
   // located (one compilation for both keeps the test short).
   const broken = extractSnippets(
-    ['# t', '', '```ts', "import { createTestEngine } from 'nestjs-redflow/core/testing';", "const n: number = 'one';", 'createTestEngine;', '```', ''].join('\n'),
+    ['# t', '', '```ts', "import { createTestEngine } from 'nestjs-redflow/core/testing';", "const n: number = 'one';", 'createTestEngine;', '```', ''].join(
+      '\n',
+    ),
     'broken.md',
   ).snippets;
   let errors: string[] = [];
@@ -29,7 +32,9 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
     expect(snippets.length).toBeGreaterThan(30);
     for (const s of skipped) expect(s.reason.trim().length).toBeGreaterThan(5);
     // Listed so a reader of the test output sees what is not compiled.
-    process.stdout.write(`README snippets: ${snippets.length} compiled, ${skipped.length} skipped${skipped.map((s) => `\n  README.md:${s.line}: ${s.reason}`).join('')}\n`);
+    process.stdout.write(
+      `README snippets: ${snippets.length} compiled, ${skipped.length} skipped${skipped.map((s) => `\n  README.md:${s.line}: ${s.reason}`).join('')}\n`,
+    );
     expect(skipped.length).toBeLessThanOrEqual(3);
   });
 
@@ -38,7 +43,17 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
   });
 
   it('leaves out a block marked `<!-- snippet: skip (reason) -->`, with its line and reason', () => {
-    const markdown = ['<!-- snippet: skip (a fragment of a class body) -->', '', '```ts', '@Step() charge() {}', '```', '', '```ts', 'export const n = 1;', '```'].join('\n');
+    const markdown = [
+      '<!-- snippet: skip (a fragment of a class body) -->',
+      '',
+      '```ts',
+      '@Step() charge() {}',
+      '```',
+      '',
+      '```ts',
+      'export const n = 1;',
+      '```',
+    ].join('\n');
     const { snippets: kept, skipped: left } = extractSnippets(markdown, 'skip.md');
     expect(left).toEqual([{ line: 4, reason: 'a fragment of a class body' }]);
     expect(kept.map((s) => [s.line, s.code])).toEqual([[8, 'export const n = 1;']]);

@@ -1,6 +1,8 @@
 import 'reflect-metadata';
+
 import type { TestingModule } from '@nestjs/testing';
 import { Test } from '@nestjs/testing';
+
 import { RedflowTesting, RedflowTestingModule } from '../../lib/testing';
 import type { CheckoutWorkflows as CheckoutClass } from '../../sample/src/orders/checkout.workflows';
 import type { PaymentService as PaymentClass } from '../../sample/src/orders/payment.service';
@@ -57,9 +59,14 @@ describe('checkout with RedflowTestingModule', () => {
   });
 
   it('a mocked step error goes through the run retries to failure', async () => {
-    const failed = await testing.run(CheckoutWorkflows, 'checkout', { orderId: 'ord_2', email: 'bob@example.com', totalCents: 500 }, {
-      steps: { 'charge-card': { error: 'Card declined.' } },
-    });
+    const failed = await testing.run(
+      CheckoutWorkflows,
+      'checkout',
+      { orderId: 'ord_2', email: 'bob@example.com', totalCents: 500 },
+      {
+        steps: { 'charge-card': { error: 'Card declined.' } },
+      },
+    );
     // Two run retries of 200 ms: advance past each one.
     expect(failed.status).toBe('waiting');
     await testing.clock.advance('1s');
@@ -71,10 +78,15 @@ describe('checkout with RedflowTestingModule', () => {
 
   it('types step mocks keyed by @Step method name', () => {
     const wrongType = () =>
-      testing.run(CheckoutWorkflows, 'checkout', { orderId: 'x', email: 'x@example.com', totalCents: 1 }, {
-        // @ts-expect-error chargeId is a string in PaymentService.charge's result
-        steps: { chargeCard: { output: { chargeId: 42, cents: 1 } } },
-      });
+      testing.run(
+        CheckoutWorkflows,
+        'checkout',
+        { orderId: 'x', email: 'x@example.com', totalCents: 1 },
+        {
+          // @ts-expect-error chargeId is a string in PaymentService.charge's result
+          steps: { chargeCard: { output: { chargeId: 42, cents: 1 } } },
+        },
+      );
     expect(typeof wrongType).toBe('function');
   });
 });

@@ -1,10 +1,13 @@
 import { createAdmin } from '../../lib';
+
 import 'reflect-metadata';
+
 import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { ValidationPipe } from '@nestjs/common';
 import request from 'supertest';
 import type { App } from 'supertest/types';
+
 import { RedflowClient, type RunState, type StepState } from '../../lib';
 import { RedflowOrchestrator } from '../../lib/nest/redflow.orchestrator';
 import { AnalyticsWorkflows } from '../../sample/src/analytics/analytics.workflows';
@@ -84,10 +87,7 @@ describe('sample shop over HTTP (AppModule with its worker, real Redis)', () => 
     // First test of the file, on a fresh prefix: no checkout run exists yet. (Runs of other
     // workflows may: the sales-digest cron fires at every minute boundary.)
     expect(await client.listRuns({ workflow: 'checkout' })).toEqual([]);
-    const res = await http()
-      .post('/orders')
-      .send({ orderId: '', email: 'not-an-email', totalCents: 0, coupon: 'FREE' })
-      .expect(400);
+    const res = await http().post('/orders').send({ orderId: '', email: 'not-an-email', totalCents: 0, coupon: 'FREE' }).expect(400);
     expect(res.body.statusCode).toBe(400);
     expect(res.body.error).toBe('Bad Request');
     expect([...(res.body.message as string[])].sort()).toEqual(
@@ -133,7 +133,11 @@ describe('sample shop over HTTP (AppModule with its worker, real Redis)', () => 
       const state = await client.getRun(saleRunId);
       return state?.status === 'succeeded' ? state : undefined;
     }, 'the record-sale run succeeds');
-    expect(sale).toMatchObject({ workflow: 'record-sale', input: { orderId: order.orderId, totalCents: order.totalCents }, output: { recorded: order.orderId } });
+    expect(sale).toMatchObject({
+      workflow: 'record-sale',
+      input: { orderId: order.orderId, totalCents: order.totalCents },
+      output: { recorded: order.orderId },
+    });
     expect(analytics.completedOrders.filter((id) => id === order.orderId)).toHaveLength(1);
   });
 
@@ -147,7 +151,10 @@ describe('sample shop over HTTP (AppModule with its worker, real Redis)', () => 
   });
 
   it('answers 409 when an order id is reused with other details, starting nothing', async () => {
-    const res = await http().post('/orders').send({ ...order, totalCents: order.totalCents + 1 }).expect(409);
+    const res = await http()
+      .post('/orders')
+      .send({ ...order, totalCents: order.totalCents + 1 })
+      .expect(409);
     expect(res.body).toEqual({ statusCode: 409, error: 'Conflict', message: `Order "${order.orderId}" was already placed with other details.` });
     expect((await client.listRuns({ workflow: 'checkout' })).map((r) => r.id)).toEqual([runId]);
   });

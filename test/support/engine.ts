@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
+
 import { startWorker, WorkflowRegistry, type RedisConnection, type WorkerRuntimeOptions } from '../../lib';
-import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing/core';
 import { loadLibrary, loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
+import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing/core';
 
 /** True when the suite runs against the 3-master Redis Cluster. */
 export const clusterMode = Boolean(process.env.REDFLOW_TEST_CLUSTER_NODES);

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { INestApplication, LogLevel, ModuleMetadata } from '@nestjs/common';
 import type { AbstractHttpAdapter } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
-import { randomBytes } from 'node:crypto';
+
 import { createAdmin, createClient, type RedisConnection } from '../../lib';
 import { connect } from './engine';
 

@@ -120,7 +120,8 @@ export function compileSnippets(snippets: Snippet[]): string[] {
   const { fileExists, readFile, getSourceFile, directoryExists } = host;
   host.fileExists = (file) => byFile.has(file) || appFiles.has(file) || fileExists.call(host, file);
   host.readFile = (file) => byFile.get(file)?.code ?? readFile.call(host, appFiles.get(file) ?? file);
-  host.directoryExists = (dir) => [...byFile.keys(), ...appFiles.keys()].some((f) => f.startsWith(dir + '/') || dirname(f) === dir) || (directoryExists?.call(host, dir) ?? true);
+  host.directoryExists = (dir) =>
+    [...byFile.keys(), ...appFiles.keys()].some((f) => f.startsWith(dir + '/') || dirname(f) === dir) || (directoryExists?.call(host, dir) ?? true);
   host.getSourceFile = (file, language, onError, createNew) => {
     const snippet = byFile.get(file);
     if (snippet) return ts.createSourceFile(file, snippet.code, language, true);
@@ -138,4 +139,3 @@ export function compileSnippets(snippets: Snippet[]): string[] {
     return `${relative(ROOT, d.file.fileName)}:${line + 1}:${character + 1}: TS${d.code}: ${text}`;
   });
 }
-

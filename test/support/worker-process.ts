@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+
 import { eventually } from './engine';
 
 const ROOT = join(__dirname, '..', '..');

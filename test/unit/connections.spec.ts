@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+
 import { duplicateConnection, openConnection, subscriberConnection, type ConnectionWatcher, type RedisConnection } from '../../lib/core/store/connection';
 
 /**
@@ -31,7 +32,8 @@ describe('connections', () => {
       `if (!(redis instanceof Cluster)) return redis.duplicate();`,
       `return node.duplicate({ retryStrategy });`,
       `const cluster = new Cluster([{ host, port }]);`,
-    ]) expect([line, opening.test(code(line))]).toEqual([line, true]);
+    ])
+      expect([line, opening.test(code(line))]).toEqual([line, true]);
   });
 
   it('every copy or subscriber connection is handed to the watcher that takes its errors', async () => {

@@ -37,7 +37,10 @@ describe('cron ids of runtime schedules and of workflow definitions', () => {
 
     const registry = new WorkflowRegistry();
     // Default ids start with the workflow name, which starts with a letter or digit.
-    expect(cronIds(registry.define('report', { cron: [{ expression: '0 3 * * *' }, { id: 'me@home', expression: '0 4 * * *' }] }, () => 1))).toEqual(['report#0', 'me@home']);
+    expect(cronIds(registry.define('report', { cron: [{ expression: '0 3 * * *' }, { id: 'me@home', expression: '0 4 * * *' }] }, () => 1))).toEqual([
+      'report#0',
+      'me@home',
+    ]);
     expect(() => registry.define('bad', { cron: [{ id: '@nightly', expression: '0 3 * * *' }] }, () => 1)).toThrow(
       new ConfigurationError('cron[0].id of workflow "bad" must not start with "@", got "@nightly": that mark is kept for the schedules of client.schedule().'),
     );

@@ -1,3 +1,5 @@
+import { nextAttemptAt } from '../../lib/core/definition/retry';
+import type { RunInfo } from '../../lib/core/definition/workflow';
 import * as errors from '../../lib/core/errors';
 import {
   CanceledError,
@@ -10,6 +12,7 @@ import {
   InvalidCronError,
   isRetryable,
   isWriteRefusedReply,
+  NonDeterminismError,
   NonRetriableError,
   OutputSerializationError,
   PayloadTooLargeError,
@@ -19,22 +22,19 @@ import {
   RedisUnavailableError,
   RedisWriteRefusedError,
   RetryAfterError,
+  RunCrashedError,
+  RunNotEndedError,
   RunNotFoundError,
   RunNotResumableError,
-  NonDeterminismError,
-  SignalBufferFullError,
   RunStalledError,
-  RunCrashedError,
   RunTerminatedError,
-  RunNotEndedError,
   RunTimeoutError,
+  SignalBufferFullError,
   StepHeartbeatTimeoutError,
   TimeoutError,
   UnknownWorkflowError,
   WorkflowRunError,
 } from '../../lib/core/errors';
-import { nextAttemptAt } from '../../lib/core/definition/retry';
-import type { RunInfo } from '../../lib/core/definition/workflow';
 
 const PERMANENT = [
   new NonRetriableError('no'),
@@ -216,7 +216,10 @@ describe('Redis error classes', () => {
   });
 
   it('RedisScriptError keeps only the first line of the reply', () => {
-    const error = new RedisScriptError('finish', 'ERR user_script:3: attempt to compare nil with number\nlocal attempt = tonumber(ARGV[1])\nif attempt > 3 then');
+    const error = new RedisScriptError(
+      'finish',
+      'ERR user_script:3: attempt to compare nil with number\nlocal attempt = tonumber(ARGV[1])\nif attempt > 3 then',
+    );
     expect(error.name).toBe('RedisScriptError');
     expect(error.script).toBe('finish');
     expect(error.reply).toBe('ERR user_script:3: attempt to compare nil with number');
@@ -266,7 +269,12 @@ describe('constructor arguments are fields', () => {
   it('keeps what the message was built from', () => {
     expect(new CorruptRunDataError('r1', 'no workflow field')).toMatchObject({ runId: 'r1', detail: 'no workflow field' });
     expect(new TimeoutError('Step "a"', 100)).toMatchObject({ what: 'Step "a"', timeoutMs: 100 });
-    expect(new InvalidCronError('wf', '* *', 'UTC', 'too few fields')).toMatchObject({ workflow: 'wf', expression: '* *', timezone: 'UTC', reason: 'too few fields' });
+    expect(new InvalidCronError('wf', '* *', 'UTC', 'too few fields')).toMatchObject({
+      workflow: 'wf',
+      expression: '* *',
+      timezone: 'UTC',
+      reason: 'too few fields',
+    });
     expect(new UnknownWorkflowError('wf', 'in Redis')).toMatchObject({ workflow: 'wf', where: 'in Redis' });
     expect(new OutputSerializationError('The output of step "a"', '$.x', 'NaN (JSON would store null)')).toMatchObject({
       what: 'The output of step "a"',

@@ -47,7 +47,10 @@ describe('readThrown: how a rejected handler is read', () => {
   });
 
   it('Promise.all rejecting with a stopped sibling reports the step that really failed', () => {
-    expect(readThrown(new SiblingStepFailedError('stopped'), { suspended: false, stepFailure, stopReason: undefined })).toEqual({ action: 'failed', error: stepFailure });
+    expect(readThrown(new SiblingStepFailedError('stopped'), { suspended: false, stepFailure, stopReason: undefined })).toEqual({
+      action: 'failed',
+      error: stepFailure,
+    });
   });
 
   it('anything else fails with what was thrown', () => {
@@ -91,7 +94,18 @@ describe('decideFailure: retry, compensate or fail', () => {
 
   it('a retry policy that throws fails the run with what it threw', () => {
     const policyError = new Error('shouldRetry exploded');
-    const decision = decideFailure(facts({ workflow: { retries: { shouldRetry: () => { throw policyError; } }, hasOnFailure: true } }));
+    const decision = decideFailure(
+      facts({
+        workflow: {
+          retries: {
+            shouldRetry: () => {
+              throw policyError;
+            },
+          },
+          hasOnFailure: true,
+        },
+      }),
+    );
     expect(decision).toEqual({ action: 'fail', error: policyError, onFailure: true });
   });
 

@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../../lib/core/errors';
+import { nearestName } from '../../lib/core/definition/nearest-name';
 import {
   assertKnownKeys,
   assertWorkflowOptionKeys,
@@ -13,7 +13,7 @@ import {
   MAX_DURATION_MS,
   WORKFLOW_OPTION_KEYS,
 } from '../../lib/core/definition/option-checks';
-import { nearestName } from '../../lib/core/definition/nearest-name';
+import { ConfigurationError } from '../../lib/core/errors';
 
 /** The error `fn` throws; fails the test if it throws nothing or not a ConfigurationError. */
 function thrown(fn: () => unknown): ConfigurationError {
@@ -255,9 +255,7 @@ describe('checkTimestamp', () => {
 
   it('rejects a time more than ten years ahead', () => {
     expect(thrown(() => checkTimestamp(now + TEN_YEARS + 1, 'emitAt', now)).message).toBe(`${range} ${now + TEN_YEARS + 1}.`);
-    expect(thrown(() => checkTimestamp(new Date(now + TEN_YEARS + 1), 'emitAt', now)).message).toBe(
-      `${range} ${new Date(now + TEN_YEARS + 1).toISOString()}.`,
-    );
+    expect(thrown(() => checkTimestamp(new Date(now + TEN_YEARS + 1), 'emitAt', now)).message).toBe(`${range} ${new Date(now + TEN_YEARS + 1).toISOString()}.`);
   });
 });
 
@@ -400,7 +398,9 @@ describe('checkUserName', () => {
     ['a\u0000b', '"a\\u0000b"'],
     ['a\u0085b', '"a\u0085b"'],
   ])('rejects the control characters in %p', (value, text) => {
-    expect(thrown(() => checkUserName(value, 'step name')).message).toBe(`step name must not contain control characters such as a newline or tab, got ${text}.`);
+    expect(thrown(() => checkUserName(value, 'step name')).message).toBe(
+      `step name must not contain control characters such as a newline or tab, got ${text}.`,
+    );
   });
 
   it('rejects forbidden characters, with the reason', () => {

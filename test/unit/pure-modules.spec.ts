@@ -1,27 +1,40 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { ConfigurationError, CorruptRunDataError, InvalidCronError, NonRetriableError, RetryAfterError } from '../../lib/core';
 import { cronIds, decodeCron, encodeCron, nextCronTick } from '../../lib/core/definition/cron';
 import { dueAt, idempotencyTtlSec, timeOption, toMs } from '../../lib/core/definition/duration';
 import { MAX_DURATION_MS, parseDurationMs } from '../../lib/core/definition/duration-format';
 import { defaultRetryDelayMs, nextAttemptAt } from '../../lib/core/definition/retry';
+import { checkTraceContext, MAX_TRACESTATE_CHARS } from '../../lib/core/definition/tracing';
 import { WorkflowRegistry } from '../../lib/core/definition/workflow';
 import type { RunInfo } from '../../lib/core/definition/workflow-types';
 import { RedflowKeys } from '../../lib/core/store/keys';
 import { parseRun, readTraceContext, summarizeRun, traceFields } from '../../lib/core/store/run-record';
-import { checkTraceContext, MAX_TRACESTATE_CHARS } from '../../lib/core/definition/tracing';
-import { decodeStepRecord, encodeFailureRecord, encodeSleepRecord, encodeSuccessRecord, encodeTriesRecord, parseStepRecord, parseTriesRecord } from '../../lib/core/store/step-record';
+import {
+  decodeStepRecord,
+  encodeFailureRecord,
+  encodeSleepRecord,
+  encodeSuccessRecord,
+  encodeTriesRecord,
+  parseStepRecord,
+  parseTriesRecord,
+} from '../../lib/core/store/step-record';
 
 /** The pure modules of the engine: no Redis, no timers. `npm run test:unit` runs these alone. */
 
 describe('durations', () => {
   it('reads numbers of ms and strings with a unit, and nothing else', () => {
-    expect([toMs(0), toMs(250), toMs('500ms'), toMs('5s'), toMs('1.5m'), toMs('2h'), toMs('1d'), toMs(' 3 s ')]).toEqual([0, 250, 500, 5_000, 90_000, 7_200_000, 86_400_000, 3_000]);
+    expect([toMs(0), toMs(250), toMs('500ms'), toMs('5s'), toMs('1.5m'), toMs('2h'), toMs('1d'), toMs(' 3 s ')]).toEqual([
+      0, 250, 500, 5_000, 90_000, 7_200_000, 86_400_000, 3_000,
+    ]);
     expect(toMs(0.2)).toBe(1); // rounded up: a positive duration never becomes 0
     for (const bad of ['abc', '5', '5 sec', '-1s', -1, NaN, Infinity, 11 * 365 * 86_400_000]) {
       expect(() => toMs(bad as number)).toThrow(ConfigurationError);
     }
-    expect(() => toMs('5x', 'retries.delay')).toThrow('retries.delay must be a duration >= 0 and at most 10 years (a number of ms or a string like "5s"), got "5x".');
+    expect(() => toMs('5x', 'retries.delay')).toThrow(
+      'retries.delay must be a duration >= 0 and at most 10 years (a number of ms or a string like "5s"), got "5x".',
+    );
     expect([parseDurationMs('2s'), parseDurationMs(7), parseDurationMs({}), parseDurationMs('2 weeks')]).toEqual([2000, 7, NaN, NaN]);
     expect(MAX_DURATION_MS).toBe(10 * 365 * 86_400_000);
   });
@@ -41,7 +54,13 @@ describe('retry policy', () => {
   const run = (attempt: number, maxAttempts = 5): RunInfo => ({ id: 'r1', workflow: 'w', attempt, maxAttempts }) as RunInfo;
 
   it('backs off 250 ms doubling per attempt up to 30 s, plus under 100 ms of jitter', () => {
-    for (const [attempt, base] of [[1, 250], [2, 500], [3, 1_000], [8, 30_000], [20, 30_000]]) {
+    for (const [attempt, base] of [
+      [1, 250],
+      [2, 500],
+      [3, 1_000],
+      [8, 30_000],
+      [20, 30_000],
+    ]) {
       for (let i = 0; i < 20; i++) {
         const delay = defaultRetryDelayMs(attempt);
         expect(delay).toBeGreaterThanOrEqual(base);
@@ -152,7 +171,16 @@ describe('keys', () => {
 
 describe('cron triggers', () => {
   const registry = new WorkflowRegistry();
-  const report = registry.define('report', { cron: [{ expression: '0 3 * * *', timezone: 'UTC' }, { id: 'hourly', expression: '0 * * * *', input: { scope: 'all' } }] }, () => 1);
+  const report = registry.define(
+    'report',
+    {
+      cron: [
+        { expression: '0 3 * * *', timezone: 'UTC' },
+        { id: 'hourly', expression: '0 * * * *', input: { scope: 'all' } },
+      ],
+    },
+    () => 1,
+  );
 
   it('names triggers by id or by position, and finds the next tick in the trigger time zone', () => {
     expect(cronIds(report)).toEqual(['report#0', 'hourly']);
@@ -160,7 +188,9 @@ describe('cron triggers', () => {
     expect(nextCronTick('report', { expression: '0 3 * * *', timezone: 'UTC' }, after)).toBe(Date.UTC(2026, 11, 6, 3, 0));
     expect(nextCronTick('report', { expression: '0 3 * * *', timezone: 'Asia/Tokyo' }, after)).toBe(Date.UTC(2026, 11, 5, 18, 0));
     expect(() => nextCronTick('report', { expression: '61 * * * *' }, after)).toThrow(InvalidCronError);
-    expect(() => nextCronTick('report', { expression: '0 3 * * *', timezone: 'Mars/Olympus' }, after)).toThrow('with time zone "Mars/Olympus" of workflow "report" is invalid');
+    expect(() => nextCronTick('report', { expression: '0 3 * * *', timezone: 'Mars/Olympus' }, after)).toThrow(
+      'with time zone "Mars/Olympus" of workflow "report" is invalid',
+    );
   });
 
   it('stores a trigger as one JSON shape and reads it back', () => {
@@ -183,7 +213,15 @@ describe('step records', () => {
       output: { id: 'ch_1' },
       attempts: 1,
     });
-    expect(parseStepRecord('r', 's:noop', encodeSuccessRecord(2, 1, 10, 0, ''))).toEqual({ name: 'noop', seq: 2, attempt: 1, status: 'succeeded', startedAt: 10, finishedAt: 10, attempts: 1 });
+    expect(parseStepRecord('r', 's:noop', encodeSuccessRecord(2, 1, 10, 0, ''))).toEqual({
+      name: 'noop',
+      seq: 2,
+      attempt: 1,
+      status: 'succeeded',
+      startedAt: 10,
+      finishedAt: 10,
+      attempts: 1,
+    });
     expect(parseStepRecord('r', 's:send#2', encodeFailureRecord(3, 1, 100, 7, '{"name":"Error","message":"smtp down"}'))).toEqual({
       name: 'send#2',
       seq: 3,
@@ -203,9 +241,23 @@ describe('step records', () => {
   it('counts the tries of a step that failed before, and shows its last error and next retry', () => {
     const error = '{"name":"Error","message":"card declined"}';
     const tries = encodeTriesRecord({ failures: 2, runAttempt: 1, failuresInRunAttempt: 2, retryAt: 9_000 }, error);
-    expect(parseTriesRecord('r', 't:charge', tries)).toEqual({ failures: 2, runAttempt: 1, failuresInRunAttempt: 2, retryAt: 9_000, lastError: JSON.parse(error) });
-    expect(parseStepRecord('r', 's:charge', encodeSuccessRecord(3, 1, 5_000, 40, '1'), tries)).toMatchObject({ status: 'succeeded', attempts: 3, lastError: { message: 'card declined' } });
-    expect(parseStepRecord('r', 's:charge', encodeFailureRecord(3, 1, 5_000, 40, error), tries)).toMatchObject({ status: 'failed', attempts: 2, retryAt: 9_000 });
+    expect(parseTriesRecord('r', 't:charge', tries)).toEqual({
+      failures: 2,
+      runAttempt: 1,
+      failuresInRunAttempt: 2,
+      retryAt: 9_000,
+      lastError: JSON.parse(error),
+    });
+    expect(parseStepRecord('r', 's:charge', encodeSuccessRecord(3, 1, 5_000, 40, '1'), tries)).toMatchObject({
+      status: 'succeeded',
+      attempts: 3,
+      lastError: { message: 'card declined' },
+    });
+    expect(parseStepRecord('r', 's:charge', encodeFailureRecord(3, 1, 5_000, 40, error), tries)).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      retryAt: 9_000,
+    });
     expect(() => parseTriesRecord('r', 't:charge', '[1,2]')).toThrow('field "t:charge" is not a step tries record');
   });
 
@@ -216,13 +268,41 @@ describe('step records', () => {
   });
 
   it('decodes each kind of record for replay, with the deadline of a wait 0 when it has none', () => {
-    expect(decodeStepRecord('r', 's:a', encodeSuccessRecord(1, 2, 5_000, 40, '{"id":"ch_1"}'))).toEqual({ kind: 'succeeded', seq: 1, attempt: 2, finishedAt: 5_000, durationMs: 40, output: { id: 'ch_1' } });
-    expect(decodeStepRecord('r', 's:a', encodeSuccessRecord(1, 2, 5_000, 40, ''))).toEqual({ kind: 'succeeded', seq: 1, attempt: 2, finishedAt: 5_000, durationMs: 40, output: undefined });
-    expect(decodeStepRecord('r', 's:a', encodeFailureRecord(1, 1, 9, 2, '{"name":"Error","message":"x"}'))).toEqual({ kind: 'failed', seq: 1, attempt: 1, finishedAt: 9, durationMs: 2, error: { name: 'Error', message: 'x' } });
+    expect(decodeStepRecord('r', 's:a', encodeSuccessRecord(1, 2, 5_000, 40, '{"id":"ch_1"}'))).toEqual({
+      kind: 'succeeded',
+      seq: 1,
+      attempt: 2,
+      finishedAt: 5_000,
+      durationMs: 40,
+      output: { id: 'ch_1' },
+    });
+    expect(decodeStepRecord('r', 's:a', encodeSuccessRecord(1, 2, 5_000, 40, ''))).toEqual({
+      kind: 'succeeded',
+      seq: 1,
+      attempt: 2,
+      finishedAt: 5_000,
+      durationMs: 40,
+      output: undefined,
+    });
+    expect(decodeStepRecord('r', 's:a', encodeFailureRecord(1, 1, 9, 2, '{"name":"Error","message":"x"}'))).toEqual({
+      kind: 'failed',
+      seq: 1,
+      attempt: 1,
+      finishedAt: 9,
+      durationMs: 2,
+      error: { name: 'Error', message: 'x' },
+    });
     expect(decodeStepRecord('r', 's:a', encodeSleepRecord(2, 1, 77))).toEqual({ kind: 'sleeping', seq: 2, attempt: 1, wakeAt: 77 });
     expect(decodeStepRecord('r', 's:a', '[3,5,1,"r.kid",0]')).toEqual({ kind: 'child', seq: 5, attempt: 1, childRunId: 'r.kid', deadline: 0 });
     expect(decodeStepRecord('r', 's:a', '[4,5,1,"approve",900]')).toEqual({ kind: 'signal', seq: 5, attempt: 1, signal: 'approve', deadline: 900 });
-    expect(decodeStepRecord('r', 's:a', '[5,5,1,"paid",0,{"order":1}]')).toEqual({ kind: 'event', seq: 5, attempt: 1, event: 'paid', deadline: 0, match: { order: 1 } });
+    expect(decodeStepRecord('r', 's:a', '[5,5,1,"paid",0,{"order":1}]')).toEqual({
+      kind: 'event',
+      seq: 5,
+      attempt: 1,
+      event: 'paid',
+      deadline: 0,
+      match: { order: 1 },
+    });
   });
 
   it.each([
@@ -238,24 +318,82 @@ describe('step records', () => {
     ['text that is not JSON', '[5,1,'],
   ])('refuses %s for replay with CorruptRunDataError naming the run, the field and the step', (_, text) => {
     expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(CorruptRunDataError);
-    expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(/^Run "r9" has corrupt data in Redis \(field "s:pay" \(step "pay"\) is not (a step record|valid JSON)\)/);
+    expect(() => decodeStepRecord('r9', 's:pay', text)).toThrow(
+      /^Run "r9" has corrupt data in Redis \(field "s:pay" \(step "pay"\) is not (a step record|valid JSON)\)/,
+    );
   });
 });
 
 describe('run records', () => {
-  const stored = { workflow: 'w', queue: 'default', status: 'failed', input: '{"n":1}', error: '{"name":"Error","message":"boom"}', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175' };
+  const stored = {
+    workflow: 'w',
+    queue: 'default',
+    status: 'failed',
+    input: '{"n":1}',
+    error: '{"name":"Error","message":"boom"}',
+    attempt: '2',
+    maxAttempts: '3',
+    createdAt: '100',
+    availableAt: '100',
+    startedAt: '150',
+    finishedAt: '175',
+  };
 
   it('reads a run hash strictly: an unknown status or a field that is not a number is CorruptRunDataError', () => {
-    expect(parseRun('r1', stored)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', version: 1, status: 'failed', input: { n: 1 }, error: { name: 'Error', message: 'boom' }, attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175 });
+    expect(parseRun('r1', stored)).toEqual({
+      id: 'r1',
+      workflow: 'w',
+      queue: 'default',
+      version: 1,
+      status: 'failed',
+      input: { n: 1 },
+      error: { name: 'Error', message: 'boom' },
+      attempt: 2,
+      maxAttempts: 3,
+      createdAt: 100,
+      availableAt: 100,
+      startedAt: 150,
+      finishedAt: 175,
+    });
     expect(() => parseRun('r1', { ...stored, status: 'done' })).toThrow('field "status" has the unknown value "done"');
     expect(() => parseRun('r1', { ...stored, attempt: 'two' })).toThrow('field "attempt" is not a number');
     expect(() => parseRun('r1', { ...stored, workflow: null })).toThrow(CorruptRunDataError);
   });
 
   it('reads a list row leniently: what can be read, and what is wrong in `corrupt`', () => {
-    const fields = { workflow: 'w', queue: 'default', status: 'failed', attempt: '2', maxAttempts: '3', createdAt: '100', availableAt: '100', startedAt: '150', finishedAt: '175', parent: null, error: stored.error };
-    expect(summarizeRun('r1', fields)).toEqual({ id: 'r1', workflow: 'w', queue: 'default', version: 1, status: 'failed', attempt: 2, maxAttempts: 3, createdAt: 100, availableAt: 100, startedAt: 150, finishedAt: 175, durationMs: 25, error: { name: 'Error', message: 'boom' } });
-    expect(summarizeRun('r1', { ...fields, status: 'done', attempt: 'x' }, 'failed')).toMatchObject({ id: 'r1', status: 'failed', corrupt: 'field "status" has the unknown value "done"; field "attempt" is not a number' });
+    const fields = {
+      workflow: 'w',
+      queue: 'default',
+      status: 'failed',
+      attempt: '2',
+      maxAttempts: '3',
+      createdAt: '100',
+      availableAt: '100',
+      startedAt: '150',
+      finishedAt: '175',
+      parent: null,
+      error: stored.error,
+    };
+    expect(summarizeRun('r1', fields)).toEqual({
+      id: 'r1',
+      workflow: 'w',
+      queue: 'default',
+      version: 1,
+      status: 'failed',
+      attempt: 2,
+      maxAttempts: 3,
+      createdAt: 100,
+      availableAt: 100,
+      startedAt: 150,
+      finishedAt: 175,
+      durationMs: 25,
+      error: { name: 'Error', message: 'boom' },
+    });
+    expect(summarizeRun('r1', { ...fields, status: 'done', attempt: 'x' }, 'failed')).toMatchObject({
+      id: 'r1',
+      status: 'failed',
+      corrupt: 'field "status" has the unknown value "done"; field "attempt" is not a number',
+    });
   });
 });
 
@@ -264,7 +402,10 @@ describe('trace context check', () => {
 
   it('keeps a version-00 traceparent with non-zero ids, and a short printable tracestate', () => {
     expect(checkTraceContext({ traceparent: parent })).toEqual({ traceparent: parent });
-    expect(checkTraceContext({ traceparent: parent, tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' })).toEqual({ traceparent: parent, tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' });
+    expect(checkTraceContext({ traceparent: parent, tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7' })).toEqual({
+      traceparent: parent,
+      tracestate: 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7',
+    });
     expect(checkTraceContext({ traceparent: parent, tracestate: 'a'.repeat(MAX_TRACESTATE_CHARS) })?.tracestate).toHaveLength(512);
   });
 

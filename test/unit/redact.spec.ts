@@ -51,11 +51,29 @@ describe('maskSecrets', () => {
   });
 
   it('takes another test of key names', () => {
-    expect(maskSecrets({ ssn: '123', password: 'kept', inner: [{ ssn: '456' }] }, (key) => key === 'ssn')).toEqual({ ssn: '***', password: 'kept', inner: [{ ssn: '***' }] });
+    expect(maskSecrets({ ssn: '123', password: 'kept', inner: [{ ssn: '456' }] }, (key) => key === 'ssn')).toEqual({
+      ssn: '***',
+      password: 'kept',
+      inner: [{ ssn: '***' }],
+    });
   });
 
   it('SECRET_KEY: matches secret-looking names in any case, not ordinary ones', () => {
-    const secret = ['password', 'PASSWD', 'dbPass', 'apiKey', 'api_key', 'x-api-key', 'accessToken', 'clientSecret', 'Authorization', 'Cookie', 'credentials', 'private_key', 'privateKey'];
+    const secret = [
+      'password',
+      'PASSWD',
+      'dbPass',
+      'apiKey',
+      'api_key',
+      'x-api-key',
+      'accessToken',
+      'clientSecret',
+      'Authorization',
+      'Cookie',
+      'credentials',
+      'private_key',
+      'privateKey',
+    ];
     const ordinary = ['name', 'email', 'amount', 'key', 'id', 'author', 'cookbook'];
     expect(secret.filter((k) => !SECRET_KEY.test(k))).toEqual([]);
     expect(ordinary.filter((k) => SECRET_KEY.test(k))).toEqual([]);

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+
 import { RedisUnavailableError, RedisWriteRefusedError } from '../../lib/core/errors';
 import type { RedisConnection } from '../../lib/core/store/connection';
 import { RedisHealth } from '../../lib/core/store/redis-health';
@@ -46,7 +47,9 @@ describe('RedisHealth', () => {
     }
     expect(lines).toHaveLength(4);
     for (const gap of gaps(lines.map((l) => l.at))) expect(gap).toBeGreaterThanOrEqual(30_000);
-    expect(lines[1].message).toBe('Redis at 127.0.0.1:6379 still refuses writes after 30.0 s (OOM command not allowed when used memory > maxmemory., in script "claim").');
+    expect(lines[1].message).toBe(
+      'Redis at 127.0.0.1:6379 still refuses writes after 30.0 s (OOM command not allowed when used memory > maxmemory., in script "claim").',
+    );
     expect(lines[3].message).toMatch(/^Redis at 127\.0\.0\.1:6379 still refuses writes after 90\.\d s/);
     health.close();
   });
@@ -85,7 +88,10 @@ describe('RedisHealth', () => {
     await jest.advanceTimersByTimeAsync(1_999);
     expect(lines).toHaveLength(1);
     await jest.advanceTimersByTimeAsync(1);
-    expect(lines.map((l) => l.message)).toEqual([expect.stringContaining('refuses writes'), 'Redis at 127.0.0.1:6379 accepts writes again after 11.3 s; workers resume.']);
+    expect(lines.map((l) => l.message)).toEqual([
+      expect.stringContaining('refuses writes'),
+      'Redis at 127.0.0.1:6379 accepts writes again after 11.3 s; workers resume.',
+    ]);
     expect(lines[1].at - start).toBe(11_300 + 2_000);
 
     back(false);

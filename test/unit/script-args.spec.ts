@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { SCRIPT_ARGS, scriptArgv, type ScriptArgs } from '../../lib/core/store/script-args';
-import { SCRIPTS, scriptArgs, scriptFile, type ScriptName } from '../../lib/core/store/scripts/script-loader';
+import { scriptArgs, scriptFile, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /**
  * Each script declares its ARGV once, in its header (`-- ARGV: base runId ...`), and the caller

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadScript, PROLOGUE_INCLUDE, SCRIPTS, scriptFile, type ScriptName } from '../../lib/core/store/scripts/script-loader';
+
+import { loadScript, PROLOGUE_INCLUDE, scriptFile, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 
 /**
  * The Lua scripts as files: one per state transition, named `<name>-<numKeys>.lua`, each carrying
@@ -17,7 +18,9 @@ const definedIn = (lua: string) => [...code(lua).matchAll(/^local (?:function )?
 
 describe('Lua scripts', () => {
   it('each script file is <name>-<number of KEYS>.lua of a script the loader knows, and each known script has its file', () => {
-    const files = readdirSync(DIR).filter((f) => f.endsWith('.lua')).sort();
+    const files = readdirSync(DIR)
+      .filter((f) => f.endsWith('.lua'))
+      .sort();
     expect(files).toEqual(names.map(scriptFile).sort());
     for (const name of names) expect(scriptFile(name)).toBe(`${name}-${SCRIPTS[name]}.lua`);
   });
@@ -70,7 +73,9 @@ describe('Lua scripts', () => {
 
   it('ending a run is written once, in includes/end-run.lua: no other file sets a finish time', () => {
     const all = [...readdirSync(DIR).filter((f) => f.endsWith('.lua')), ...readdirSync(INCLUDES).map((f) => `includes/${f}`)];
-    const setting = all.filter((file) => /'finishedAt',/.test(code(read(join(DIR, file)))) && !/HMGET|HDEL/.test(code(read(join(DIR, file))).match(/.*'finishedAt',.*/)![0]));
+    const setting = all.filter(
+      (file) => /'finishedAt',/.test(code(read(join(DIR, file)))) && !/HMGET|HDEL/.test(code(read(join(DIR, file))).match(/.*'finishedAt',.*/)![0]),
+    );
     expect(setting).toEqual(['includes/end-run.lua']);
     for (const name of ['finish', 'reap'] as const) expect([name, code(read(join(DIR, scriptFile(name)))).includes('end_run(')]).toEqual([name, true]);
     // Canceling (cancelRun, or an event of a cancelOn) goes through cancel_run, which ends runs with end_run.
@@ -99,7 +104,10 @@ describe('Lua scripts', () => {
       // cjson.decode: only of the registry JSON sent by sync-registry and of an error's JSON
       decoded: /cjson\.decode/,
     };
-    const decodesOther: Record<string, string> = { 'sync-registry-3.lua': 'cjson.decode(ARGV[i])', 'includes/run-events.lua': 'pcall(cjson.decode, errorJson)' };
+    const decodesOther: Record<string, string> = {
+      'sync-registry-3.lua': 'cjson.decode(ARGV[i])',
+      'includes/run-events.lua': 'pcall(cjson.decode, errorJson)',
+    };
     const found = all.flatMap((file) => {
       const lua = code(read(join(DIR, file)));
       return Object.entries(ways)

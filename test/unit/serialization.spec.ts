@@ -1,30 +1,30 @@
 import {
   CanceledError,
+  ClientClosedError,
   ConfigurationError,
   CorruptRunDataError,
   errorClasses,
   IdempotencyConflictError,
   InputValidationError,
   InvalidCronError,
+  NonDeterminismError,
   NonRetriableError,
   OutputSerializationError,
   PayloadTooLargeError,
   RateLimitExceededError,
   RedflowError,
   RedisScriptError,
-  ClientClosedError,
   RedisUnavailableError,
   RedisWriteRefusedError,
   RetryAfterError,
+  RunCrashedError,
+  RunNotEndedError,
   RunNotFoundError,
   RunNotResumableError,
-  NonDeterminismError,
-  SignalBufferFullError,
   RunStalledError,
-  RunCrashedError,
   RunTerminatedError,
-  RunNotEndedError,
   RunTimeoutError,
+  SignalBufferFullError,
   StepHeartbeatTimeoutError,
   TimeoutError,
   UnknownWorkflowError,
@@ -36,14 +36,23 @@ import { decodeJson, deserializeError, encodeJson, serializeError } from '../../
 const SAMPLES: Array<[RedflowError, Record<string, unknown>]> = [
   [new RedflowError('plain'), {}],
   [new NonRetriableError('card declined'), {}],
-  [new InputValidationError('signup', [{ message: 'must be an email', path: ['user', 'email'] }]), { workflow: 'signup', issues: [{ message: 'must be an email', path: ['user', 'email'] }] }],
-  [new OutputSerializationError('The output of step "charge"', '$.items[2]', 'NaN (JSON would store null)'), { what: 'The output of step "charge"', path: '$.items[2]', reason: 'NaN (JSON would store null)' }],
+  [
+    new InputValidationError('signup', [{ message: 'must be an email', path: ['user', 'email'] }]),
+    { workflow: 'signup', issues: [{ message: 'must be an email', path: ['user', 'email'] }] },
+  ],
+  [
+    new OutputSerializationError('The output of step "charge"', '$.items[2]', 'NaN (JSON would store null)'),
+    { what: 'The output of step "charge"', path: '$.items[2]', reason: 'NaN (JSON would store null)' },
+  ],
   [new PayloadTooLargeError('The input of workflow "big"', 2048, 1024), { what: 'The input of workflow "big"', bytes: 2048, limit: 1024 }],
   [new CorruptRunDataError('run-1', 'field "input" is not valid JSON'), { runId: 'run-1', detail: 'field "input" is not valid JSON' }],
   [new UnknownWorkflowError('ghost', 'in Redis'), { workflow: 'ghost', where: 'in Redis' }],
   [new CanceledError('run-2', 'user asked'), { runId: 'run-2', reason: 'user asked' }],
   [new ConfigurationError('concurrency must be >= 1'), {}],
-  [new InvalidCronError('nightly', '61 * * * *', 'Europe/Paris', 'minute out of range'), { workflow: 'nightly', expression: '61 * * * *', timezone: 'Europe/Paris', reason: 'minute out of range' }],
+  [
+    new InvalidCronError('nightly', '61 * * * *', 'Europe/Paris', 'minute out of range'),
+    { workflow: 'nightly', expression: '61 * * * *', timezone: 'Europe/Paris', reason: 'minute out of range' },
+  ],
   [new RateLimitExceededError('too many starts'), {}],
   [new IdempotencyConflictError('pay', 'order-7', 'run-0'), { workflow: 'pay', idempotencyKey: 'order-7', existingRunId: 'run-0' }],
   [new RunNotFoundError('run-9'), { runId: 'run-9' }],
@@ -51,7 +60,10 @@ const SAMPLES: Array<[RedflowError, Record<string, unknown>]> = [
   [new RunNotResumableError('run-9', 'running'), { runId: 'run-9', status: 'running' }],
   [new NonDeterminismError('run-9', 2, 'charge', 'charge-card'), { runId: 'run-9', position: 2, expected: 'charge', found: 'charge-card' }],
   [new TimeoutError('Step "fetch"', 1500), { what: 'Step "fetch"', timeoutMs: 1500 }],
-  [new RunTimeoutError('run-3', 'checkout', 7_200_000), { runId: 'run-3', workflow: 'checkout', what: 'Run "run-3" of workflow "checkout"', timeoutMs: 7_200_000 }],
+  [
+    new RunTimeoutError('run-3', 'checkout', 7_200_000),
+    { runId: 'run-3', workflow: 'checkout', what: 'Run "run-3" of workflow "checkout"', timeoutMs: 7_200_000 },
+  ],
   [new StepHeartbeatTimeoutError('import-rows', 30_000), { step: 'import-rows', what: 'Step "import-rows"', timeoutMs: 30_000 }],
   [new RetryAfterError('rate limited', '30s'), { delay: '30s' }],
   [new RunStalledError('worker died 3 times'), {}],
@@ -60,7 +72,10 @@ const SAMPLES: Array<[RedflowError, Record<string, unknown>]> = [
   [new RunNotEndedError('run-9', 'running'), { runId: 'run-9', status: 'running' }],
   [new WorkflowRunError('boom', 'TypeError'), { originalName: 'TypeError' }],
   [new RedisUnavailableError('10.0.0.5:6379', 'connect ECONNREFUSED'), { address: '10.0.0.5:6379', detail: 'connect ECONNREFUSED' }],
-  [new RedisWriteRefusedError('claim', "OOM command not allowed when used memory > 'maxmemory'."), { script: 'claim', reply: "OOM command not allowed when used memory > 'maxmemory'." }],
+  [
+    new RedisWriteRefusedError('claim', "OOM command not allowed when used memory > 'maxmemory'."),
+    { script: 'claim', reply: "OOM command not allowed when used memory > 'maxmemory'." },
+  ],
   [new RedisScriptError('finish', 'ERR bad state'), { script: 'finish', reply: 'ERR bad state' }],
   [new ClientClosedError('Waiting for the result of run "r1"'), { what: 'Waiting for the result of run "r1"' }],
 ];
@@ -181,7 +196,12 @@ describe('serializeError / deserializeError', () => {
   describe('errors stored before fields were', () => {
     it('reads {name, message, stack, issues}', () => {
       const back = deserializeError(
-        JSON.stringify({ name: 'InputValidationError', message: 'Input for workflow "a" is invalid: x.', stack: 'InputValidationError: ...\n    at old', issues: [{ message: 'x' }] }),
+        JSON.stringify({
+          name: 'InputValidationError',
+          message: 'Input for workflow "a" is invalid: x.',
+          stack: 'InputValidationError: ...\n    at old',
+          issues: [{ message: 'x' }],
+        }),
       );
       expect(back).toBeInstanceOf(InputValidationError);
       expect(back.message).toBe('Input for workflow "a" is invalid: x.');

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RedisOptions } from '../../core/store/ioredis-types';
+
 import { WorkflowClient } from '../../core/client/workflow-client';
 import { openConnection, type RedisConnection } from '../../core/store/connection';
+import type { RedisOptions } from '../../core/store/ioredis-types';
 import { createDashboardHandler } from '../../dashboard/dashboard-handler';
 import {
   acceptedHosts,
@@ -133,7 +134,8 @@ async function runDashboard(settings: DashboardSettings, { values, redact }: Com
   const { port } = server.address() as AddressInfo;
   const hosts = acceptedHosts(settings.host, port, settings.allowedHosts);
   const gate = settings.token === undefined ? undefined : new TokenGate(settings.token);
-  const reportFailure = (req: IncomingMessage, error: Error) => warn(`The dashboard failed to answer ${req.method} ${printable(req.url ?? '')}: ${error.message}`);
+  const reportFailure = (req: IncomingMessage, error: Error) =>
+    warn(`The dashboard failed to answer ${req.method} ${printable(req.url ?? '')}: ${error.message}`);
   // Attached before the event loop runs again, so no request arrives before it.
   server.on('request', gatedListener(handle, hosts, gate, reportFailure));
 
@@ -143,7 +145,9 @@ async function runDashboard(settings: DashboardSettings, { values, redact }: Com
   if (gate) {
     out(`Sign in at ${origin}/?login=${gate.newLoginCode()} (the link works once; scripts send "Authorization: Bearer <token>").`);
   } else if (!isLoopback(settings.host)) {
-    warn(`Warning: the dashboard listens on ${urlHost(settings.host)}:${port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.`);
+    warn(
+      `Warning: the dashboard listens on ${urlHost(settings.host)}:${port} without a token (--insecure): anyone who can reach it sees run inputs and outputs.`,
+    );
   }
   if (isWildcard(settings.host) && !settings.allowedHosts.length) {
     const hint = 'pass --allowed-host <name> for each name or address browsers use to reach it.';

@@ -13,7 +13,12 @@ export const runsCancelCommand: ClientCommand<typeof options> = {
     const id = runIdArgument(args, 'runs cancel <id>');
     const canceled = await client.cancelRun(id, { reason: values.reason ?? 'canceled from the CLI' });
     // Canceling a run that already ended is done (exit 0); a run that does not exist is an error.
-    const status = canceled ? 'canceled' : await client.getRun(id).then((run) => run?.status, () => 'unreadable');
+    const status = canceled
+      ? 'canceled'
+      : await client.getRun(id).then(
+          (run) => run?.status,
+          () => 'unreadable',
+        );
     if (!status) throw runNotFound(id, values.prefix);
     print({ id, canceled }, () => (canceled ? `Canceled run ${printable(id)}.` : `Run ${printable(id)} was not canceled: it already ended (${status}).`));
   },

@@ -15,7 +15,12 @@ export const runsTerminateCommand: ClientCommand<typeof options> = {
     const terminating = client.terminate(id, { reason: values.reason ?? 'terminated from the CLI' });
     const terminated = await refusingWith(terminating, RunNotFoundError, () => runNotFound(id, values.prefix));
     // Terminating a run that already ended is done (exit 0), as with cancel.
-    const status = terminated ? 'terminated' : await client.getRun(id).then((run) => run?.status ?? 'deleted', () => 'unreadable');
+    const status = terminated
+      ? 'terminated'
+      : await client.getRun(id).then(
+          (run) => run?.status ?? 'deleted',
+          () => 'unreadable',
+        );
     const text = terminated ? `Terminated run ${printable(id)}.` : `Run ${printable(id)} was not terminated: it already ended (${status}).`;
     print({ id, terminated }, () => text);
   },

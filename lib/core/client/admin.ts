@@ -1,6 +1,6 @@
-import type { WorkflowClient } from './workflow-client';
-import { redisAddress, withTimeout } from '../store/redis-health';
 import { scanPrefix } from '../store/prefix-scan';
+import { redisAddress, withTimeout } from '../store/redis-health';
+import type { WorkflowClient } from './workflow-client';
 
 /**
  * Operations that destroy data, kept off `WorkflowClient` (and so off the injectable

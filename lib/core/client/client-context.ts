@@ -1,27 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { closeConnection, type ConnectionOptions } from '../store/connection';
-import { RedisHealth, redisAddress, withTimeout, outageKind, writeProbe } from '../store/redis-health';
-import { ConfigurationError, RedisUnavailableError } from '../errors';
-import { RedflowKeys } from '../store/keys';
-import { masterNodes } from '../store/prefix-scan';
-import {
-  assertKnownKeys,
-  checkDuration,
-  checkInteger,
-  checkResourceName,
-  optionKeys,
-} from '../definition/option-checks';
-import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
-import { RunQueries } from '../store/run-queries';
-import { RunListQueries } from '../store/run-list-queries';
-import { RegistryQueries } from '../store/registry-queries';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
-import { stderrLogger, type RedflowLogger } from '../definition/logger';
-import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
+
 import { systemClock, type Clock } from '../definition/clock';
+import { stderrLogger, type RedflowLogger } from '../definition/logger';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, optionKeys } from '../definition/option-checks';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
 import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
-
+import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
+import { ConfigurationError, RedisUnavailableError } from '../errors';
+import { closeConnection, type ConnectionOptions } from '../store/connection';
+import { RedflowKeys } from '../store/keys';
+import { masterNodes } from '../store/prefix-scan';
+import { outageKind, redisAddress, RedisHealth, withTimeout, writeProbe } from '../store/redis-health';
+import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
+import { RegistryQueries } from '../store/registry-queries';
+import { RunListQueries } from '../store/run-list-queries';
+import { RunQueries } from '../store/run-queries';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
 
 /** Options of `createClient`. */
 export interface ClientOptions extends ConnectionOptions {
@@ -186,7 +180,9 @@ export class ClientContext {
       const policy = await readEvictionPolicy(node);
       const where = `Redis at ${redisAddress(node)}`;
       if (policy === undefined) {
-        this.logger.warn(`${where} did not tell its maxmemory-policy (CONFIG GET and INFO memory were refused); make sure it is noeviction, or Redis may delete runs when it fills up.`);
+        this.logger.warn(
+          `${where} did not tell its maxmemory-policy (CONFIG GET and INFO memory were refused); make sure it is noeviction, or Redis may delete runs when it fills up.`,
+        );
         continue;
       }
       if (policy === 'noeviction') continue;

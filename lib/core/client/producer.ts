@@ -1,6 +1,7 @@
-import { eventFields } from '../definition/event-match';
+import { encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
 import { idempotencyTtlSec, timeOption } from '../definition/duration';
-import { ConfigurationError, IdempotencyConflictError, InputValidationError } from '../errors';
+import { eventFields } from '../definition/event-match';
+import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
@@ -10,22 +11,20 @@ import {
   checkUserName,
   checkWorkflowVersion,
   describeValue,
-  parseVersionQueue,
   EMIT_EVENT_OPTION_KEYS,
+  parseVersionQueue,
   RUN_OPTION_KEYS,
   SCHEDULE_OPTION_KEYS,
   versionQueue,
 } from '../definition/option-checks';
-import { encodeInput, encodeJson } from '../store/serialization';
 import type { EmitEventOptions, RunOptions } from '../definition/run-options';
 import type { RunHandle } from '../definition/run-types';
 import type { ScheduleOptions, ScheduleState } from '../definition/schedule-types';
-import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
-import { encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
 import { validateInput } from '../definition/validation';
 import { checkEventName, type WorkflowDefinition } from '../definition/workflow';
+import { ConfigurationError, IdempotencyConflictError, InputValidationError } from '../errors';
 import { traceFields } from '../store/run-record';
-
+import { encodeInput, encodeJson } from '../store/serialization';
 import { newRunId, type ClientContext } from './client-context';
 import type { RunWaiter } from './run-waiter';
 
@@ -61,7 +60,8 @@ function checkSchedule(id: string, options: ScheduleOptions): CronSchedule {
     );
   }
   if (options.every !== undefined) {
-    if (options.timezone !== undefined) throw new ConfigurationError(`timezone ${of} applies to a cron expression only; an every schedule ticks on multiples of its interval.`);
+    if (options.timezone !== undefined)
+      throw new ConfigurationError(`timezone ${of} applies to a cron expression only; an every schedule ticks on multiples of its interval.`);
     const every = checkDuration(options.every, `every ${of}`);
     if (every < MIN_EVERY_MS) throw new ConfigurationError(`every ${of} must be at least 1 s (1000 ms), got ${describeValue(options.every)}.`);
     return { every };
@@ -96,7 +96,9 @@ export class RunProducer {
 
   async start<TInput, TOutput>(definition: WorkflowDefinition<TInput, TOutput>, input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>> {
     if (!definition || typeof definition.name !== 'string' || typeof definition.handler !== 'function') {
-      throw new ConfigurationError(`start() needs a workflow definition (the value defineWorkflow returned), got ${definition === null ? 'null' : typeof definition}. Use runByName() to start a workflow by name.`);
+      throw new ConfigurationError(
+        `start() needs a workflow definition (the value defineWorkflow returned), got ${definition === null ? 'null' : typeof definition}. Use runByName() to start a workflow by name.`,
+      );
     }
     checkRunOptions(options);
     await validateInput(definition.name, definition.options.schema, input);
@@ -136,14 +138,16 @@ export class RunProducer {
     const definition = this.ctx.registry.get(name) as WorkflowDefinition<unknown, unknown> | undefined;
     await Promise.all(
       items.map(async (item: unknown, i) => {
-        if (item === null || typeof item !== 'object') throw new ConfigurationError(`Item ${i} of runMany for workflow "${name}" must be an object such as { input }, got ${describeValue(item)}.`);
+        if (item === null || typeof item !== 'object')
+          throw new ConfigurationError(`Item ${i} of runMany for workflow "${name}" must be an object such as { input }, got ${describeValue(item)}.`);
         assertKnownKeys(`item ${i} of runMany for workflow "${name}"`, item, ['input', 'options']);
         const { input, options } = item as { input: unknown; options?: RunOptions };
         checkRunOptions(options);
         try {
           if (definition) await validateInput(name, definition.options.schema, input);
         } catch (error) {
-          if (error instanceof InputValidationError) throw new InputValidationError(name, error.issues, `The input of item ${i} of runMany for workflow "${name}"`);
+          if (error instanceof InputValidationError)
+            throw new InputValidationError(name, error.issues, `The input of item ${i} of runMany for workflow "${name}"`);
           throw error;
         }
         encodeInput(name, input, `The input of item ${i} of runMany for workflow "${name}"`, this.ctx.maxPayloadBytes);
@@ -152,7 +156,15 @@ export class RunProducer {
     return Promise.all(
       items.map(async ({ input, options }) =>
         definition
-          ? this.enqueue<TOutput>(name, input, versionQueue(options?.queueOverride ?? definition.queue, options?.version ?? definition.version), String(definition.maxAttempts), options, flowControlFor(definition, input), true)
+          ? this.enqueue<TOutput>(
+              name,
+              input,
+              versionQueue(options?.queueOverride ?? definition.queue, options?.version ?? definition.version),
+              String(definition.maxAttempts),
+              options,
+              flowControlFor(definition, input),
+              true,
+            )
           : this.enqueue<TOutput>(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false),
       ),
     );
@@ -204,7 +216,8 @@ export class RunProducer {
     assertKnownKeys(`the options of schedule "${id}"`, options, SCHEDULE_OPTION_KEYS);
     if (options === undefined) throw new ConfigurationError(`schedule("${id}") needs options: { workflow, cron or every, input?, timezone? }.`);
     const { workflow } = options;
-    if (typeof workflow !== 'string' || !workflow) throw new ConfigurationError(`workflow of schedule "${id}" must be a workflow name, got ${describeValue(workflow)}.`);
+    if (typeof workflow !== 'string' || !workflow)
+      throw new ConfigurationError(`workflow of schedule "${id}" must be a workflow name, got ${describeValue(workflow)}.`);
     const tick = checkSchedule(id, options);
     const input = options.input ?? null;
     const definition = this.ctx.registry.get(workflow);

@@ -1,9 +1,8 @@
-import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkInteger, checkUserName, versionQueue } from '../definition/option-checks';
-import { registryFlowControl } from '../definition/flow-control';
-import type { WorkflowRegistry } from '../definition/workflow';
 import { cronIds, encodeCron, nextCronTick } from '../definition/cron';
-
+import { registryFlowControl } from '../definition/flow-control';
+import { assertKnownKeys, checkInteger, checkUserName, versionQueue } from '../definition/option-checks';
+import type { WorkflowRegistry } from '../definition/workflow';
+import { ConfigurationError } from '../errors';
 import type { ClientContext } from './client-context';
 
 /** The options of `syncRegistry`. */

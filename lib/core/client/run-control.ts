@@ -1,10 +1,18 @@
-import { CanceledError, ConfigurationError, CorruptRunDataError, RunNotEndedError, RunNotFoundError, RunNotResumableError, RunTerminatedError, SignalBufferFullError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
-import { encodeJson, serializeError } from '../store/serialization';
-import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
-import { ENDED_STATUSES, type EndedStatus, type RunHandle } from '../definition/run-types';
 import type { PruneOptions } from '../definition/run-options';
-
+import { ENDED_STATUSES, type EndedStatus, type RunHandle } from '../definition/run-types';
+import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
+import {
+  CanceledError,
+  ConfigurationError,
+  CorruptRunDataError,
+  RunNotEndedError,
+  RunNotFoundError,
+  RunNotResumableError,
+  RunTerminatedError,
+  SignalBufferFullError,
+} from '../errors';
+import { encodeJson, serializeError } from '../store/serialization';
 import { isPossibleRunId, newRunId, type ClientContext } from './client-context';
 import type { RunWaiter } from './run-waiter';
 

@@ -1,7 +1,7 @@
+import type { FinalStatus } from '../definition/run-types';
 import { closeConnection, subscriberConnection, type RedisConnection } from '../store/connection';
 import type { RedisHealth } from '../store/redis-health';
 import type { EndedRun } from '../store/run-queries';
-import type { FinalStatus } from '../definition/run-types';
 
 type Listener = (ended: EndedRun) => void;
 
@@ -89,14 +89,21 @@ export class RunEndWatcher {
       dropped = false;
       // ioredis subscribes again by itself; ours is queued behind it, so once it is answered the
       // channel is live, and what ended meanwhile is read.
-      connection.subscribe(this.channel).then(() => this.sweep(), () => undefined);
+      connection.subscribe(this.channel).then(
+        () => this.sweep(),
+        () => undefined,
+      );
     });
     connection.on('end', () => {
       if (this.connection !== connection) return;
       this.connection = undefined;
       this.subscribed = undefined;
       // Gave up on that node: subscribe on another one, then read what ended meanwhile.
-      if (this.listeners.size > 0 && !this.closed) this.subscribe().then(() => this.sweep(), () => undefined);
+      if (this.listeners.size > 0 && !this.closed)
+        this.subscribe().then(
+          () => this.sweep(),
+          () => undefined,
+        );
     });
     const subscribed = connection.subscribe(this.channel).then(() => undefined);
     this.subscribed = subscribed;

@@ -1,8 +1,8 @@
+import type { RedflowLogger } from '../definition/logger';
+import { checkRunEventsOptions, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
 import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
 import { lastEntryId, readEntries, type StreamReply } from '../store/event-stream-reads';
 import { outageKind } from '../store/redis-health';
-import { checkRunEventsOptions, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
-import type { RedflowLogger } from '../definition/logger';
 import type { ClientContext } from './client-context';
 
 /** What `RunEventStream` needs: checked `client.events()` options. */
@@ -14,7 +14,6 @@ export interface RunEventReaderSettings {
   bufferSize: number;
   blockMs: number;
 }
-
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2_000;
@@ -134,7 +133,11 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
 
   private matches(event: RunEvent): boolean {
     const s = this.settings;
-    return (s.workflow === undefined || event.workflow === s.workflow) && (s.runId === undefined || event.runId === s.runId) && (s.types === undefined || s.types.has(event.type));
+    return (
+      (s.workflow === undefined || event.workflow === s.workflow) &&
+      (s.runId === undefined || event.runId === s.runId) &&
+      (s.types === undefined || s.types.has(event.type))
+    );
   }
 
   private async read(): Promise<void> {
@@ -156,7 +159,10 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
           this.fail(error);
           return;
         }
-        if (!outage) this.logger.warn(`The event stream reader lost Redis (${(error as Error).message.split('\n')[0]}); it reads again after event ${this.lastId} once Redis is back.`);
+        if (!outage)
+          this.logger.warn(
+            `The event stream reader lost Redis (${(error as Error).message.split('\n')[0]}); it reads again after event ${this.lastId} once Redis is back.`,
+          );
         outage = true;
         await new Promise((resolve) => setTimeout(resolve, retryMs));
         retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);

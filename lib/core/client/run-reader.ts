@@ -1,6 +1,4 @@
-import { ConfigurationError } from '../errors';
-import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
-import { RUN_INDEX_LEASE_MS, type RunFilter } from '../store/run-list-queries';
+import { scheduleIdOf } from '../definition/cron';
 import {
   assertKnownKeys,
   checkInteger,
@@ -10,13 +8,14 @@ import {
   LIST_RUNS_OPTION_KEYS,
   QUEUE_STATS_OPTION_KEYS,
 } from '../definition/option-checks';
-import { RUN_STATUSES, type RunState, type RunSummary, type StepState } from '../definition/run-types';
 import { type CountRunsOptions, type ListRunsOptions } from '../definition/run-options';
+import { RUN_STATUSES, type RunState, type RunSummary, type StepState } from '../definition/run-types';
 import { type CronState, type ScheduleState } from '../definition/schedule-types';
 import { type QueueStats, type QueueStatsOptions, type RunStats } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
-import { scheduleIdOf } from '../definition/cron';
-
+import { ConfigurationError } from '../errors';
+import { RUN_INDEX_LEASE_MS, type RunFilter } from '../store/run-list-queries';
+import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { isPossibleRunId, type ClientContext } from './client-context';
 
 /** Runs indexed per atomic call of the backfill (ZSCAN COUNT, so about this many). */
@@ -33,7 +32,8 @@ function checkRunFilter(options: CountRunsOptions, what: string, known: readonly
   }
   if (options.version !== undefined) {
     checkWorkflowVersion(options.version, `${what} version`);
-    if (!options.workflow) throw new ConfigurationError(`${what} version needs a workflow: versions are per workflow, as in { workflow: "checkout", version: 1 }.`);
+    if (!options.workflow)
+      throw new ConfigurationError(`${what} version needs a workflow: versions are per workflow, as in { workflow: "checkout", version: 1 }.`);
   }
   return { workflow: options.workflow || undefined, status: options.status, version: options.version };
 }
@@ -83,7 +83,9 @@ export class RunReader {
 
   listRunSummaries(options: ListRunsOptions = {}): Promise<RunSummary[]> {
     return this.ctx.call(() =>
-      this.ctx.listQueries.page(checkListOptions(options, 'listRunSummaries'), SUMMARY_FIELDS, (id, f, _pairStatus, indexStatus) => summarizeRun(id, f, indexStatus)),
+      this.ctx.listQueries.page(checkListOptions(options, 'listRunSummaries'), SUMMARY_FIELDS, (id, f, _pairStatus, indexStatus) =>
+        summarizeRun(id, f, indexStatus),
+      ),
     );
   }
 

@@ -1,18 +1,11 @@
-import {
-  CanceledError,
-  ClientClosedError,
-  RedisUnavailableError,
-  RunNotFoundError,
-  TimeoutError,
-} from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
-import { decodeJson, deserializeError } from '../store/serialization';
-import type { EndedRun } from '../store/run-queries';
-import { TERMINAL_STATUSES, type FinalStatus, type RunHandle, type RunOutcome, type RunState, type RunStatus } from '../definition/run-types';
 import { type WaitForRunOptions } from '../definition/run-options';
-
-import { RunEndWatcher } from './run-end-watcher';
+import { TERMINAL_STATUSES, type FinalStatus, type RunHandle, type RunOutcome, type RunState, type RunStatus } from '../definition/run-types';
+import { CanceledError, ClientClosedError, RedisUnavailableError, RunNotFoundError, TimeoutError } from '../errors';
+import type { EndedRun } from '../store/run-queries';
+import { decodeJson, deserializeError } from '../store/serialization';
 import { isPossibleRunId, sleep, type ClientContext } from './client-context';
+import { RunEndWatcher } from './run-end-watcher';
 
 /** The final state of a run from its status and payload (output JSON, error JSON or cancel reason). */
 function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string): RunOutcome<TOutput> {
@@ -22,7 +15,12 @@ function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string): R
 }
 
 function isAbortSignal(value: unknown): value is AbortSignal {
-  return typeof value === 'object' && value !== null && typeof (value as AbortSignal).aborted === 'boolean' && typeof (value as AbortSignal).addEventListener === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as AbortSignal).aborted === 'boolean' &&
+    typeof (value as AbortSignal).addEventListener === 'function'
+  );
 }
 
 /** How long `getRunEvent` waits by default. */
@@ -61,7 +59,8 @@ export class RunWaiter {
   async waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions = {}): Promise<TOutput | RunOutcome<TOutput>> {
     assertKnownKeys('waitForRun options', options, ['timeoutMs', 'signal', 'throwOnFailure']);
     if (options.signal !== undefined && !isAbortSignal(options.signal)) throw new TypeError('waitForRun option "signal" must be an AbortSignal.');
-    if (options.throwOnFailure !== undefined && typeof options.throwOnFailure !== 'boolean') throw new TypeError('waitForRun option "throwOnFailure" must be true or false.');
+    if (options.throwOnFailure !== undefined && typeof options.throwOnFailure !== 'boolean')
+      throw new TypeError('waitForRun option "throwOnFailure" must be true or false.');
     const outcome = await this.awaitEnd<TOutput>(id, options.timeoutMs, options.signal, 'waitForRun timeoutMs');
     if (options.throwOnFailure === false) return outcome;
     if (outcome.status === 'succeeded') return outcome.output;
@@ -137,7 +136,13 @@ export class RunWaiter {
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => fail(new TimeoutError(`Waiting for the result of run "${id}"${redisSilent ? ` (Redis at ${this.ctx.health.address} did not answer)` : ''}`, timeoutMs)), timeoutMs);
+        timer = setTimeout(
+          () =>
+            fail(
+              new TimeoutError(`Waiting for the result of run "${id}"${redisSilent ? ` (Redis at ${this.ctx.health.address} did not answer)` : ''}`, timeoutMs),
+            ),
+          timeoutMs,
+        );
       }
       const firstRead = async () => {
         for (;;) {
@@ -170,7 +175,8 @@ export class RunWaiter {
   async getRunEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | null> {
     assertKnownKeys('getRunEvent options', options, ['timeoutMs']);
     checkUserName(key, 'The key of getRunEvent');
-    const timeoutMs = options.timeoutMs === undefined ? GET_RUN_EVENT_TIMEOUT_MS : checkDuration(options.timeoutMs, 'getRunEvent timeoutMs', { allowZero: true, timer: true });
+    const timeoutMs =
+      options.timeoutMs === undefined ? GET_RUN_EVENT_TIMEOUT_MS : checkDuration(options.timeoutMs, 'getRunEvent timeoutMs', { allowZero: true, timer: true });
     const deadline = Date.now() + timeoutMs;
     let pause = 10;
     for (;;) {

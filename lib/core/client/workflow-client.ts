@@ -1,24 +1,24 @@
+import type { Clock } from '../definition/clock';
+import type { RedflowLogger } from '../definition/logger';
+import type { RunEventsOptions } from '../definition/run-events';
+import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitForRunOptions } from '../definition/run-options';
+import { TERMINAL_STATUSES, type RunHandle, type RunOutcome, type RunState, type RunStatus, type RunSummary, type StepState } from '../definition/run-types';
+import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
+import type { QueueStats, QueueStatsOptions, RunStats } from '../definition/stats-types';
+import type { GuardedTracing } from '../definition/tracing';
+import type { WorkflowDefinition, WorkflowRegistry } from '../definition/workflow';
+import type { WorkflowMeta } from '../definition/workflow-types';
 import { openConnection } from '../store/connection';
 import type { RedflowKeys } from '../store/keys';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisConnection, RedisScripts } from '../store/redis-scripts';
-import type { GuardedTracing } from '../definition/tracing';
-import type { Clock } from '../definition/clock';
-import type { RunEventsOptions } from '../definition/run-events';
-import type { WorkflowDefinition, WorkflowRegistry } from '../definition/workflow';
-import { TERMINAL_STATUSES, type RunHandle, type RunOutcome, type RunState, type RunStatus, type RunSummary, type StepState } from '../definition/run-types';
-import type { RedflowLogger } from '../definition/logger';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitForRunOptions } from '../definition/run-options';
-import type { QueueStats, QueueStatsOptions, RunStats } from '../definition/stats-types';
-import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
-import type { WorkflowMeta } from '../definition/workflow-types';
 import { ClientContext, type ClientOptions } from './client-context';
-import { RunReader } from './run-reader';
-import { RunWaiter } from './run-waiter';
 import { RunProducer } from './producer';
+import { syncRegistry, type SyncRegistryOptions } from './registry-sync';
 import { RunControl } from './run-control';
 import { RunEventStreams, type RunEventStream } from './run-events-reader';
-import { syncRegistry, type SyncRegistryOptions } from './registry-sync';
+import { RunReader } from './run-reader';
+import { RunWaiter } from './run-waiter';
 
 export { CLIENT_OPTION_KEYS, DEFAULT_COMMAND_TIMEOUT_MS, newRunId, type ClientOptions } from './client-context';
 

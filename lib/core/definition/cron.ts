@@ -4,6 +4,7 @@
  * the ticks, `cron-fire.lua` makes each tick fire once across workers.
  */
 import { Cron } from 'croner';
+
 import { ConfigurationError, InvalidCronError } from '../errors';
 import { checkUserName } from './option-checks';
 import type { CronTrigger, WorkflowDefinition } from './workflow-types';
@@ -39,7 +40,9 @@ export const MIN_EVERY_MS = 1_000;
 export function checkCronId(value: unknown, what: string): string {
   const id = checkUserName(value, what);
   if (id.startsWith(RUNTIME_CRON_MARK)) {
-    throw new ConfigurationError(`${what} must not start with "${RUNTIME_CRON_MARK}", got ${JSON.stringify(id)}: that mark is kept for the schedules of client.schedule().`);
+    throw new ConfigurationError(
+      `${what} must not start with "${RUNTIME_CRON_MARK}", got ${JSON.stringify(id)}: that mark is kept for the schedules of client.schedule().`,
+    );
   }
   return id;
 }
@@ -91,7 +94,8 @@ export function scheduleOf(stored: StoredCron): CronSchedule {
 /** The stored JSON of a trigger or schedule of `workflow`. */
 export function encodeCron(workflow: string, trigger: CronSchedule & { input?: unknown }): string {
   const input = trigger.input ?? null;
-  const stored: StoredCron = 'every' in trigger ? { workflow, every: trigger.every, input } : { workflow, expression: trigger.expression, timezone: trigger.timezone ?? null, input };
+  const stored: StoredCron =
+    'every' in trigger ? { workflow, every: trigger.every, input } : { workflow, expression: trigger.expression, timezone: trigger.timezone ?? null, input };
   return JSON.stringify(stored);
 }
 

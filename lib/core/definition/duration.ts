@@ -1,6 +1,5 @@
-import { checkDuration, checkInteger, checkTimestamp, MAX_DURATION_MS } from './option-checks';
-
 import type { Duration } from './duration-format';
+import { checkDuration, checkInteger, checkTimestamp, MAX_DURATION_MS } from './option-checks';
 
 export type { Duration };
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+
 import { ConfigurationError } from '../errors';
 import { checkUserName, describeValue } from './option-checks';
 import type { CancelOnTrigger } from './workflow-types';
@@ -26,7 +27,9 @@ export function matchKey(match: unknown, what: string): { shape: string; hash: s
     texts.push(JSON.stringify(value));
   }
   const shape = entries.map(([field]) => field).join('\t');
-  const hash = createHash('sha1').update(`${shape}\n${texts.join('\n')}`).digest('hex');
+  const hash = createHash('sha1')
+    .update(`${shape}\n${texts.join('\n')}`)
+    .digest('hex');
   return { shape, hash, json: JSON.stringify(Object.fromEntries(entries)) };
 }
 
@@ -40,7 +43,8 @@ export function eventFields(payload: unknown): string {
   const lines: string[] = [];
   for (const [field, value] of Object.entries(payload as Record<string, unknown>)) {
     if (field === '' || [...field].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) continue;
-    if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) lines.push(`${field}\t${JSON.stringify(value)}`);
+    if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)))
+      lines.push(`${field}\t${JSON.stringify(value)}`);
   }
   return lines.join('\n');
 }

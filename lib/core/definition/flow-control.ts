@@ -1,5 +1,5 @@
-import { toMs } from './duration';
 import { ConfigurationError } from '../errors';
+import { toMs } from './duration';
 import { checkUserName } from './option-checks';
 import type { KeyFrom, WorkflowDefinition } from './workflow-types';
 
@@ -19,7 +19,9 @@ function resolveKey(workflow: string, what: string, key: KeyFrom<unknown> | unde
   if (key === undefined) return '';
   const value = typeof key === 'function' ? key(input) : key;
   if (typeof value !== 'string' || value === '') {
-    throw new ConfigurationError(`The ${what} key of workflow "${workflow}" must be a non-empty string, got ${JSON.stringify(value)}. Return a string from the key function.`);
+    throw new ConfigurationError(
+      `The ${what} key of workflow "${workflow}" must be a non-empty string, got ${JSON.stringify(value)}. Return a string from the key function.`,
+    );
   }
   return checkUserName(value, `The ${what} key of workflow "${workflow}"`);
 }

@@ -6,22 +6,22 @@
 import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import { nearestName } from './nearest-name';
-import type { InputSchema } from './validation';
 import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './run-options';
-import type { QueueStatsOptions } from './stats-types';
 import type { ScheduleOptions } from './schedule-types';
+import type { QueueStatsOptions } from './stats-types';
 import type {
   ChildRunOptions,
   EmitEventStepOptions,
-  StepOptions,
-  RunStepOptions,
-  StepRetryPolicy,
-  WaitForSignalOptions,
-  WaitForEventOptions,
   RaceChildOptions,
   RaceEventOptions,
+  RunStepOptions,
+  StepOptions,
+  StepRetryPolicy,
+  WaitForEventOptions,
+  WaitForSignalOptions,
 } from './step-types';
-import type { CronTrigger, DebounceOptions, EventTrigger, LimitOptions, RetryPolicy, CancelOnTrigger, WorkflowOptions } from './workflow-types';
+import type { InputSchema } from './validation';
+import type { CancelOnTrigger, CronTrigger, DebounceOptions, EventTrigger, LimitOptions, RetryPolicy, WorkflowOptions } from './workflow-types';
 
 export { MAX_DURATION_MS, MAX_TIMER_MS };
 
@@ -131,7 +131,8 @@ export function checkStepRetry(policy: unknown, what: string): CheckedStepRetry 
   const maxDelayMs = p.maxDelay === undefined ? Math.max(delayMs, 300_000) : checkDuration(p.maxDelay, `${what} maxDelay`, { allowZero: true });
   if (maxDelayMs < delayMs) throw new ConfigurationError(`${what} maxDelay (${maxDelayMs} ms) must not be shorter than delay (${delayMs} ms).`);
   const jitter = p.jitter ?? 0;
-  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) throw new ConfigurationError(`${what} jitter must be a number from 0 to 1, got ${describeValue(jitter)}.`);
+  if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1))
+    throw new ConfigurationError(`${what} jitter must be a number from 0 to 1, got ${describeValue(jitter)}.`);
   return { maxAttempts, backoff, delayMs, maxDelayMs, jitter };
 }
 
@@ -366,7 +367,9 @@ export const MAX_WORKFLOW_VERSION = 1_000_000;
 /** A workflow version: a positive integer (`version` of a definition, a run option or a filter). */
 export function checkWorkflowVersion(value: unknown, what: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_WORKFLOW_VERSION) {
-    throw new ConfigurationError(`${what} must be a positive integer (1, 2, 3, ...), got ${describeValue(value)}. Raise it by one for each deploy that changes the order of the workflow's steps.`);
+    throw new ConfigurationError(
+      `${what} must be a positive integer (1, 2, 3, ...), got ${describeValue(value)}. Raise it by one for each deploy that changes the order of the workflow's steps.`,
+    );
   }
   return value;
 }

@@ -28,7 +28,8 @@ export function raceBranch<T>(spec: RaceBranchSpec): RaceBranch<T> {
 export function childBranch(workflow: WorkflowTarget, input: unknown, options: RaceChildOptions | undefined): RaceBranchSpec {
   assertKnownKeys('step.child options', options, RACE_CHILD_OPTION_KEYS);
   const onLose = options?.onLose ?? 'cancel';
-  if (onLose !== 'cancel' && onLose !== 'abandon') throw new ConfigurationError(`onLose of step.child must be 'cancel' or 'abandon', got ${describeValue(onLose)}.`);
+  if (onLose !== 'cancel' && onLose !== 'abandon')
+    throw new ConfigurationError(`onLose of step.child must be 'cancel' or 'abandon', got ${describeValue(onLose)}.`);
   return { kind: 'child', workflow, input, onLose };
 }
 
@@ -44,12 +45,15 @@ export function eventBranch(event: string, options: RaceEventOptions | undefined
  */
 export function raceBranches(branches: unknown, what: string): Array<[key: string, spec: RaceBranchSpec]> {
   const example = `step.waitForAny("name", { approved: step.signal('approved'), timeout: step.timer('3d') })`;
-  if (typeof branches !== 'object' || branches === null || Array.isArray(branches)) throw new ConfigurationError(`${what} needs an object of branches, got ${describeValue(branches)}: ${example}.`);
+  if (typeof branches !== 'object' || branches === null || Array.isArray(branches))
+    throw new ConfigurationError(`${what} needs an object of branches, got ${describeValue(branches)}: ${example}.`);
   const entries = Object.entries(branches);
   if (entries.length === 0) throw new ConfigurationError(`${what} has no branches: give at least one, e.g. ${example}.`);
   return entries.map(([key, branch]) => {
     if (typeof branch !== 'object' || branch === null || !(BRANCH in branch)) {
-      throw new ConfigurationError(`Branch "${key}" of ${what} is ${describeValue(branch)}, not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).`);
+      throw new ConfigurationError(
+        `Branch "${key}" of ${what} is ${describeValue(branch)}, not a branch: make it with step.signal(name), step.timer(duration), step.child(workflow, input) or step.event(name).`,
+      );
     }
     return [key, branch as unknown as RaceBranchSpec];
   });

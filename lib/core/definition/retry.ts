@@ -1,7 +1,7 @@
-import { dueAt, toMs } from './duration';
 import { isRetryable, RetryAfterError } from '../errors';
-import type { RetryPolicy, RunInfo } from './workflow-types';
+import { dueAt, toMs } from './duration';
 import type { CheckedStepRetry } from './option-checks';
+import type { RetryPolicy, RunInfo } from './workflow-types';
 
 /** Default backoff: 250 ms doubling per attempt, capped at 30 s, plus up to 100 ms of jitter. */
 export function defaultRetryDelayMs(attempt: number): number {

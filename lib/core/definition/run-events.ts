@@ -1,5 +1,5 @@
-import { assertKnownKeys, checkInteger, optionKeys } from './option-checks';
 import { ConfigurationError } from '../errors';
+import { assertKnownKeys, checkInteger, optionKeys } from './option-checks';
 
 /** What happened to a run, as the event stream (`client.events()`) tells it. */
 export type RunEventType =
@@ -91,7 +91,8 @@ const EVENT_STREAM_OPTION_KEYS = optionKeys<EventStreamOptions>()(['maxLen']);
 export function checkEventStreamOption(value: unknown, what = 'createClient option events'): number {
   if (value === false) return 0;
   if (value === undefined) return DEFAULT_EVENTS_MAX_LEN;
-  if (value === true) throw new ConfigurationError(`${what} must be false or an object such as { maxLen: 100000 }, got true. Leave it out to keep the default stream.`);
+  if (value === true)
+    throw new ConfigurationError(`${what} must be false or an object such as { maxLen: 100000 }, got true. Leave it out to keep the default stream.`);
   assertKnownKeys(what, value, EVENT_STREAM_OPTION_KEYS);
   const maxLen = (value as EventStreamOptions).maxLen;
   if (maxLen === undefined) return DEFAULT_EVENTS_MAX_LEN;
@@ -127,7 +128,9 @@ export const DEFAULT_EVENTS_BUFFER_SIZE = 1000;
 const STREAM_ID = /^\d+(-\d+)?$/;
 
 /** Options of `client.events()` checked, with defaults filled in. */
-export function checkRunEventsOptions(options: RunEventsOptions | undefined): Required<Omit<RunEventsOptions, 'workflow' | 'runId' | 'types'>> &
+export function checkRunEventsOptions(
+  options: RunEventsOptions | undefined,
+): Required<Omit<RunEventsOptions, 'workflow' | 'runId' | 'types'>> &
   Pick<RunEventsOptions, 'workflow' | 'runId'> & { types: ReadonlySet<RunEventType> | undefined } {
   assertKnownKeys('client.events() options', options, RUN_EVENTS_OPTION_KEYS);
   const o = options ?? {};
@@ -138,15 +141,21 @@ export function checkRunEventsOptions(options: RunEventsOptions | undefined): Re
   }
   let types: Set<RunEventType> | undefined;
   if (o.types !== undefined) {
-    if (!Array.isArray(o.types) || o.types.length === 0) throw new ConfigurationError(`client.events() option types must be a non-empty array of event types (${RUN_EVENT_TYPES.join(', ')}).`);
+    if (!Array.isArray(o.types) || o.types.length === 0)
+      throw new ConfigurationError(`client.events() option types must be a non-empty array of event types (${RUN_EVENT_TYPES.join(', ')}).`);
     for (const type of o.types) {
-      if (!RUN_EVENT_TYPES.includes(type)) throw new ConfigurationError(`client.events() option types holds ${JSON.stringify(type)}, which is no event type. Known types: ${RUN_EVENT_TYPES.join(', ')}.`);
+      if (!RUN_EVENT_TYPES.includes(type))
+        throw new ConfigurationError(
+          `client.events() option types holds ${JSON.stringify(type)}, which is no event type. Known types: ${RUN_EVENT_TYPES.join(', ')}.`,
+        );
     }
     types = new Set(o.types);
   }
   const from = o.from ?? 'now';
   if (typeof from !== 'string' || (from !== 'now' && !STREAM_ID.test(from))) {
-    throw new ConfigurationError(`client.events() option from must be 'now' or a stream entry id such as "1700000000000-0" (an event's id), got ${JSON.stringify(from)}.`);
+    throw new ConfigurationError(
+      `client.events() option from must be 'now' or a stream entry id such as "1700000000000-0" (an event's id), got ${JSON.stringify(from)}.`,
+    );
   }
   return {
     workflow: o.workflow,

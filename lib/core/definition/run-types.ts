@@ -13,7 +13,17 @@
 export type RunStatus = 'scheduled' | 'queued' | 'running' | 'compensating' | 'succeeded' | 'failed' | 'canceled' | 'compensation_failed' | 'terminated';
 
 /** Every status. */
-export const RUN_STATUSES: readonly RunStatus[] = ['scheduled', 'queued', 'running', 'compensating', 'succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated'];
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'scheduled',
+  'queued',
+  'running',
+  'compensating',
+  'succeeded',
+  'failed',
+  'canceled',
+  'compensation_failed',
+  'terminated',
+];
 
 /** Statuses a run never leaves (a `compensation_failed` or `terminated` run leaves it only when resumed). */
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'canceled', 'compensation_failed', 'terminated']);
@@ -90,8 +100,10 @@ export interface RunErrorSummary {
  * A run as a list row shows it: read without its input, output or step records, so a page of
  * summaries stays small whatever the runs carry.
  */
-export interface IntactRunSummary
-  extends Pick<RunState, 'id' | 'workflow' | 'queue' | 'version' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'> {
+export interface IntactRunSummary extends Pick<
+  RunState,
+  'id' | 'workflow' | 'queue' | 'version' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'
+> {
   /** `finishedAt - startedAt`: the length of the last attempt of an ended run that started. */
   durationMs?: number;
   error?: RunErrorSummary;

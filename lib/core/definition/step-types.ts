@@ -104,7 +104,6 @@ export interface EmitEventStepOptions {
   emitAt?: Date | number;
 }
 
-
 /**
  * A branch of `step.waitForAny`, made by `step.signal`, `step.timer`, `step.child` or `step.event`: a description
  * with no effect until `waitForAny` uses it. `T` is the value the branch wins with.
@@ -140,10 +139,8 @@ export interface WaitForEventOptions {
   timeout?: Duration;
 }
 
-
 /** Options of `step.waitForSignal`. */
 export interface WaitForSignalOptions {
   /** Give up after this long (from the first time the step is reached) and return `null`. @default no limit */
   timeout?: Duration;
 }
-

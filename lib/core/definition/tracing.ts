@@ -10,8 +10,8 @@
  * throws is logged (at most once a minute) and dropped, so tracing can neither fail nor delay a run.
  */
 import { ConfigurationError } from '../errors';
-import { describeValue } from './option-checks';
 import type { RedflowLogger } from './logger';
+import { describeValue } from './option-checks';
 
 /** A W3C trace context (https://www.w3.org/TR/trace-context/), as HTTP headers carry it. */
 export interface TraceContext {

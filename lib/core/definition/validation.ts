@@ -48,9 +48,7 @@ export interface StandardSchemaIssue {
 }
 
 /** The result of a Standard Schema validation. */
-export type StandardSchemaResult<Output> =
-  | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<StandardSchemaIssue> };
+export type StandardSchemaResult<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<StandardSchemaIssue> };
 
 /** The Standard Schema interface implemented by zod, valibot, arktype, ... */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
@@ -102,7 +100,9 @@ export async function validateInput(workflow: string, schema: InputSchema | unde
     return result.value;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new InputValidationError(workflow, [{ message: `expected an object for ${schema.name}, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` }]);
+    throw new InputValidationError(workflow, [
+      { message: `expected an object for ${schema.name}, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` },
+    ]);
   }
   const { plainToInstance, validate } = loadDtoValidator(workflow, schema.name);
   const instance = plainToInstance(schema as unknown as new () => object, value);

@@ -1,7 +1,16 @@
 import { ConfigurationError, UnknownWorkflowError } from '../errors';
 import { checkCronId, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
-import { assertWorkflowOptionKeys, checkDuration, checkRunTimeout, checkInteger, checkResourceName, checkUserName, checkWorkflowVersion, describeValue } from './option-checks';
+import {
+  assertWorkflowOptionKeys,
+  checkDuration,
+  checkInteger,
+  checkResourceName,
+  checkRunTimeout,
+  checkUserName,
+  checkWorkflowVersion,
+  describeValue,
+} from './option-checks';
 import type { InferInput, InputSchema } from './validation';
 import type { RunStarter, WorkflowDefinition, WorkflowHandler, WorkflowOptions } from './workflow-types';
 
@@ -106,7 +115,9 @@ function createDefinition<TInput, TOutput>(
   if (typeof handler !== 'function') throw new ConfigurationError(`Workflow "${name}" needs a handler function, got ${typeof handler}.`);
   const queue = checkResourceName(options.queue ?? 'default', `queue of workflow "${name}"`);
   if (queue.includes('@')) {
-    throw new ConfigurationError(`queue of workflow "${name}" must not contain "@", got ${JSON.stringify(queue)}: "<queue>@v<N>" is where runs of version N wait. Use "-", "_", "." or ":" instead.`);
+    throw new ConfigurationError(
+      `queue of workflow "${name}" must not contain "@", got ${JSON.stringify(queue)}: "<queue>@v<N>" is where runs of version N wait. Use "-", "_", "." or ":" instead.`,
+    );
   }
   const version = checkWorkflowVersion(options.version ?? 1, `version of workflow "${name}"`);
   if (options.onNonDeterminism !== undefined && options.onNonDeterminism !== 'fail' && options.onNonDeterminism !== 'retry-latest') {
@@ -187,7 +198,9 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
     const fieldList = typeof match === 'string' ? [match] : Array.isArray(match) ? match : undefined;
     if (fieldList) fieldList.forEach((field) => checkUserName(field, `A field of cancelOn[${i}].match of workflow "${name}"`));
     else if (match !== undefined && typeof match !== 'function') {
-      throw new ConfigurationError(`cancelOn[${i}].match of workflow "${name}" must be a field name, a list of them or a function of the input, got ${describeValue(match)}.`);
+      throw new ConfigurationError(
+        `cancelOn[${i}].match of workflow "${name}" must be a field name, a list of them or a function of the input, got ${describeValue(match)}.`,
+      );
     }
   });
   const triggered = (options.event?.length ?? 0) > 0 || (options.cron?.length ?? 0) > 0;

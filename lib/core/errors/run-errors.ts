@@ -3,7 +3,10 @@ import { RedflowError } from './redflow-error';
 
 /** The run was canceled. */
 export class CanceledError extends RedflowError {
-  constructor(readonly runId: string, readonly reason?: string) {
+  constructor(
+    readonly runId: string,
+    readonly reason?: string,
+  ) {
     super(`Run "${runId}" was canceled${reason ? `: ${reason}` : ''}.`);
   }
 }

@@ -3,7 +3,10 @@ import { RedflowError } from './redflow-error';
 
 /** A step or a wait for a run's result took longer than its `timeoutMs`. */
 export class TimeoutError extends RedflowError {
-  constructor(readonly what: string, readonly timeoutMs: number) {
+  constructor(
+    readonly what: string,
+    readonly timeoutMs: number,
+  ) {
     super(`${what} timed out after ${timeoutMs} ms. Raise timeoutMs if it needs longer.`);
   }
 }

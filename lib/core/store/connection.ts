@@ -1,7 +1,8 @@
 import { Cluster, Redis } from 'ioredis';
-// The public declarations name ioredis' types from ioredis-types.ts, never from 'ioredis' (see there).
-import type { Cluster as ClusterConnection, Redis as RedisServerConnection, RedisOptions } from './ioredis-types';
+
 import { ConfigurationError } from '../errors';
+// The public declarations name ioredis' types from ioredis-types.ts, never from 'ioredis' (see there).
+import type { Cluster as ClusterConnection, RedisOptions, Redis as RedisServerConnection } from './ioredis-types';
 
 /** A connection the engine runs on: one Redis, or a Redis Cluster. */
 export type RedisConnection = RedisServerConnection | ClusterConnection;

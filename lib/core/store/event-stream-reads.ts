@@ -13,4 +13,3 @@ export async function lastEntryId(redis: RedisConnection, key: string): Promise<
 export async function readEntries(connection: RedisConnection, key: string, afterId: string, count: number, blockMs: number): Promise<StreamReply> {
   return (await connection.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId)) as StreamReply;
 }
-

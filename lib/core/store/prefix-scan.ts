@@ -1,4 +1,5 @@
 import { Cluster } from 'ioredis';
+
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 
@@ -14,7 +15,12 @@ export async function masterNodes(redis: RedisConnection, keys: RedflowKeys): Pr
  * Calls `onKeys` with the keys of the prefix matching `pattern` (a glob after `{prefix}:`), batch
  * by batch, on every master. For maintenance only (backfills, resets): never on a run's path.
  */
-export async function scanPrefix(redis: RedisConnection, keys: RedflowKeys, pattern: string, onKeys: (keys: string[], node: RedisConnection) => Promise<void>): Promise<void> {
+export async function scanPrefix(
+  redis: RedisConnection,
+  keys: RedflowKeys,
+  pattern: string,
+  onKeys: (keys: string[], node: RedisConnection) => Promise<void>,
+): Promise<void> {
   const match = `${keys.base.replace(/[*?[\]\\]/g, '\\$&')}${pattern}`;
   for (const node of await masterNodes(redis, keys)) {
     let cursor = '0';

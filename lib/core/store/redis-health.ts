@@ -1,7 +1,8 @@
 import { Cluster, ReplyError } from 'ioredis';
+
+import type { RedflowLogger } from '../definition/logger';
 import { isWriteRefusedReply, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
 import type { RedisConnection } from './connection';
-import type { RedflowLogger } from '../definition/logger';
 
 /** Why Redis cannot take our writes right now. */
 export type OutageKind = 'unreachable' | 'write-refused';
@@ -14,7 +15,8 @@ const QUIET_MS = 2_000;
 const MAX_PROBE_DELAY_MS = 5_000;
 
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const UNAVAILABLE_MESSAGE = /Connection is closed|Stream isn't writeable|Command timed out|refresh slots cache|None of startup nodes|^(LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN)\b/;
+const UNAVAILABLE_MESSAGE =
+  /Connection is closed|Stream isn't writeable|Command timed out|refresh slots cache|None of startup nodes|^(LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN)\b/;
 
 /** The kind of outage an error of a Redis call shows, or undefined for any other error. */
 export function outageKind(error: unknown): OutageKind | undefined {

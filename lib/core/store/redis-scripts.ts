@@ -1,5 +1,5 @@
-import type { RedisConnection } from './connection';
 import { ENDED_STATUSES, type EndedStatus } from '../definition/run-types';
+import type { RedisConnection } from './connection';
 import { WaitScripts } from './wait-scripts';
 
 /** A Redis connection: standalone or Cluster. */
@@ -40,9 +40,13 @@ export class RedisScripts extends WaitScripts {
    * keeps its next tick. `local`: the caller has the workflow's definition, so it need not be
    * registered in Redis yet.
    */
-  async schedule(a: { cronId: string; def: string; next: number; workflow: string; local: boolean }): Promise<
-    { outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number } | { outcome: 'unknown' } | { outcome: 'dynamic' }
-  > {
+  async schedule(a: {
+    cronId: string;
+    def: string;
+    next: number;
+    workflow: string;
+    local: boolean;
+  }): Promise<{ outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number } | { outcome: 'unknown' } | { outcome: 'dynamic' }> {
     const k = this.keys;
     const args = { base: k.base, cronId: a.cronId, def: a.def, next: a.next, workflow: a.workflow, local: a.local ? '1' : '0' };
     const [outcome, next] = (await this.call('schedule', [k.cronDefs(), k.cronNext()], args)) as [string, string?];
@@ -60,7 +64,13 @@ export class RedisScripts extends WaitScripts {
   async cleanup(cutoff: number, batch: number): Promise<number> {
     const k = this.keys;
     // In this order: the script takes each index to be that of its status.
-    return Number(await this.call('cleanup', ENDED_STATUSES.map((status) => k.status(status)), { base: k.base, cutoff, batch }));
+    return Number(
+      await this.call(
+        'cleanup',
+        ENDED_STATUSES.map((status) => k.status(status)),
+        { base: k.base, cutoff, batch },
+      ),
+    );
   }
 
   /**

@@ -1,10 +1,10 @@
+import { decodeCron, type StoredCron } from '../definition/cron';
+import { parseVersionQueue } from '../definition/option-checks';
+import type { QueueStats } from '../definition/stats-types';
+import type { WorkflowMeta, WorkflowVersionState } from '../definition/workflow-types';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 import { pipelineReplies } from './run-queries';
-import { parseVersionQueue } from '../definition/option-checks';
-import { decodeCron, type StoredCron } from '../definition/cron';
-import type { QueueStats } from '../definition/stats-types';
-import type { WorkflowMeta, WorkflowVersionState } from '../definition/workflow-types';
 
 /** Ids read from the head of a ready list to find its oldest queued run (ids of runs canceled while queued may come first). */
 const READY_HEAD = 10;
@@ -113,7 +113,10 @@ export class RegistryQueries {
    */
   async queueStats(asked: string[], onlyAsked: boolean): Promise<QueueStats[]> {
     const workflows = await this.redis.smembers(this.keys.workflows());
-    const queueOf = await pipelineReplies(this.redis, workflows.map((w) => ['hget', this.keys.workflow(w), 'queue']));
+    const queueOf = await pipelineReplies(
+      this.redis,
+      workflows.map((w) => ['hget', this.keys.workflow(w), 'queue']),
+    );
     const byQueue = new Map<string, string[]>(asked.map((q) => [q, []]));
     workflows.forEach((workflow, i) => {
       const queue = queueOf[i] as string | null;
@@ -138,7 +141,10 @@ export class RegistryQueries {
       return { queue, queued: Number(queued), scheduled: Number(scheduled), running, head };
     });
     const heads = rows.flatMap((r) => r.head);
-    const fields = await pipelineReplies(this.redis, heads.map((id) => ['hmget', this.keys.run(id), 'status', 'availableAt', 'createdAt']));
+    const fields = await pipelineReplies(
+      this.redis,
+      heads.map((id) => ['hmget', this.keys.run(id), 'status', 'availableAt', 'createdAt']),
+    );
     const headRun = new Map(heads.map((id, i) => [id, fields[i] as Array<string | null>]));
     return rows.map(({ head, ...row }): QueueStats => {
       const first = head.map((id) => headRun.get(id)).find((f) => f?.[0] === 'queued');

@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { RedisWriteRefusedError } from '../errors';
-import type { RedisConnection } from './connection';
-import type { RedflowKeys } from './keys';
-import type { RedisScripts } from './redis-scripts';
-import { isRunStatus } from './run-record';
-import { pipelineReplies, type RunQueries } from './run-queries';
-import { scanPrefix } from './prefix-scan';
+
 import { parseVersionQueue } from '../definition/option-checks';
 import { RUN_STATUSES, TERMINAL_STATUSES, type RunStatus } from '../definition/run-types';
 import { type RunStats } from '../definition/stats-types';
+import { RedisWriteRefusedError } from '../errors';
+import type { RedisConnection } from './connection';
+import type { RedflowKeys } from './keys';
+import { scanPrefix } from './prefix-scan';
+import type { RedisScripts } from './redis-scripts';
+import { pipelineReplies, type RunQueries } from './run-queries';
+import { isRunStatus } from './run-record';
 
 /**
  * The value of the `index:wfstatus` marker once the (workflow, status) index covers every run. 2:
@@ -73,8 +74,14 @@ export class RunListQueries {
     const pairStatus = workflow ? status : undefined;
     const statusAt = fields.indexOf('status' as F);
     for (let read = 1; ; read++) {
-      const entries = workflow && version !== undefined ? await this.versionEntries(workflow, status, version, limit, offset) : await this.pageEntries(workflow, status, limit, offset);
-      const values = await this.runs.fields(entries.map((e) => e.id), fields);
+      const entries =
+        workflow && version !== undefined
+          ? await this.versionEntries(workflow, status, version, limit, offset)
+          : await this.pageEntries(workflow, status, limit, offset);
+      const values = await this.runs.fields(
+        entries.map((e) => e.id),
+        fields,
+      );
       const rows: T[] = [];
       const stale: string[] = [];
       entries.forEach(({ id, indexStatus }, i) => {
@@ -99,7 +106,12 @@ export class RunListQueries {
     if (workflow && version !== undefined) return (await this.versionEntries(workflow, status, version, Infinity, 0)).length;
     const indexes = await this.indexesOf(workflow, status);
     if (indexes.length === 1) return this.redis.zcard(indexes[0].key);
-    return ((await pipelineReplies(this.redis, indexes.map(({ key }) => ['zcard', key]))) as number[]).reduce((sum, count) => sum + Number(count), 0);
+    return (
+      (await pipelineReplies(
+        this.redis,
+        indexes.map(({ key }) => ['zcard', key]),
+      )) as number[]
+    ).reduce((sum, count) => sum + Number(count), 0);
   }
 
   /**
@@ -139,7 +151,10 @@ export class RunListQueries {
     const oldest = UNFINISHED_STATUSES.map((status) => ['zrange', this.keys.workflowStatusRuns(status, workflow), '0', String(VERSION_SCAN_CHUNK - 1)]);
     const indexes = await pipelineReplies(this.redis, oldest);
     const ids = (indexes as string[][]).flat();
-    const queues = await pipelineReplies(this.redis, ids.map((id) => ['hget', this.keys.run(id), 'queue']));
+    const queues = await pipelineReplies(
+      this.redis,
+      ids.map((id) => ['hget', this.keys.run(id), 'queue']),
+    );
     return queues.some((queue) => typeof queue === 'string' && parseVersionQueue(queue).version === version);
   }
 
@@ -173,8 +188,12 @@ export class RunListQueries {
    */
   private async pageEntries(workflow: string | undefined, status: RunStatus | undefined, limit: number, offset: number): Promise<PageEntries> {
     const indexes = await this.indexesOf(workflow, status);
-    if (indexes.length === 1) return (await this.redis.zrevrange(indexes[0].key, offset, offset + limit - 1)).map((id) => ({ id, indexStatus: indexes[0].status }));
-    const replies = (await pipelineReplies(this.redis, indexes.map(({ key }) => ['zrevrange', key, '0', String(offset + limit - 1), 'WITHSCORES']))) as string[][];
+    if (indexes.length === 1)
+      return (await this.redis.zrevrange(indexes[0].key, offset, offset + limit - 1)).map((id) => ({ id, indexStatus: indexes[0].status }));
+    const replies = (await pipelineReplies(
+      this.redis,
+      indexes.map(({ key }) => ['zrevrange', key, '0', String(offset + limit - 1), 'WITHSCORES']),
+    )) as string[][];
     const merged: Array<{ id: string; indexStatus: RunStatus; score: number }> = [];
     replies.forEach((flat, i) => {
       for (let j = 0; j < flat.length; j += 2) merged.push({ id: flat[j], indexStatus: indexes[i].status, score: Number(flat[j + 1]) });
@@ -196,7 +215,10 @@ export class RunListQueries {
       for (let start = 0; found < offset + limit; start += VERSION_SCAN_CHUNK) {
         const flat = await this.redis.zrevrange(index.key, start, start + VERSION_SCAN_CHUNK - 1, 'WITHSCORES');
         const ids = flat.filter((_, i) => i % 2 === 0);
-        const queues = await pipelineReplies(this.redis, ids.map((id) => ['hget', this.keys.run(id), 'queue']));
+        const queues = await pipelineReplies(
+          this.redis,
+          ids.map((id) => ['hget', this.keys.run(id), 'queue']),
+        );
         ids.forEach((id, i) => {
           const queue = queues[i] as string | null;
           if (queue === null || parseVersionQueue(queue).version !== version || found >= offset + limit) return;

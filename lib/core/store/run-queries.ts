@@ -1,8 +1,8 @@
+import type { FinalStatus, RunState, StepState } from '../definition/run-types';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 import { parseRun, RUN_FIELDS } from './run-record';
 import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX, VALUE_FIELD_PREFIX } from './step-record';
-import type { FinalStatus, RunState, StepState } from '../definition/run-types';
 
 /**
  * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).
@@ -70,7 +70,8 @@ export class RunQueries {
     const hash = await this.redis.hgetall(this.keys.run(id));
     const steps: StepState[] = [];
     for (const [field, value] of Object.entries(hash)) {
-      if (field.startsWith(STEP_FIELD_PREFIX)) steps.push(parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now));
+      if (field.startsWith(STEP_FIELD_PREFIX))
+        steps.push(parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now));
     }
     return steps.sort((a, b) => a.seq - b.seq);
   }

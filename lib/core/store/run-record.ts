@@ -4,11 +4,11 @@
  * field marks the row corrupt). Writes happen in the Lua scripts; step records have their own
  * codec in `step-record.ts`.
  */
-import { CorruptRunDataError } from '../errors';
-import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/run-types';
-import { decodeJson } from './serialization';
-import { checkTraceContext, type TraceContext } from '../definition/tracing';
 import { parseVersionQueue } from '../definition/option-checks';
+import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/run-types';
+import { checkTraceContext, type TraceContext } from '../definition/tracing';
+import { CorruptRunDataError } from '../errors';
+import { decodeJson } from './serialization';
 
 /** The fields of a run hash that a `RunState` is read from. */
 export const RUN_FIELDS = [
@@ -80,7 +80,19 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
 }
 
 /** What a run summary is read from: never input, output or step records. */
-export const SUMMARY_FIELDS = ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error'] as const;
+export const SUMMARY_FIELDS = [
+  'workflow',
+  'queue',
+  'status',
+  'attempt',
+  'maxAttempts',
+  'createdAt',
+  'availableAt',
+  'startedAt',
+  'finishedAt',
+  'parent',
+  'error',
+] as const;
 
 /** Longest error message of a run summary, '…' included. */
 const SUMMARY_MESSAGE_CHARS = 200;

@@ -9,8 +9,21 @@ import type { ScriptName } from './scripts/script-loader';
  */
 export const SCRIPT_ARGS = {
   enqueue: [
-    'base', 'runId', 'workflow', 'queue', 'maxAttempts', 'input', 'now', 'runAt', 'idempotencyKey', 'idempotencyTtlSec', 'debounceKey',
-    'debouncePeriodMs', 'debounceTimeoutMs', 'localFlow', '...extra',
+    'base',
+    'runId',
+    'workflow',
+    'queue',
+    'maxAttempts',
+    'input',
+    'now',
+    'runAt',
+    'idempotencyKey',
+    'idempotencyTtlSec',
+    'debounceKey',
+    'debouncePeriodMs',
+    'debounceTimeoutMs',
+    'localFlow',
+    '...extra',
   ],
   claim: ['base', 'token', 'now', 'leaseUntil', '...skip'],
   checkpoint: ['runId', 'token', 'now', 'base', '...records'],
@@ -23,12 +36,44 @@ export const SCRIPT_ARGS = {
   promote: ['base', 'now', 'batch'],
   reap: ['base', 'now', 'batch', 'maxRecoveries'],
   'start-child': [
-    'base', 'runId', 'token', 'field', 'seq', 'attempt', 'now', 'mode', 'childId', 'workflow', 'queue', 'maxAttempts', 'input', 'runAt',
-    'idempotencyKey', 'idempotencyTtlSec', 'deadline', 'localFlow', 'debounceKey', 'debouncePeriodMs', 'debounceTimeoutMs', '...extra',
+    'base',
+    'runId',
+    'token',
+    'field',
+    'seq',
+    'attempt',
+    'now',
+    'mode',
+    'childId',
+    'workflow',
+    'queue',
+    'maxAttempts',
+    'input',
+    'runAt',
+    'idempotencyKey',
+    'idempotencyTtlSec',
+    'deadline',
+    'localFlow',
+    'debounceKey',
+    'debouncePeriodMs',
+    'debounceTimeoutMs',
+    '...extra',
   ],
   'emit-event': [
-    'base', 'eventId', 'event', 'payload', 'now', 'emitAt', 'idempotencyKey', 'idempotencyTtlSec', 'runId', 'token', 'field', 'seq',
-    'attempt', 'fields',
+    'base',
+    'eventId',
+    'event',
+    'payload',
+    'now',
+    'emitAt',
+    'idempotencyKey',
+    'idempotencyTtlSec',
+    'runId',
+    'token',
+    'field',
+    'seq',
+    'attempt',
+    'fields',
   ],
   'fire-events': ['base', 'now', 'batch'],
   'cron-fire': ['base', 'cronId', 'tick', 'next', 'workflow', 'input', 'now'],
@@ -77,9 +122,7 @@ function builder(script: string, names: readonly string[]): Builder {
   };
 }
 
-const builders = Object.fromEntries(
-  Object.entries(SCRIPT_ARGS).map(([name, names]) => [name, builder(name, names)]),
-) as Record<ScriptName, Builder>;
+const builders = Object.fromEntries(Object.entries(SCRIPT_ARGS).map(([name, names]) => [name, builder(name, names)])) as Record<ScriptName, Builder>;
 
 /** The ARGV of a call of script `name`, in its declared order (`SCRIPT_ARGS`). */
 export function scriptArgv<N extends ScriptName>(name: N, args: ScriptArgs<N>): ScriptArg[] {

@@ -1,10 +1,11 @@
 import { Cluster, ReplyError, type Redis } from 'ioredis';
-import type { RedisConnection } from './connection';
+
 import { isWriteRefusedReply, RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from '../errors';
+import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 import { outageKind, redisAddress } from './redis-health';
-import { SCRIPTS, commandName, loadLibrary, loadScript, type ScriptName } from './scripts/script-loader';
 import { scriptArgv, type ScriptArg, type ScriptArgs } from './script-args';
+import { commandName, loadLibrary, loadScript, SCRIPTS, type ScriptName } from './scripts/script-loader';
 
 type ScriptCommand = (...args: ScriptArg[]) => Promise<unknown>;
 

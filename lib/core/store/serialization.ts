@@ -1,5 +1,13 @@
-import { CorruptRunDataError, errorClassNamed, InputValidationError, OutputSerializationError, PayloadTooLargeError, RedflowError, WorkflowRunError } from '../errors';
 import type { StoredError } from '../definition/run-types';
+import {
+  CorruptRunDataError,
+  errorClassNamed,
+  InputValidationError,
+  OutputSerializationError,
+  PayloadTooLargeError,
+  RedflowError,
+  WorkflowRunError,
+} from '../errors';
 
 /** The default largest input or step output, in bytes: 1 MiB. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;

@@ -1,5 +1,5 @@
-import { CorruptRunDataError } from '../errors';
 import type { StepState } from '../definition/run-types';
+import { CorruptRunDataError } from '../errors';
 import { decodeJson } from './serialization';
 
 /**
@@ -234,8 +234,20 @@ function stepState(name: string, r: StoredStep, now: number): StepState {
     case 'race':
       return { ...base, status: 'waiting', ...(r.deadline ? { wakeAt: r.deadline } : {}) };
     case 'succeeded':
-      return { ...base, status: 'succeeded', finishedAt: r.finishedAt, startedAt: r.finishedAt - r.durationMs, ...(r.output !== undefined ? { output: r.output } : {}) };
+      return {
+        ...base,
+        status: 'succeeded',
+        finishedAt: r.finishedAt,
+        startedAt: r.finishedAt - r.durationMs,
+        ...(r.output !== undefined ? { output: r.output } : {}),
+      };
     case 'failed':
-      return { ...base, status: 'failed', finishedAt: r.finishedAt, startedAt: r.finishedAt - r.durationMs, error: r.error as { name: string; message: string; stack?: string } };
+      return {
+        ...base,
+        status: 'failed',
+        finishedAt: r.finishedAt,
+        startedAt: r.finishedAt - r.durationMs,
+        error: r.error as { name: string; message: string; stack?: string },
+      };
   }
 }

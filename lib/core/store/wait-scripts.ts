@@ -63,13 +63,7 @@ export class WaitScripts extends RunScripts {
   }
 
   /** `signal-2.lua`: delivers a signal into the waiting step, or buffers it. */
-  async signal(
-    runId: string,
-    name: string,
-    payload: string,
-    now: number,
-    max: number,
-  ): Promise<'delivered' | 'buffered' | 'full' | 'ended' | 'missing'> {
+  async signal(runId: string, name: string, payload: string, now: number, max: number): Promise<'delivered' | 'buffered' | 'full' | 'ended' | 'missing'> {
     const k = this.keys;
     return (await this.call('signal', [k.run(runId), k.signals(runId)], { base: k.base, runId, name, payload, now, max })) as 'delivered';
   }

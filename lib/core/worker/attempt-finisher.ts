@@ -1,7 +1,7 @@
-import { CanceledError, type NonDeterminismError } from '../errors';
+import type { CompensationOutcome } from '../definition/step-types';
 import type { SpanOutcome } from '../definition/tracing';
 import type { RunInfo } from '../definition/workflow';
-import type { CompensationOutcome } from '../definition/step-types';
+import { CanceledError, type NonDeterminismError } from '../errors';
 import type { ClaimedRun, FinishOutcome, FinishResult } from '../store/redis-scripts';
 import { deserializeError, serializeError } from '../store/serialization';
 import type { AttemptState } from './attempt-state';
@@ -115,9 +115,25 @@ export class AttemptFinisher {
   /** `onNonDeterminism: 'retry-latest'`: the run moves to `latest` (its queue field and the queue it waits in), retried there at once. */
   async moveToLatest(error: NonDeterminismError, info: RunInfo, latest: string): Promise<ClaimedRun | null> {
     const now = this.host.clock.now();
-    const result = await this.finish({ outcome: 'retry', payload: serializeError(error), dueAt: now, claimNext: false, fields: ['queue', latest], queue: latest, span: { outcome: 'retry', error } });
+    const result = await this.finish({
+      outcome: 'retry',
+      payload: serializeError(error),
+      dueAt: now,
+      claimNext: false,
+      fields: ['queue', latest],
+      queue: latest,
+      span: { outcome: 'retry', error },
+    });
     if (result.code === 'ok') {
-      this.host.hooks.emit('onRunFailed', { runId: this.attempt.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: true, retryAt: now, durationMs: this.duration() });
+      this.host.hooks.emit('onRunFailed', {
+        runId: this.attempt.runId,
+        workflow: info.workflow,
+        attempt: info.attempt,
+        error,
+        willRetry: true,
+        retryAt: now,
+        durationMs: this.duration(),
+      });
       this.host.runScheduled(latest, now);
     }
     return result.next;
@@ -131,10 +147,24 @@ export class AttemptFinisher {
     const hook = !retry && decision.onFailure;
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
     const span: SpanOutcome = this.attempt.state.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: retry ? 'retry' : 'failed', error };
-    const result = await this.finish({ outcome: retry ? 'retry' : 'failed', payload: serializeError(error), dueAt: retry ? decision.dueAt : 0, claimNext: !hook, span });
+    const result = await this.finish({
+      outcome: retry ? 'retry' : 'failed',
+      payload: serializeError(error),
+      dueAt: retry ? decision.dueAt : 0,
+      claimNext: !hook,
+      span,
+    });
     if (result.code !== 'ok') return result.next;
     const retryAt = retry ? decision.dueAt : undefined;
-    this.host.hooks.emit('onRunFailed', { runId: this.attempt.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: retry, retryAt, durationMs: this.duration() });
+    this.host.hooks.emit('onRunFailed', {
+      runId: this.attempt.runId,
+      workflow: info.workflow,
+      attempt: info.attempt,
+      error,
+      willRetry: retry,
+      retryAt,
+      durationMs: this.duration(),
+    });
     if (retry) this.host.runScheduled(info.queue, decision.dueAt);
     else await this.runOnFailure(error, info, input);
     return result.next;
@@ -144,20 +174,35 @@ export class AttemptFinisher {
   async beginCompensation(error: unknown, errorJson: string, info: RunInfo): Promise<FinishResult> {
     const result = await this.finish({ outcome: 'compensate', payload: errorJson, claimNext: false });
     if (result.code === 'ok') {
-      this.host.hooks.emit('onRunFailed', { runId: this.attempt.runId, workflow: info.workflow, attempt: info.attempt, error, willRetry: false, durationMs: this.duration() });
+      this.host.hooks.emit('onRunFailed', {
+        runId: this.attempt.runId,
+        workflow: info.workflow,
+        attempt: info.attempt,
+        error,
+        willRetry: false,
+        durationMs: this.duration(),
+      });
     }
     return result;
   }
 
   /** Ends a compensating run: `target` when every compensation ran, else `compensation_failed`. */
-  async endCompensation(target: 'failed' | 'canceled', reasonJson: string, result: CompensationResult, info: RunInfo, input: unknown): Promise<ClaimedRun | null> {
+  async endCompensation(
+    target: 'failed' | 'canceled',
+    reasonJson: string,
+    result: CompensationResult,
+    info: RunInfo,
+    input: unknown,
+  ): Promise<ClaimedRun | null> {
     const hook = target === 'failed' && Boolean(this.host.registry.get(info.workflow)?.options.onFailure);
     const span: SpanOutcome = { outcome: 'failed', error: result.ok ? deserializeError(reasonJson) : result.error };
     const finished = result.ok
       ? await this.finish({ outcome: target, payload: reasonJson, claimNext: !hook, fields: ['compensated', '1'], span })
       : await this.finish({ outcome: 'compensation_failed', payload: reasonJson, claimNext: !hook, fields: ['compError', serializeError(result.error)], span });
     if (finished.code === 'ok' && hook) {
-      const compensation: CompensationOutcome = result.ok ? { status: 'compensated', steps: result.ran } : { status: 'failed', steps: result.ran, error: result.error };
+      const compensation: CompensationOutcome = result.ok
+        ? { status: 'compensated', steps: result.ran }
+        : { status: 'failed', steps: result.ran, error: result.error };
       await this.runOnFailure(deserializeError(reasonJson), info, input, compensation);
     }
     return finished.next;
@@ -169,7 +214,10 @@ export class AttemptFinisher {
     try {
       await onFailure(compensation ? { error, run: info, input, compensation } : { error, run: info, input });
     } catch (hookError) {
-      this.host.logger.error(`onFailure of workflow "${info.workflow}" threw for run "${this.attempt.runId}": ${(hookError as Error)?.message}`, (hookError as Error)?.stack);
+      this.host.logger.error(
+        `onFailure of workflow "${info.workflow}" threw for run "${this.attempt.runId}": ${(hookError as Error)?.message}`,
+        (hookError as Error)?.stack,
+      );
     }
   }
 

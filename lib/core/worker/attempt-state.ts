@@ -1,6 +1,6 @@
-import { RunTimeoutError, type CanceledError, type RunTerminatedError } from '../errors';
 import type { Clock } from '../definition/clock';
 import { MAX_TIMER_MS } from '../definition/duration-format';
+import { RunTimeoutError, type CanceledError, type RunTerminatedError } from '../errors';
 
 /**
  * Where an attempt stands, as one state:
@@ -98,7 +98,13 @@ export class AttemptState {
  * deadline passes has its handler stopped with the RunTimeoutError of `timedOut`, which fails
  * the run for good, like any final failure.
  */
-export async function withinDeadline<T>(deadline: number, clock: Clock, state: AttemptState, timedOut: () => RunTimeoutError, handler: () => Promise<T>): Promise<T> {
+export async function withinDeadline<T>(
+  deadline: number,
+  clock: Clock,
+  state: AttemptState,
+  timedOut: () => RunTimeoutError,
+  handler: () => Promise<T>,
+): Promise<T> {
   if (clock.now() >= deadline) throw timedOut();
   let cancel: () => void = () => undefined;
   const arm = () => {

@@ -1,5 +1,5 @@
-import { CanceledError, ConfigurationError, CorruptRunDataError, isRetryable } from '../errors';
 import { stepRetryDelayMs } from '../definition/retry';
+import { CanceledError, ConfigurationError, CorruptRunDataError, isRetryable } from '../errors';
 import { COMPENSATION_FIELD_PREFIX, COMPENSATION_PENDING, decodeStepRecord, encodeSuccessRecord, STEP_FIELD_PREFIX } from '../store/step-record';
 import type { AttemptContext, RegisteredCompensation } from './step-runtime';
 
@@ -21,7 +21,8 @@ export function dueCompensations(runId: string, journal: ReadonlyMap<string, str
     const step = field.slice(COMPENSATION_FIELD_PREFIX.length);
     const stored = journal.get(STEP_FIELD_PREFIX + step);
     const record = stored === undefined ? undefined : decodeStepRecord(runId, STEP_FIELD_PREFIX + step, stored);
-    if (record?.kind !== 'succeeded') throw new CorruptRunDataError(runId, `field "${field}" marks a compensation due for step "${step}", which has no succeeded step record`);
+    if (record?.kind !== 'succeeded')
+      throw new CorruptRunDataError(runId, `field "${field}" marks a compensation due for step "${step}", which has no succeeded step record`);
     due.push({ step, seq: record.seq, output: record.output });
   }
   return due.sort((a, b) => b.seq - a.seq);
@@ -32,7 +33,10 @@ export function dueCompensations(runId: string, journal: ReadonlyMap<string, str
  * context (ids, lease, clock, scripts, the outage-riding `call`, `onLost`), with its own stop
  * reason and signal (a run that timed out still compensates; only a cancel or a lost lease stops it).
  */
-export type CompensationHost = Pick<AttemptContext, 'runId' | 'workflow' | 'token' | 'attempt' | 'leaseMs' | 'clock' | 'scripts' | 'call' | 'confirmLease' | 'stopReason' | 'onLost'> & {
+export type CompensationHost = Pick<
+  AttemptContext,
+  'runId' | 'workflow' | 'token' | 'attempt' | 'leaseMs' | 'clock' | 'scripts' | 'call' | 'confirmLease' | 'stopReason' | 'onLost'
+> & {
   /** Aborts when the work must stop. */
   signal: AbortSignal;
 };

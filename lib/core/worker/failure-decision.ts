@@ -1,6 +1,6 @@
-import { CanceledError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
 import { nextAttemptAt } from '../definition/retry';
 import type { RetryPolicy, RunInfo } from '../definition/workflow-types';
+import { CanceledError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
 import { SiblingStepFailedError, SuspendSignal } from './step-runtime';
 
 /**
@@ -25,7 +25,8 @@ export function readThrown(thrown: unknown, facts: { suspended: boolean; stepFai
   const { suspended, stepFailure, stopReason } = facts;
   if (suspended && !stopReason && stepFailure === undefined) return { action: 'suspend' };
   if (stopReason instanceof RunTimeoutError) return { action: 'failed', error: stopReason };
-  if ((thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && stepFailure !== undefined) return { action: 'failed', error: stepFailure };
+  if ((thrown instanceof SiblingStepFailedError || thrown instanceof SuspendSignal) && stepFailure !== undefined)
+    return { action: 'failed', error: stepFailure };
   return { action: 'failed', error: thrown };
 }
 

@@ -1,12 +1,13 @@
-import { ConfigurationError } from '../errors';
+import type { RedflowLogger } from '../definition/logger';
 import { assertKnownKeys } from '../definition/option-checks';
 import { WORKER_HOOK_KEYS, type RunHookEvent, type WorkerErrorContext, type WorkerHooks } from '../definition/worker-hooks';
-import type { RedflowLogger } from '../definition/logger';
+import { ConfigurationError } from '../errors';
 
 /** Checks the worker option `hooks`: known names, each a function. */
 export function checkHooks(hooks: WorkerHooks | undefined): WorkerHooks {
   if (hooks === undefined) return {};
-  if (typeof hooks !== 'object' || hooks === null) throw new ConfigurationError('Worker option "hooks" must be an object of functions, like { onRunComplete: (event) => ... }.');
+  if (typeof hooks !== 'object' || hooks === null)
+    throw new ConfigurationError('Worker option "hooks" must be an object of functions, like { onRunComplete: (event) => ... }.');
   assertKnownKeys('worker hooks', hooks, WORKER_HOOK_KEYS);
   for (const [name, hook] of Object.entries(hooks)) {
     if (hook !== undefined && typeof hook !== 'function') throw new ConfigurationError(`Worker hook "${name}" must be a function, got ${typeof hook}.`);
@@ -43,7 +44,10 @@ export class HookRunner {
 
   private call(name: string, runId: string | undefined, fn: () => unknown): void {
     const failed = (error: unknown) =>
-      this.logger.error(`Hook ${name}${runId ? ` (run "${runId}")` : ''} threw: ${(error as Error)?.message ?? String(error)}. The run is not affected.`, (error as Error)?.stack);
+      this.logger.error(
+        `Hook ${name}${runId ? ` (run "${runId}")` : ''} threw: ${(error as Error)?.message ?? String(error)}. The run is not affected.`,
+        (error as Error)?.stack,
+      );
     try {
       const result = fn();
       if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(undefined, failed);

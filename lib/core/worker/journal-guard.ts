@@ -65,7 +65,11 @@ export class JournalGuard {
     // A step that failed runs again, and may take the handler another way this time (a
     // try/catch around it): only the steps stored before the first such one must be reached.
     const failedAt = steps.findIndex((s) => s.failed);
-    return new JournalGuard(runId, steps.map((s) => s.name), failedAt < 0 ? steps.length : failedAt);
+    return new JournalGuard(
+      runId,
+      steps.map((s) => s.name),
+      failedAt < 0 ? steps.length : failedAt,
+    );
   }
 
   /** A step name was reached (`begin()`); `recorded`: the journal has it. */

@@ -1,10 +1,10 @@
 import type { WorkflowClient } from '../client/workflow-client';
-import { RUN_INDEX_LEASE_MS } from '../store/run-list-queries';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
+import { RUN_INDEX_LEASE_MS } from '../store/run-list-queries';
 import type { BackgroundTimers } from './background-timers';
-import type { LeasedAttempt } from './executor-host';
 import { fireDueCrons } from './cron-ticker';
+import type { LeasedAttempt } from './executor-host';
 import type { RunExecutor } from './run-executor';
 import type { VersionRouting } from './version-routing';
 import type { ResolvedWorkerOptions } from './worker-options';
@@ -159,7 +159,8 @@ export class WorkerMaintenance {
     while (!this.worker.stopping) {
       try {
         const result = await client.backfillRunIndex({ stopped: () => this.worker.stopping });
-        if (result === 'built') settings.logger.log(`Worker "${settings.workerId}" indexed the stored runs of prefix "${client.keys.prefix}" by workflow and status.`);
+        if (result === 'built')
+          settings.logger.log(`Worker "${settings.workerId}" indexed the stored runs of prefix "${client.keys.prefix}" by workflow and status.`);
         if (result !== 'busy') return;
       } catch (error) {
         if (!health.report(error)) {

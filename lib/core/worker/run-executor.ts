@@ -1,17 +1,18 @@
-import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
 import { cancelOnKeys } from '../definition/event-match';
 import { parseVersionQueue } from '../definition/option-checks';
 import type { GuardedSpan } from '../definition/tracing';
 import { validateInput } from '../definition/validation';
 import type { RunInfo } from '../definition/workflow';
 import type { CancelOnTrigger, WorkflowDefinition } from '../definition/workflow-types';
+import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
 import type { ClaimedRun } from '../store/redis-scripts';
 import { readTraceContext } from '../store/run-record';
-import { decodeJson, deserializeError, encodeJson, serializeError } from '../store/serialization';
+import { decodeJson, encodeJson, serializeError } from '../store/serialization';
 import { isJournalField } from '../store/step-record';
 import { AttemptFinisher, type FinishedAttempt } from './attempt-finisher';
 import { AttemptState, withinDeadline } from './attempt-state';
-import { dueCompensations, runCompensations } from './compensations';
+import { compensate, type CompensatingAttempt } from './compensation-phase';
+import { dueCompensations } from './compensations';
 import type { ExecutorHost } from './executor-host';
 import { decideFailure, notAfterDeadline, readThrown, type FailureFacts } from './failure-decision';
 import { StepRuntime, type AttemptContext } from './step-runtime';
@@ -24,7 +25,7 @@ export type { ExecutorHost } from './executor-host';
  * failed attempt is decided in failure-decision.ts; each ending is carried out by
  * attempt-finisher.ts; the stop state (timed out, halted, abandoned) is attempt-state.ts.
  */
-export class RunExecutor implements FinishedAttempt {
+export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
   readonly runId: string;
   readonly token: string;
   readonly queue: string;
@@ -37,7 +38,8 @@ export class RunExecutor implements FinishedAttempt {
   readonly startedAt = Date.now();
   /** The attempt's span, when tracing is on. */
   private span: GuardedSpan | undefined;
-  private readonly finisher: AttemptFinisher;
+  /** @internal Ends the attempt, one way or another. */
+  readonly finisher: AttemptFinisher;
   /**
    * Until when the lease is surely this attempt's (ms, real time): the expiry the claim or the
    * last heartbeat asked for, each computed before its call was sent. Checkpoints do not extend
@@ -82,7 +84,8 @@ export class RunExecutor implements FinishedAttempt {
     const error = new CanceledError(this.runId, reason);
     this.state.halt(error);
     if (this.state.stopReason) return;
-    if (reason === 'canceled') this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
+    if (reason === 'canceled')
+      this.host.hooks.emit('onRunCanceled', { runId: this.runId, workflow: this.claimed.hash.workflow, attempt: Number(this.claimed.hash.attempt) });
     this.state.stopHandler(error);
   }
 
@@ -138,7 +141,13 @@ export class RunExecutor implements FinishedAttempt {
       maxAttempts: Number(hash.maxAttempts),
     };
     if (!this.host.tracing) return this.attempt(info);
-    this.span = this.host.tracing.startAttempt({ runId: this.runId, workflow: info.workflow, queue: info.queue, attempt: info.attempt, parent: readTraceContext(hash) });
+    this.span = this.host.tracing.startAttempt({
+      runId: this.runId,
+      workflow: info.workflow,
+      queue: info.queue,
+      attempt: info.attempt,
+      parent: readTraceContext(hash),
+    });
     try {
       return await this.attempt(info);
     } finally {
@@ -164,7 +173,13 @@ export class RunExecutor implements FinishedAttempt {
       input = decodeJson(hash.input, this.runId, 'input');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
-      this.host.hooks.emit('onRunStart', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, maxAttempts: info.maxAttempts, input: validInput });
+      this.host.hooks.emit('onRunStart', {
+        runId: this.runId,
+        workflow: info.workflow,
+        attempt: info.attempt,
+        maxAttempts: info.maxAttempts,
+        input: validInput,
+      });
 
       const steps = (this.steps = new StepRuntime(this.attemptContext(info), this.storedJournal()));
       const handler = () => this.runHandler(definition, steps, info, validInput);
@@ -182,7 +197,7 @@ export class RunExecutor implements FinishedAttempt {
   }
 
   /** What the step runtime of this attempt needs; `stopReason` defaults to the attempt's. */
-  private attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.state.stopReason): AttemptContext {
+  attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.state.stopReason): AttemptContext {
     return {
       runId: this.runId,
       workflow: info.workflow,
@@ -222,7 +237,7 @@ export class RunExecutor implements FinishedAttempt {
   }
 
   /** Calls the workflow's handler with the step API of `steps`. */
-  private runHandler(definition: WorkflowDefinition, steps: StepRuntime, info: RunInfo, input: unknown): Promise<unknown> {
+  runHandler(definition: WorkflowDefinition, steps: StepRuntime, info: RunInfo, input: unknown): Promise<unknown> {
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const executor = this;
     const context = {
@@ -251,54 +266,7 @@ export class RunExecutor implements FinishedAttempt {
     } catch (error) {
       return this.finisher.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
     }
-    return this.compensate(definition, info, input, reasonJson, target, this.storedJournal());
-  }
-
-  /**
-   * The compensation phase (saga), with the lease held and the run `compensating`: replays the
-   * handler over `journal` without running anything new, to collect the compensate functions of
-   * the completed steps, then runs the due ones in reverse order of completion and ends the run.
-   */
-  private async compensate(definition: WorkflowDefinition, info: RunInfo, input: unknown, reasonJson: string, target: 'failed' | 'canceled', journal: Map<string, string>): Promise<ClaimedRun | null> {
-    const reason = deserializeError(reasonJson);
-    // A run that timed out compensates all the same: only being halted (canceled, lost) stops this phase.
-    const halted = () => this.state.halted;
-    const signal = this.state.compensationSignal();
-    const replay = new StepRuntime(this.attemptContext(info, halted), journal, true);
-    try {
-      const validInput = await validateInput(info.workflow, definition.options.schema, input);
-      await this.runHandler(definition, replay, info, validInput).catch(() => undefined);
-      await replay.settled();
-      // Parallel branches go on after the first one stops: let them reach their completed steps.
-      for (let turn = 0, seen = -1; turn < 50 && seen !== replay.compensations.size; turn++) {
-        seen = replay.compensations.size;
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-      const due = dueCompensations(this.runId, journal);
-      const result = await runCompensations(
-        {
-          runId: this.runId,
-          workflow: info.workflow,
-          token: this.token,
-          attempt: info.attempt,
-          leaseMs: this.host.leaseMs,
-          clock: this.host.clock,
-          scripts: this.host.scripts,
-          call: (fn) => this.redisCall(fn),
-          confirmLease: () => this.confirmLease(),
-          stopReason: halted,
-          signal,
-          onLost: (code) => this.lost(code),
-        },
-        due,
-        replay.compensations,
-        reason,
-      );
-      return await this.finisher.endCompensation(target, reasonJson, result, info, input);
-    } catch (error) {
-      if (this.state.halted || this.state.abandoned) return null;
-      return this.finisher.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, input);
-    }
+    return compensate(this, { definition, info, input, reasonJson, target, journal: this.storedJournal() });
   }
 
   /**
@@ -343,7 +311,11 @@ export class RunExecutor implements FinishedAttempt {
       compensationTarget: hash.compensate === 'canceled' ? 'canceled' : 'failed',
       halted: Boolean(this.state.halted),
       stopReason: this.state.stopReason,
-      workflow: definition && { retries: definition.options.retries, onNonDeterminism: definition.options.onNonDeterminism, hasOnFailure: Boolean(definition.options.onFailure) },
+      workflow: definition && {
+        retries: definition.options.retries,
+        onNonDeterminism: definition.options.onNonDeterminism,
+        hasOnFailure: Boolean(definition.options.onFailure),
+      },
       latestTried,
       compensationsDue: () => Boolean(this.steps && dueCompensations(this.runId, this.steps.journal()).length),
     };
@@ -365,7 +337,13 @@ export class RunExecutor implements FinishedAttempt {
       case 'end-compensation':
         // A compensating run this worker cannot replay (its workflow is not registered here, its hash
         // is damaged): it must not end as if compensated. It needs a person; resume retries it.
-        return this.finisher.endCompensation(decision.target, this.claimed.hash.error || serializeError(decision.error), { ok: false, ran: [], step: '', error: decision.error }, info, input);
+        return this.finisher.endCompensation(
+          decision.target,
+          this.claimed.hash.error || serializeError(decision.error),
+          { ok: false, ran: [], step: '', error: decision.error },
+          info,
+          input,
+        );
       case 'compensate':
         return this.failAndCompensate(decision.error, info, input);
       case 'retry':
@@ -380,6 +358,6 @@ export class RunExecutor implements FinishedAttempt {
     const errorJson = serializeError(error);
     const result = await this.finisher.beginCompensation(error, errorJson, info);
     if (result.code !== 'ok') return result.next;
-    return this.compensate(this.host.registry.get(info.workflow)!, info, input, errorJson, 'failed', journal);
+    return compensate(this, { definition: this.host.registry.get(info.workflow)!, info, input, reasonJson: errorJson, target: 'failed', journal });
   }
 }

@@ -1,8 +1,9 @@
 import { dueAt } from '../definition/duration';
-import { CanceledError, ConfigurationError, isRetryable, RetryAfterError, StepHeartbeatTimeoutError, TimeoutError } from '../errors';
 import { checkHeartbeatTimeout, checkStepRetry, RUN_STEP_OPTION_KEYS } from '../definition/option-checks';
 import { stepRetryDelayMs } from '../definition/retry';
 import type { RunStepOptions, StepRunContext } from '../definition/workflow';
+import { CanceledError, ConfigurationError, isRetryable, RetryAfterError, StepHeartbeatTimeoutError, TimeoutError } from '../errors';
+import { encodeJson, serializeError } from '../store/serialization';
 import {
   COMPENSATION_FIELD_PREFIX,
   COMPENSATION_PENDING,
@@ -12,7 +13,6 @@ import {
   parseTriesRecord,
   TRIES_FIELD_PREFIX,
 } from '../store/step-record';
-import { encodeJson, serializeError } from '../store/serialization';
 import { stopStep, type InflightStep, type RegisteredCompensation, type StepApiEntry, type StepHost } from './step-host';
 import { SiblingStepFailedError, SuspendSignal } from './step-signals';
 

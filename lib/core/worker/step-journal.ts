@@ -1,5 +1,5 @@
-import { ConfigurationError, CorruptRunDataError } from '../errors';
 import { assertKnownKeys, checkDuration, checkUserName, STEP_OPTION_KEYS } from '../definition/option-checks';
+import { ConfigurationError, CorruptRunDataError } from '../errors';
 import { decodeStepRecord, DETERMINISTIC_FIELD_PREFIX, PATCH_FIELD_PREFIX, STEP_FIELD_PREFIX, type StoredStep } from '../store/step-record';
 import type { CheckpointWriter } from './checkpoint-writer';
 import { JournalGuard } from './journal-guard';

@@ -1,14 +1,14 @@
-import { CanceledError, ConfigurationError, PayloadTooLargeError } from '../errors';
 import { checkUserName } from '../definition/option-checks';
 import type { StepApi } from '../definition/workflow-types';
+import { CanceledError, ConfigurationError, PayloadTooLargeError } from '../errors';
 import type { StepTarget } from '../store/redis-scripts';
-import { encodeFailureRecord, PROGRESS_FIELD, STEP_FIELD_PREFIX, VALUE_FIELD_PREFIX } from '../store/step-record';
 import { encodeJson, serializeError } from '../store/serialization';
+import { encodeFailureRecord, PROGRESS_FIELD, STEP_FIELD_PREFIX, VALUE_FIELD_PREFIX } from '../store/step-record';
 import type { AttemptContext } from './attempt-context';
 import { CheckpointWriter } from './checkpoint-writer';
-import { StepJournal } from './step-journal';
 import type { JournalGuard } from './journal-guard';
 import { stopStep, type InflightStep, type RegisteredCompensation, type StepHost } from './step-host';
+import { StepJournal } from './step-journal';
 import { SiblingStepFailedError, SuspendSignal } from './step-signals';
 import { buildStepApi } from './steps';
 

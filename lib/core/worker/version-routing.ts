@@ -1,5 +1,5 @@
-import { parseVersionQueue, versionQueue } from '../definition/option-checks';
 import type { RedflowLogger } from '../definition/logger';
+import { parseVersionQueue, versionQueue } from '../definition/option-checks';
 import type { WorkflowRegistry } from '../definition/workflow';
 import type { WorkflowDefinition } from '../definition/workflow-types';
 
@@ -16,7 +16,10 @@ import type { WorkflowDefinition } from '../definition/workflow-types';
 export function versionQueues(queues: string[], registry: WorkflowRegistry): string[] {
   const served = new Set<string>();
   for (const queue of queues) {
-    const versions = registry.list().filter((d) => d.queue === queue).map((d) => d.version);
+    const versions = registry
+      .list()
+      .filter((d) => d.queue === queue)
+      .map((d) => d.version);
     if (!versions.length || versions.includes(1)) served.add(queue);
     for (const version of versions) served.add(versionQueue(queue, version));
   }
@@ -32,7 +35,10 @@ export function claimSkips(lists: string[], registry: WorkflowRegistry): Map<str
   const skips = new Map<string, string[]>();
   for (const list of lists) {
     const { queue, version } = parseVersionQueue(list);
-    const others = registry.list().filter((d) => d.queue === queue && d.version !== version).map((d) => d.name);
+    const others = registry
+      .list()
+      .filter((d) => d.queue === queue && d.version !== version)
+      .map((d) => d.name);
     if (others.length) skips.set(list, others);
   }
   return skips;

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+
 import type { ClientOptions, WorkflowClient } from '../client/workflow-client';
-import type { ConnectionOptions } from '../store/connection';
-import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
-import type { WorkerHooks } from '../definition/worker-hooks';
-import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
 import { stderrLogger, type RedflowLogger } from '../definition/logger';
+import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
+import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
+import type { WorkerHooks } from '../definition/worker-hooks';
 import type { WorkflowRegistry } from '../definition/workflow';
+import { ConfigurationError } from '../errors';
+import type { ConnectionOptions } from '../store/connection';
 import { checkHooks, HookRunner } from './hook-runner';
 import type { StepMocks } from './step-runtime';
 import { versionQueues } from './version-routing';
@@ -184,7 +185,9 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
   if (options.client) {
     const ignored = (['redis', 'url', 'prefix', 'commandTimeoutMs', 'requireNoEviction'] as const).filter((k) => options[k] !== undefined);
     if (ignored.length) {
-      throw new ConfigurationError(`startWorker got both client and ${ignored.join(', ')}: the client already has its connection and settings. Set ${ignored.join(', ')} on the client, or pass no client.`);
+      throw new ConfigurationError(
+        `startWorker got both client and ${ignored.join(', ')}: the client already has its connection and settings. Set ${ignored.join(', ')} on the client, or pass no client.`,
+      );
     }
   }
   const queues = (options.queues ?? registry.queues()).map((q, i) => checkResourceName(q, `startWorker queues[${i}]`));
@@ -197,7 +200,9 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
   const leaseMs = duration(runtime.leaseMs, 'leaseMs', 10_000);
   const heartbeatMs = duration(runtime.heartbeatMs, 'heartbeatMs', Math.max(50, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) {
-    throw new ConfigurationError(`runtime.heartbeatMs (${heartbeatMs}) must be shorter than runtime.leaseMs (${leaseMs}), or every lease expires before it is renewed; a third of leaseMs is the default.`);
+    throw new ConfigurationError(
+      `runtime.heartbeatMs (${heartbeatMs}) must be shorter than runtime.leaseMs (${leaseMs}), or every lease expires before it is renewed; a third of leaseMs is the default.`,
+    );
   }
   const reaperIntervalMs = duration(runtime.reaperIntervalMs, 'reaperIntervalMs', 1_000);
   const maxRecoveries = checkInteger(runtime.maxRecoveries ?? 5, 'runtime.maxRecoveries', 1, 1_000_000);

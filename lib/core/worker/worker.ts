@@ -1,22 +1,28 @@
-import { WorkflowClient, createClient } from '../client/workflow-client';
+import type { WorkflowClient } from '../client/workflow-client';
+import type { Clock } from '../definition/clock';
+import type { RedflowLogger } from '../definition/logger';
+import type { GuardedTracing } from '../definition/tracing';
+import type { WorkflowRegistry } from '../definition/workflow';
 import { closeConnection, duplicateConnection } from '../store/connection';
 import { withTimeout, type RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
-import { assertKnownKeys } from '../definition/option-checks';
-import type { Clock } from '../definition/clock';
-import type { GuardedTracing } from '../definition/tracing';
-import type { RedflowLogger } from '../definition/logger';
-import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { BackgroundTimers } from './background-timers';
 import { EventLoopWatchdog } from './event-loop-watchdog';
+import type { LeasedAttempt } from './executor-host';
 import type { HookRunner } from './hook-runner';
 import { PROMOTE_BATCH, WorkerMaintenance, type MaintenanceHost } from './maintenance';
-import type { LeasedAttempt } from './executor-host';
 import { RunExecutor, type ExecutorHost } from './run-executor';
 import type { StepMocks } from './step-runtime';
-import { StopSignal, STOPPED } from './stop-signal';
+import { STOPPED, StopSignal } from './stop-signal';
 import { VersionRouting } from './version-routing';
-import { resolveStopTimeout, resolveWorkerOptions, WORKER_OPTION_KEYS, type ResolvedWorkerOptions, type WorkerLiveness, type WorkerOptions, type WorkerStopOptions } from './worker-options';
+import {
+  resolveStopTimeout,
+  resolveWorkerOptions,
+  type ResolvedWorkerOptions,
+  type WorkerLiveness,
+  type WorkerOptions,
+  type WorkerStopOptions,
+} from './worker-options';
 
 export { WORKER_RUNTIME_KEYS, type WorkerLiveness, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions } from './worker-options';
 
@@ -265,7 +271,13 @@ export class Worker implements ExecutorHost, MaintenanceHost {
     clearTimeout(indexTimer);
     const cleanups = [
       // Its versions are no longer served here: the registry says so at once, not when they expire.
-      async () => this.health.healthy && (await withTimeout(this.scripts.presence(this.workerId, Date.now(), 0, this.routing.servedVersions()), this.client.commandTimeoutMs, this.health.address)),
+      async () =>
+        this.health.healthy &&
+        (await withTimeout(
+          this.scripts.presence(this.workerId, Date.now(), 0, this.routing.servedVersions()),
+          this.client.commandTimeoutMs,
+          this.health.address,
+        )),
       async () => this.subscriber && (await closeConnection(this.subscriber)),
       async () => this.ownsClient && (await this.client.close()),
     ];
@@ -298,7 +310,9 @@ export class Worker implements ExecutorHost, MaintenanceHost {
         try {
           // While Redis is unreachable a call waits for the reconnection: stop() must not wait on it.
           // A claim answered after the stop is left to the reaper when its lease expires.
-          const reply = await this.stopSignal.untilStopped(this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs, this.routing.claimSkips.get(queue) ?? []));
+          const reply = await this.stopSignal.untilStopped(
+            this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs, this.routing.claimSkips.get(queue) ?? []),
+          );
           if (reply === STOPPED) break;
           if (reply && 'skipped' in reply) left = reply.skipped;
           else claimed = reply;
@@ -366,22 +380,4 @@ export class Worker implements ExecutorHost, MaintenanceHost {
     const list = waiters.splice(0);
     for (const resolve of list) resolve();
   }
-}
-
-/** Creates a worker, registers its workflows in Redis and starts executing runs. */
-export async function startWorker(options: WorkerOptions): Promise<Worker> {
-  const ownsClient = !options.client;
-  assertKnownKeys('startWorker options', options, WORKER_OPTION_KEYS);
-  const { redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, tracing } = options;
-  const client =
-    options.client ??
-    createClient({ redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, tracing, registry: options.registry ?? getDefaultRegistry() });
-  const worker = new Worker(client, ownsClient, options);
-  try {
-    await worker.start();
-  } catch (error) {
-    await worker.stop({ timeoutMs: 0 });
-    throw error;
-  }
-  return worker;
 }

@@ -1,5 +1,12 @@
 import { ConfigurationError, type Duration, type RunStepOptions, type StepRetryPolicy } from '../../core';
-import { assertKnownKeys, checkDuration, checkHeartbeatTimeout, checkStepRetry, checkUserName, RUN_STEP_OPTION_KEYS } from '../../core/definition/option-checks';
+import {
+  assertKnownKeys,
+  checkDuration,
+  checkHeartbeatTimeout,
+  checkStepRetry,
+  checkUserName,
+  RUN_STEP_OPTION_KEYS,
+} from '../../core/definition/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
 import { methodLabel } from './workflow.decorator';
@@ -51,7 +58,8 @@ export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecor
       );
     }
     if (options.compensateRetries !== undefined) {
-      if (compensate === undefined) throw new ConfigurationError(`@Step of ${where} has compensateRetries but no compensate method: add compensate, or drop compensateRetries.`);
+      if (compensate === undefined)
+        throw new ConfigurationError(`@Step of ${where} has compensateRetries but no compensate method: add compensate, or drop compensateRetries.`);
       checkStepRetry(options.compensateRetries, `@Step compensateRetries of ${where}`);
     }
     const stepOptions: RunStepOptions = {
@@ -64,7 +72,10 @@ export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecor
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const durable = function (this: unknown, ...args: unknown[]) {
       // The compensation runs on the provider the step ran on: `this`, with its dependencies.
-      const options: RunStepOptions = compensate === undefined ? stepOptions : { ...stepOptions, compensate: (output, ctx) => (this as Record<string, (...a: unknown[]) => unknown>)[compensate](output, ctx) };
+      const options: RunStepOptions =
+        compensate === undefined
+          ? stepOptions
+          : { ...stepOptions, compensate: (output, ctx) => (this as Record<string, (...a: unknown[]) => unknown>)[compensate](output, ctx) };
       return runAsStep(options, () => original.apply(this, args));
     };
     Object.defineProperty(durable, 'name', { value: original.name });

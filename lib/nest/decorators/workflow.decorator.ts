@@ -1,11 +1,11 @@
 import { SetMetadata } from '@nestjs/common';
+
 import type { InputSchema, WorkflowOptions } from '../../core';
 import { assertWorkflowOptionKeys, optionKeys, WORKFLOW_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_WORKFLOW } from '../redflow.constants';
 
 /** Options of `@Workflow`: the workflow options of `defineWorkflow`, with `input` for the schema. */
-export interface WorkflowDecoratorOptions
-  extends Omit<WorkflowOptions<InputSchema | undefined, never>, 'schema' | 'onFailure' | 'event' | 'cron'> {
+export interface WorkflowDecoratorOptions extends Omit<WorkflowOptions<InputSchema | undefined, never>, 'schema' | 'onFailure' | 'event' | 'cron'> {
   /** @default "<Class>.<method>" */
   name?: string;
   /** A class-validator DTO class or a Standard Schema (zod, valibot, ...). */

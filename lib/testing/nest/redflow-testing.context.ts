@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+
 import { createClient, WorkflowRegistry, type RedisConnection } from '../../core';
 import { openConnection } from '../../core/store/connection';
 import type { RedflowModuleOptions } from '../../nest/redflow-options.interface';

@@ -1,8 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+
 import { RedflowModule } from '../../nest';
+import { RedflowTesting } from './redflow-testing';
 import { REDFLOW_TESTING_CONTEXT } from './redflow-testing.constants';
 import { RedflowTestingContext, type RedflowTestingOptions } from './redflow-testing.context';
-import { RedflowTesting } from './redflow-testing';
 
 /**
  * `RedflowModule` for tests: a real Redis (`connection`, `REDIS_URL`, or a redis-server it starts),

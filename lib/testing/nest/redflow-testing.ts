@@ -1,10 +1,11 @@
 import { Inject, Injectable, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+
 import { RedflowClient, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from '../../nest';
 import { RedflowMetadataAccessor } from '../../nest/redflow-metadata.accessor';
+import type { TestRedisServer } from '../redis-server';
 import type { StepMockOf, TestRunResult } from '../test-runner';
 import type { VirtualClock } from '../virtual-clock';
-import type { TestRedisServer } from '../redis-server';
 import { REDFLOW_TESTING_CONTEXT } from './redflow-testing.constants';
 import type { RedflowTestingContext } from './redflow-testing.context';
 
@@ -15,7 +16,10 @@ type MethodName<T> = { [K in keyof T]-?: T[K] extends (...args: never[]) => unkn
  * Step mocks of a workflow class: keyed by a `@Step` method's name (its output type-checked
  * against the method's return type) or by any step name.
  */
-export type WorkflowStepMocks<T> = { [K in MethodName<T>]?: T[K] extends (...args: never[]) => infer R ? StepMockOf<Awaited<R>> : never } & Record<string, StepMockOf>;
+export type WorkflowStepMocks<T> = { [K in MethodName<T>]?: T[K] extends (...args: never[]) => infer R ? StepMockOf<Awaited<R>> : never } & Record<
+  string,
+  StepMockOf
+>;
 
 /** Options of `RedflowTesting.run`. */
 export interface RedflowTestingRunOptions<T> {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+
 import { Cron, OnEvent, Workflow, type WorkflowContext } from '../../../lib';
 
 @Injectable()

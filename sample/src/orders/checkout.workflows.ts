@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+
 import { NonRetriableError, Step, Workflow, type WorkflowContext } from '../../../lib';
 import { CreateOrderDto } from './create-order.dto';
 import { PaymentService } from './payment.service';

@@ -1,4 +1,5 @@
 import { Body, ConflictException, Controller, Get, HttpCode, NotFoundException, Param, Post } from '@nestjs/common';
+
 import { IdempotencyConflictError, RedflowClient } from '../../../lib';
 import { CheckoutWorkflows } from './checkout.workflows';
 import { CreateOrderDto } from './create-order.dto';

@@ -155,14 +155,15 @@ export function loadLibrary(): ScriptLibrary {
   const name = `redflow_${hash}`;
   const functions = Object.fromEntries(names.map((n) => [n, `${name}_${luaName(n)}`])) as Record<ScriptName, string>;
   const registrations = names.map(
-    (n) => `redis.register_function{ function_name = '${functions[n]}', callback = redflow_call(body_${luaName(n)}), flags = { ${ALLOW_OOM.has(n) ? "'allow-oom'" : ''} } }`,
+    (n) =>
+      `redis.register_function{ function_name = '${functions[n]}', callback = redflow_call(body_${luaName(n)}), flags = { ${ALLOW_OOM.has(n) ? "'allow-oom'" : ''} } }`,
   );
   const code = [
     `#!lua name=${name}`,
     '-- KEYS and ARGV of the current call, set by redflow_call: the scripts and includes read them as in EVAL.',
     'local KEYS, ARGV = {}, {}',
     '-- The event stream MAXLEN of the current call (events-max-len.lua takes it off ARGV in EVAL).',
-    'local EVENTS_MAX_LEN, EVENTS_MAX_LEN_ARG = 0, \'0\'',
+    "local EVENTS_MAX_LEN, EVENTS_MAX_LEN_ARG = 0, '0'",
     '-- Functions are refused before they run when Redis cannot take writes: no write-check needed.',
     'local REFUSED_BEFORE_RUN = true',
     shared,

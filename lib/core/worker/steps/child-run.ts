@@ -1,6 +1,6 @@
 import { idempotencyTtlSec, timeOption } from '../../definition/duration';
 import { dynamicFlowError, flowControlFor } from '../../definition/flow-control';
-import { CHILD_RUN_OPTION_KEYS, checkIdempotencyKey, versionQueue } from '../../definition/option-checks';
+import { checkIdempotencyKey, CHILD_RUN_OPTION_KEYS, versionQueue } from '../../definition/option-checks';
 import { validateInput } from '../../definition/validation';
 import type { ChildRunOptions, WorkflowTarget } from '../../definition/workflow';
 import { CorruptRunDataError, IdempotencyConflictError, TimeoutError } from '../../errors';
@@ -11,12 +11,16 @@ import { decodeStepRecord } from '../../store/step-record';
 import type { StepApiEntry, StepHost } from '../step-host';
 
 /** `step.runWorkflow`. */
-export const runWorkflow: StepApiEntry<'runWorkflow'> = (rt) => <I, O>(options: ChildRunOptions | string, workflow: WorkflowTarget<I, O>, input: I) =>
-  rt.track(startChild(rt, 'wait', options, workflow as WorkflowTarget, input)) as Promise<O>;
+export const runWorkflow: StepApiEntry<'runWorkflow'> =
+  (rt) =>
+  <I, O>(options: ChildRunOptions | string, workflow: WorkflowTarget<I, O>, input: I) =>
+    rt.track(startChild(rt, 'wait', options, workflow as WorkflowTarget, input)) as Promise<O>;
 
 /** `step.emitWorkflow`. */
-export const emitWorkflow: StepApiEntry<'emitWorkflow'> = (rt) => <I>(options: ChildRunOptions | string, workflow: WorkflowTarget<I>, input: I) =>
-  rt.track(startChild(rt, 'emit', options, workflow as WorkflowTarget, input)) as Promise<string>;
+export const emitWorkflow: StepApiEntry<'emitWorkflow'> =
+  (rt) =>
+  <I>(options: ChildRunOptions | string, workflow: WorkflowTarget<I>, input: I) =>
+    rt.track(startChild(rt, 'emit', options, workflow as WorkflowTarget, input)) as Promise<string>;
 
 /**
  * `step.runWorkflow` (mode `wait`: the run waits for the child's result) and `step.emitWorkflow`

@@ -5,8 +5,10 @@ import type { StepApiEntry, StepHost } from '../step-host';
 import { awaitExternal } from './external-wait';
 
 /** `step.waitForEvent`. */
-export const waitForEvent: StepApiEntry<'waitForEvent'> = (rt) => <T>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions) =>
-  rt.track(waitEvent(rt, options, event, waitOptions)) as Promise<T | null>;
+export const waitForEvent: StepApiEntry<'waitForEvent'> =
+  (rt) =>
+  <T>(options: StepOptions | string, event: string, waitOptions?: WaitForEventOptions) =>
+    rt.track(waitEvent(rt, options, event, waitOptions)) as Promise<T | null>;
 
 /** `step.waitForEvent`: an event matching the wait, emitted while the run waits (`fan_out()` in `includes/fan-out.lua` wakes it). */
 async function waitEvent(rt: StepHost, options: StepOptions | string, event: string, waitOptions: WaitForEventOptions = {}): Promise<unknown> {

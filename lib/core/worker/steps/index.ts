@@ -1,15 +1,15 @@
 import type { StepApi } from '../../definition/workflow-types';
-import type { StepApiEntry, StepHost } from '../step-host';
 import { run } from '../step-executor';
-import { child, event, signal, timer, waitForAny } from './race';
+import type { StepApiEntry, StepHost } from '../step-host';
+import { emitWorkflow, runWorkflow } from './child-run';
 import { commit } from './commit';
 import { emitEvent } from './emit-event';
-import { emitWorkflow, runWorkflow } from './child-run';
+import { waitForEvent } from './event';
 import { now, patched, random, uuid } from './journaled-values';
 import { setProgress } from './progress';
-import { waitFor } from './sleep';
-import { waitForEvent } from './event';
+import { child, event, signal, timer, waitForAny } from './race';
 import { waitForSignal } from './signal';
+import { waitFor } from './sleep';
 
 /**
  * Every member of the `step` API, in the order the object is built. A new step kind is a file in

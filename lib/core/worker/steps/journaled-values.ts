@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+
 import type { StepApiEntry } from '../step-host';
 
 /** `step.now()`: the clock's time, journaled (`StepJournal.journaled`). */

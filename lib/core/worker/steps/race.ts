@@ -2,8 +2,8 @@ import { timeOption, toMs } from '../../definition/duration';
 import { matchKey } from '../../definition/event-match';
 import { checkUserName } from '../../definition/option-checks';
 import { childBranch, eventBranch, raceBranch, raceBranches, type RaceBranchSpec } from '../../definition/race';
-import { checkEventName, type StepOptions, type WorkflowTarget } from '../../definition/workflow';
 import type { RaceBranch, RaceResult } from '../../definition/step-types';
+import { checkEventName, type StepOptions, type WorkflowTarget } from '../../definition/workflow';
 import { ConfigurationError, CorruptRunDataError } from '../../errors';
 import type { StepTarget } from '../../store/redis-scripts';
 import { deserializeError } from '../../store/serialization';
@@ -13,8 +13,10 @@ import { STEP_NAME_RULES } from '../step-journal';
 import { callStartChild } from './child-run';
 
 /** `step.waitForAny`. */
-export const waitForAny: StepApiEntry<'waitForAny'> = (rt) => <B extends Record<string, RaceBranch>>(options: StepOptions | string, branches: B) =>
-  rt.track(runRace(rt, options, branches)) as Promise<RaceResult<B>>;
+export const waitForAny: StepApiEntry<'waitForAny'> =
+  (rt) =>
+  <B extends Record<string, RaceBranch>>(options: StepOptions | string, branches: B) =>
+    rt.track(runRace(rt, options, branches)) as Promise<RaceResult<B>>;
 
 /** `step.signal`: a branch of `step.waitForAny`, no effect by itself. */
 export const signal: StepApiEntry<'signal'> = () => (name) => raceBranch({ kind: 'signal', signal: name });

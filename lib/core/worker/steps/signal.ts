@@ -4,8 +4,10 @@ import type { StepApiEntry, StepHost } from '../step-host';
 import { awaitExternal } from './external-wait';
 
 /** `step.waitForSignal`. */
-export const waitForSignal: StepApiEntry<'waitForSignal'> = (rt) => <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
-  rt.track(waitSignal(rt, options, signal, waitOptions)) as Promise<T | null>;
+export const waitForSignal: StepApiEntry<'waitForSignal'> =
+  (rt) =>
+  <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
+    rt.track(waitSignal(rt, options, signal, waitOptions)) as Promise<T | null>;
 
 /** `step.waitForSignal`: a signal buffered for the run, or one sent while it waits (`signal-2.lua`). */
 async function waitSignal(rt: StepHost, options: StepOptions | string, signal: string, waitOptions: WaitForSignalOptions = {}): Promise<unknown> {
