@@ -21,6 +21,11 @@ const ENDED_BADLY: ReadonlySet<string> = new Set(['failed', 'canceled', 'termina
  * the Nest controller route requests to these methods; nothing else decides what is shown.
  */
 
+/** A stored error's stack as the page shows it (lines, not JSON), cut to 16 KiB; undefined when it has none. */
+function stackText(stack: unknown): string | undefined {
+  return typeof stack === 'string' && stack ? stack.slice(0, 16 * 1024) : undefined;
+}
+
 /** The largest part of a payload a run's detail carries; the rest is a download away. */
 export const PAYLOAD_PREVIEW_BYTES = 64 * 1024;
 /**
@@ -184,7 +189,7 @@ export class DashboardApi {
         progress: progress === undefined ? undefined : previewPayload(progress),
         input: previewPayload(input),
         output: output === undefined ? undefined : previewPayload(output),
-        error: error === undefined ? undefined : { name: error.name, message: error.message, detail: previewPayload(error) },
+        error: error === undefined ? undefined : { name: error.name, message: error.message, stack: stackText(error.stack), detail: previewPayload(error) },
         compensationError: compensationError === undefined ? undefined : { name: compensationError.name, message: compensationError.message },
       },
       steps: steps.map((step: StepState) => {

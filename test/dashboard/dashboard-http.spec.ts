@@ -179,6 +179,9 @@ describe('dashboard HTTP API (seeded runs)', () => {
         expect(res.text).toContain('data-base="/redflow"');
         expect(res.text).not.toContain('__BASE__');
         expect(res.text).not.toContain('__TOKEN__');
+        // An empty icon the CSP allows (img-src data:): the browser asks for no /favicon.ico.
+        expect(res.text).toContain('<link rel="icon" href="data:,">');
+        expect(res.headers['content-security-policy']).toContain("img-src 'self' data:");
       }
       // issued.nonce.signature
       expect(await pageToken(server)).toMatch(/^[0-9a-z]+\.[\w-]+\.[\w-]+$/);
@@ -426,6 +429,10 @@ describe('dashboard HTTP API (seeded runs)', () => {
         error: { name: 'Error', message: 'card declined', detail: expect.objectContaining({ truncated: false }) },
       });
       expect(JSON.parse((failed.run.error as { detail: Preview }).detail.text)).toMatchObject({ name: 'Error', message: 'card declined' });
+      // The stack comes as its lines, for the page to show as they are (not as JSON with "\n" in it).
+      const stack = (failed.run.error as { stack: string }).stack;
+      expect(stack.split('\n')[0]).toBe('Error: card declined');
+      expect(stack.split('\n').length).toBeGreaterThan(1);
       const canceled = (await get(`/redflow/api/run?id=${ids.idle[0]}`).expect(200)).body as typeof body;
       expect(canceled.run).toMatchObject({ status: 'canceled', cancelReason: 'not needed' });
     });

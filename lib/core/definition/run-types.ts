@@ -63,7 +63,11 @@ export interface RunState<TOutput = unknown> {
   status: RunStatus;
   input: unknown;
   output?: TOutput;
-  /** The error of the last failed attempt, or of the run when it failed or was canceled. */
+  /**
+   * The run's error when it failed, was canceled or terminated (or is compensating); while a retry
+   * is pending, the error of the attempt that failed. Never set on a succeeded run, even when an
+   * earlier attempt failed.
+   */
   error?: StoredError;
   attempt: number;
   maxAttempts: number;
@@ -127,8 +131,12 @@ export type RunSummary = IntactRunSummary | CorruptRunSummary;
 /** A stored step record. */
 export interface StepState {
   name: string;
-  /** `waiting`: a `waitFor` not yet due, a child run not yet ended, or a signal not yet received. */
-  status: 'succeeded' | 'failed' | 'waiting';
+  /**
+   * `waiting`: a `waitFor` not yet due, a child run not yet ended, or a signal or event not yet
+   * received. `interrupted`: the run ended (canceled, terminated, failed, timed out) while the step
+   * waited, so it never completed; it has no pending wait (only `childRunId` stays, for a child step).
+   */
+  status: 'succeeded' | 'failed' | 'waiting' | 'interrupted';
   output?: unknown;
   error?: StoredError;
   /** Order in which the run's step records were stored. */

@@ -1,8 +1,8 @@
-import type { FinalStatus, RunState, StepState } from '../definition/run-types';
+import { TERMINAL_STATUSES, type FinalStatus, type RunState, type RunStatus, type StepState } from '../definition/run-types';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 import { parseRun, RUN_FIELDS } from './run-record';
-import { parseStepRecord, STEP_FIELD_PREFIX, TRIES_FIELD_PREFIX, VALUE_FIELD_PREFIX } from './step-record';
+import { parseStepRecord, STEP_FIELD_PREFIX, stepOfEndedRun, TRIES_FIELD_PREFIX, VALUE_FIELD_PREFIX } from './step-record';
 
 /**
  * How a run ended: its status and what it left (output JSON, error JSON or cancel reason).
@@ -68,10 +68,13 @@ export class RunQueries {
   /** A run's stored steps, in the order they were stored; `now` dates a retry that is due. */
   async steps(id: string, now: number): Promise<StepState[]> {
     const hash = await this.redis.hgetall(this.keys.run(id));
+    // An ended run waits for nothing: its steps that still waited when it ended are interrupted.
+    const endedAt = TERMINAL_STATUSES.has(hash.status as RunStatus) ? Number(hash.finishedAt) || 0 : undefined;
     const steps: StepState[] = [];
     for (const [field, value] of Object.entries(hash)) {
-      if (field.startsWith(STEP_FIELD_PREFIX))
-        steps.push(parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now));
+      if (!field.startsWith(STEP_FIELD_PREFIX)) continue;
+      const step = parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now);
+      steps.push(endedAt === undefined ? step : stepOfEndedRun(step, endedAt));
     }
     return steps.sort((a, b) => a.seq - b.seq);
   }

@@ -61,7 +61,8 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
     availableAt: num(f.availableAt, id, 'availableAt') ?? 0,
   };
   if (f.output) run.output = decodeJson(f.output, id, 'output') as TOutput;
-  if (f.error) run.error = decodeJson(f.error, id, 'error') as RunState['error'];
+  // A succeeded run has no error: an error left by a failed earlier attempt is not the run's.
+  if (f.error && f.status !== 'succeeded') run.error = decodeJson(f.error, id, 'error') as RunState['error'];
   const startedAt = num(f.startedAt, id, 'startedAt');
   if (startedAt !== undefined) run.startedAt = startedAt;
   const finishedAt = num(f.finishedAt, id, 'finishedAt');
@@ -149,7 +150,7 @@ export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[numbe
   number('finishedAt', false);
   if (row.startedAt !== undefined && row.finishedAt !== undefined) row.durationMs = row.finishedAt - row.startedAt;
   if (f.parent) row.parentId = f.parent;
-  if (f.error !== null) {
+  if (f.error !== null && f.status !== 'succeeded') {
     let error: unknown;
     try {
       error = JSON.parse(f.error);

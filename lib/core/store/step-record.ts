@@ -220,6 +220,17 @@ export function parseStepRecord(runId: string, field: string, text: string, trie
   return { ...state, attempts: tries.failures + (state.status === 'succeeded' ? 1 : 0), lastError: tries.lastError as StepState['lastError'], ...retry };
 }
 
+/**
+ * A step of a run that ended at `finishedAt`: one that still waited then (a signal, an event, a
+ * child, a race, or a sleep not over by then) never completed, and has no pending wait.
+ */
+export function stepOfEndedRun(step: StepState, finishedAt: number): StepState {
+  const sleptThrough = step.status === 'succeeded' && step.wakeAt !== undefined && step.finishedAt === undefined && step.wakeAt > finishedAt;
+  if (step.status !== 'waiting' && !sleptThrough) return step;
+  const { name, seq, attempt, childRunId } = step;
+  return { name, seq, attempt, status: 'interrupted', ...(childRunId ? { childRunId } : {}) };
+}
+
 function stepState(name: string, r: StoredStep, now: number): StepState {
   const base = { name, seq: r.seq, attempt: r.attempt };
   switch (r.kind) {

@@ -337,6 +337,7 @@
           ? [
               el('h3', {}, 'Error'),
               el('p', { class: 'error', 'data-testid': 'run-error' }, `${run.error.name}: ${run.error.message}`),
+              run.error.stack ? el('details', {}, el('summary', {}, 'Stack'), el('pre', { 'data-testid': 'run-error-stack' }, run.error.stack)) : null,
               el('details', {}, el('summary', {}, 'Stored error'), payload(run.error.detail, run.id, 'error', 'run-error-detail')),
             ]
           : null,

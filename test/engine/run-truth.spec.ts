@@ -1,0 +1,65 @@
+import { eventually, TestEngine } from '../support/engine';
+
+/**
+ * What getRun, listRunSummaries and getRunSteps say about a run tells the truth: an error of an
+ * earlier attempt is not a succeeded run's error, and an ended run waits for nothing.
+ */
+describe('run state tells the truth', () => {
+  let engine: TestEngine;
+  beforeEach(() => (engine = new TestEngine()));
+  afterEach(() => engine.close());
+
+  it('a run that failed once and then succeeded has no error; a run that failed for good keeps its own', async () => {
+    let tries = 0;
+    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 10 } }, async ({ step }) => {
+      return step.run('charge', () => {
+        if (++tries === 1) throw new Error('card network down');
+        return 'charged';
+      });
+    });
+    const broken = engine.registry.define('broken', { retries: { maxAttempts: 1 } }, async () => {
+      throw new Error('card declined');
+    });
+    await engine.worker();
+    const ok = await engine.client.start(flaky, {});
+    await expect(ok.result({ timeoutMs: 5_000 })).resolves.toBe('charged');
+    const bad = await engine.client.start(broken, {});
+    await expect(bad.result({ timeoutMs: 5_000 })).rejects.toThrow('card declined');
+
+    const succeeded = await engine.client.getRun(ok.id);
+    expect(succeeded).toMatchObject({ status: 'succeeded', attempt: 2 });
+    expect(succeeded!.error).toBeUndefined();
+    expect((await engine.client.getRun(bad.id))!.error).toMatchObject({ name: 'Error', message: 'card declined' });
+    const rows = await engine.client.listRunSummaries({ limit: 10 });
+    expect(rows.find((r) => r.id === ok.id)!.error).toBeUndefined();
+    expect(rows.find((r) => r.id === bad.id)!.error).toEqual({ name: 'Error', message: 'card declined' });
+  });
+
+  it('after a cancel, steps that waited (a signal, a sleep, a child) read interrupted, with no pending wait', async () => {
+    const child = engine.registry.define('child-waits', {}, async ({ step }) => step.waitForSignal('never', 'go', { timeout: '1h' }));
+    const bySignal = engine.registry.define('waits-for-signal', {}, async ({ step }) => step.waitForSignal('approval', 'approve', { timeout: '1h' }));
+    const bySleep = engine.registry.define('waits-for-time', {}, async ({ step }) => step.waitFor('cool-off', 3_600_000));
+    const byChild = engine.registry.define('waits-for-child', {}, async ({ step }) => step.runWorkflow('sub', child, {}));
+    await engine.worker({ concurrency: 4 });
+    const runs = await Promise.all([bySignal, bySleep, byChild].map((wf) => engine.client.start(wf, {})));
+    const stepOf = async (id: string) => (await engine.client.getRunSteps(id))[0];
+    await eventually(async () => (await Promise.all(runs.map((r) => stepOf(r.id)))).every((s) => s?.status === 'waiting'));
+    expect(await stepOf(runs[0].id)).toMatchObject({ name: 'approval', status: 'waiting', signal: 'approve', wakeAt: expect.any(Number) });
+    expect(await stepOf(runs[1].id)).toMatchObject({ name: 'cool-off', status: 'waiting', wakeAt: expect.any(Number) });
+
+    for (const run of runs) await engine.client.cancelRun(run.id, { reason: 'no longer needed' });
+    await eventually(async () => (await Promise.all(runs.map((r) => engine.client.getRun(r.id)))).every((r) => r!.status === 'canceled'));
+    const ended = await Promise.all(runs.map((r) => stepOf(r.id)));
+    expect(ended.map((s) => [s.name, s.status])).toEqual([
+      ['approval', 'interrupted'],
+      ['cool-off', 'interrupted'],
+      ['sub', 'interrupted'],
+    ]);
+    for (const step of ended) {
+      expect(step.signal).toBeUndefined();
+      expect(step.wakeAt).toBeUndefined();
+    }
+    // The child step keeps its link to the child run.
+    expect(ended[2].childRunId).toEqual(expect.any(String));
+  });
+});
