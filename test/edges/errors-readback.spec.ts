@@ -190,9 +190,11 @@ describe('errors read back from Redis keep their class and typed fields', () => 
       expect((seen[0] as Error).message).toMatch(/^RetryAfterError delay -1 is not valid\./);
       const state = await handle.getState();
       expect(state).toMatchObject({ status: 'succeeded', attempt: 2, output: 'ok' });
-      // The error of the last failed attempt stays on the run, as the ordinary TypeError it was.
-      expect(state?.error).toMatchObject({ name: 'TypeError', message: (seen[0] as Error).message });
-      const rebuilt = deserializeError(JSON.stringify(state?.error));
+      // A succeeded run has no error; the failed attempt's error is stored as the ordinary TypeError it was.
+      expect(state?.error).toBeUndefined();
+      const stored = JSON.parse((await engine.redis.hget(engine.client.keys.run(handle.id), 'error'))!);
+      expect(stored).toMatchObject({ name: 'TypeError', message: (seen[0] as Error).message });
+      const rebuilt = deserializeError(JSON.stringify(stored));
       expect(rebuilt).toBeInstanceOf(WorkflowRunError);
       expect(rebuilt).toMatchObject({ originalName: 'TypeError' });
     });

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 
 import { NonRetriableError, RateLimitExceededError, type RunHandle, type RunStatus, type WorkflowContext } from '../../lib';
-import { defineSlotHolder, SLOT_HOLDER, startsKey } from '../fixtures/flow-control-worker';
+import { defineSlotHolder, SLOT_HOLDER, startsKey, startTimesKey } from '../fixtures/flow-control-worker';
 import { deferred, eventually, TestEngine } from '../support/engine';
 import { killWorkerProcess, spawnWorkerProcess, whileAlive, type WorkerProcess } from '../support/worker-process';
 
@@ -196,9 +196,14 @@ describe('flow control', () => {
         const [one, two] = [(await first.getState())!, (await second.getState())!];
         // The recovered attempt is given back; waiting for the slot used none.
         expect([one.attempt, two.attempt]).toEqual([1, 1]);
-        expect(one.startedAt).toBeGreaterThanOrEqual(leaseExpiry);
-        expect(one.startedAt! - leaseExpiry).toBeLessThanOrEqual(500);
-        expect(two.startedAt).toBeGreaterThanOrEqual(one.finishedAt!);
+        // startedAt is each run's first start (the killed worker's claim of the first): the handlers'
+        // own start times say when the recovered attempt and the parked run began here.
+        const startedAt = async (key: string) => Number(await engine.redis.hget(startTimesKey(engine.prefix), key));
+        const [recovered, unparked] = [await startedAt('parent:1'), await startedAt('parent:2')];
+        expect(recovered).toBeGreaterThanOrEqual(leaseExpiry);
+        expect(recovered - leaseExpiry).toBeLessThanOrEqual(500);
+        expect(unparked).toBeGreaterThanOrEqual(one.finishedAt!);
+        expect(one.startedAt).toBeLessThan(leaseExpiry);
         expect(await starts()).toEqual(['child:1', 'parent:1', 'parent:2']);
         expect(await active(SLOT_HOLDER)).toEqual([]);
         expect(await parked(SLOT_HOLDER)).toEqual([]);

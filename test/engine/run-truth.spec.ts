@@ -62,4 +62,24 @@ describe('run state tells the truth', () => {
     // The child step keeps its link to the child run.
     expect(ended[2].childRunId).toEqual(expect.any(String));
   });
+
+  it('startedAt is the first start: a run that waited and retried reports how long it took in all', async () => {
+    let attempts = 0;
+    const slow = engine.registry.define('waits-then-retries', { retries: { maxAttempts: 2, delay: 10 } }, async ({ step }) => {
+      await step.waitFor('pause', 300);
+      if (++attempts === 1) throw new Error('first attempt fails after the wait');
+      return 'done';
+    });
+    await engine.worker();
+    const before = Date.now();
+    const run = await engine.client.start(slow, {});
+    await expect(run.result({ timeoutMs: 5_000 })).resolves.toBe('done');
+    const state = (await engine.client.getRun(run.id))!;
+    expect(state).toMatchObject({ status: 'succeeded', attempt: 2 });
+    // The first claim came before the 300 ms wait; later claims (after the wait, the retry) kept it.
+    expect(state.startedAt! - before).toBeLessThan(300);
+    expect(state.finishedAt! - state.startedAt!).toBeGreaterThanOrEqual(300);
+    const row = (await engine.client.listRunSummaries({ limit: 10 })).find((r) => r.id === run.id)!;
+    expect(row.durationMs).toBe(state.finishedAt! - state.startedAt!);
+  });
 });

@@ -138,8 +138,10 @@ describe('worker', () => {
       await expect(handle.result({ timeoutMs: 5000 })).resolves.toBe(2);
       const done = (await handle.getState())!;
       expect(scheduled.error).toMatchObject({ name: 'RetryAfterError', message: 'rate limited' });
-      expect(done.startedAt! - scheduled.availableAt).toBeGreaterThanOrEqual(0);
+      // The second attempt ran once due; startedAt stays the run's first start.
+      expect(done.finishedAt! - scheduled.availableAt).toBeGreaterThanOrEqual(0);
       expect(scheduled.availableAt - scheduled.startedAt!).toBeGreaterThanOrEqual(300);
+      expect(done.startedAt).toBe(scheduled.startedAt);
     });
 
     it('fails at once on NonRetriableError and calls onFailure exactly once', async () => {

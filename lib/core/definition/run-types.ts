@@ -74,7 +74,7 @@ export interface RunState<TOutput = unknown> {
   createdAt: number;
   /** When the run is or was due to start (after a delay or retry backoff). */
   availableAt: number;
-  /** When the current or last attempt started. */
+  /** When the run first started: its first attempt's start, kept through retries, waits and recoveries. */
   startedAt?: number;
   finishedAt?: number;
   cancelReason?: string;
@@ -108,7 +108,7 @@ export interface IntactRunSummary extends Pick<
   RunState,
   'id' | 'workflow' | 'queue' | 'version' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'
 > {
-  /** `finishedAt - startedAt`: the length of the last attempt of an ended run that started. */
+  /** `finishedAt - startedAt`: how long an ended run took from its first start, waits and retries included. */
   durationMs?: number;
   error?: RunErrorSummary;
   /** Never set here; lets `summary.corrupt !== undefined` tell a `CorruptRunSummary` apart. */

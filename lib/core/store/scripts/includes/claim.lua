@@ -9,7 +9,7 @@
 -- holds), starts it under the given lease token and returns { runId, flat hash (run fields and step records) }, or nil when the list is
 -- empty. Ids of runs canceled while queued (or already deleted) are dropped here instead of being
 -- searched for in the list when they are canceled.
--- `now` is workflow time (admission, startedAt); `leaseUntil` is real time, as the reaper's.
+-- `now` is workflow time (admission, the first start's startedAt); `leaseUntil` is real time, as the reaper's.
 -- `skip` (nil for most workers): a set of workflows whose queued runs this worker leaves, because
 -- it has them at another version than the list's (a version-1 list shared with a workflow at v2).
 -- Such runs go back to the head of the list in their order (put_back); the reply is then
@@ -28,7 +28,7 @@ end
 -- read by the claim's HMGET below: such a run has no journal yet, so the claim replies with these
 -- instead of reading the whole hash again. A field the worker starts to read goes into both.
 local CLAIM_FIELDS = { 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue', 'resume', 'waited',
-  'timeout', 'deadline', 'lease', 'attempt', 'input', 'maxAttempts', 'traceparent', 'tracestate' }
+  'timeout', 'deadline', 'lease', 'attempt', 'input', 'maxAttempts', 'traceparent', 'tracestate', 'startedAt' }
 
 -- Fields a claim writes (the claim's reply takes their new values from `written`).
 local CLAIM_WRITES = { status = true, lease = true, startedAt = true, attempt = true, resume = true, slot = true, deadline = true }
@@ -65,7 +65,7 @@ local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil,
       -- a worker takes it to run them, with no admission (it holds no slot or mutex) and the same
       -- attempt. An id popped while a worker holds it already is dropped.
       if not run[12] then
-        redis.call('HSET', runKey, 'lease', token, 'startedAt', nowText)
+        redis.call('HSET', runKey, 'lease', token)
         redis.call('ZADD', k_comp_leases(base), leaseUntil, runId)
         put_back(readyKey, left, false)
         return { runId, redis.call('HGETALL', runKey) }
@@ -89,7 +89,9 @@ local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil,
         attempt = attempt + 1
       end
       local attemptText = tostring(attempt)
-      local written = { 'status', 'running', 'lease', token, 'startedAt', nowText, 'attempt', attemptText }
+      local written = { 'status', 'running', 'lease', token, 'attempt', attemptText }
+      -- `startedAt` is the run's first start: a retry, a resume after a wait or a crash keeps it.
+      if not run[18] then written[#written + 1] = 'startedAt'; written[#written + 1] = nowText end
       if slot then written[#written + 1] = 'slot'; written[#written + 1] = '1' end
       -- A run timeout counts from the first start: only the first claim sets the deadline.
       if run[10] and not run[11] then written[#written + 1] = 'deadline'; written[#written + 1] = tostring(now + tonumber(run[10])) end
