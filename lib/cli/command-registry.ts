@@ -7,6 +7,7 @@ import { runsListCommand } from './commands/runs-list';
 import { runsRerunCommand } from './commands/runs-rerun';
 import { runsResumeCommand } from './commands/runs-resume';
 import { runsShowCommand } from './commands/runs-show';
+import { runsSignalCommand } from './commands/runs-signal';
 import { runsTerminateCommand } from './commands/runs-terminate';
 import { workflowsCommand } from './commands/workflows';
 
@@ -20,6 +21,7 @@ export const COMMANDS: ReadonlyArray<readonly [name: string, command: CliCommand
   ['runs delete', runsDeleteCommand],
   ['runs rerun', runsRerunCommand],
   ['runs resume', runsResumeCommand],
+  ['runs signal', runsSignalCommand],
   ['workflows', workflowsCommand],
 ];
 

@@ -220,8 +220,8 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       'output: "Hello Ada"',
       '',
     ]);
-    expect(cells(out[6])).toEqual(['seq', 'name', 'status', 'attempt', 'tries', 'duration']);
-    expect(cells(out[8])).toEqual(['1', 'compose', 'succeeded', '1', '1', `${steps[0].finishedAt! - steps[0].startedAt!} ms`]);
+    expect(cells(out[6])).toEqual(['seq', 'name', 'status', 'attempt', 'tries', 'duration', 'output', 'waits for']);
+    expect(cells(out[8])).toEqual(['1', 'compose', 'succeeded', '1', '1', `${steps[0].finishedAt! - steps[0].startedAt!} ms`, '"Hello Ada"']);
     expect(out).toHaveLength(9);
 
     expect(failed).toMatchObject({ code: 0, stderr: '' });
@@ -882,6 +882,57 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       for (const result of [text, asJson, listed]) {
         for (const secret of ['hunter2', '"abc"', 'key-in-step-output', 'token-in-output']) expect(result.stdout).not.toContain(secret);
       }
+    });
+
+    it('runs show: a waiting step says what it waits for, a parent names its children; runs signal delivers a JSON payload', async () => {
+      const approval = terminal.registry.define('cli-approval', {}, async ({ step }) => step.waitForSignal<{ approved: boolean }>('approval', 'approve'));
+      const child = terminal.registry.define('cli-child', {}, async ({ step }) => step.waitForSignal('hold', 'go'));
+      const parent = terminal.registry.define('cli-parent', {}, async ({ step }) => step.runWorkflow('sub', child, {}));
+      await terminal.client.syncRegistry(terminal.registry, { owner: 'test-app' });
+      const worker = await terminal.worker({ logger: silent, concurrency: 4 });
+      const [waiting, parentRun] = [await terminal.client.start(approval, {}), await terminal.client.start(parent, {})];
+      await eventually(async () => (await terminal.client.getRunChildren(parentRun.id)).length === 1);
+      await eventually(async () => (await terminal.client.getRunSteps(waiting.id))[0]?.status === 'waiting');
+      await eventually(async () => (await terminal.client.getRunSteps(parentRun.id))[0]?.status === 'waiting');
+      const [childId] = await terminal.client.getRunChildren(parentRun.id);
+
+      const shown = lines((await redflowHere('runs', 'show', waiting.id)).stdout);
+      expect(cells(shown.at(-1)!)).toEqual(['1', 'approval', 'waiting', '1', 'signal "approve"']);
+      const parentShown = lines((await redflowHere('runs', 'show', parentRun.id)).stdout);
+      expect(parentShown).toContain(`children: ${childId}`);
+      expect(cells(parentShown.at(-1)!)).toEqual(['1', 'sub', 'waiting', '1', `run ${childId}`]);
+
+      const [badJson, noName, missing] = await Promise.all([
+        redflowHere('runs', 'signal', waiting.id, 'approve', '{oops'),
+        redflowHere('runs', 'signal', waiting.id),
+        redflowHere('runs', 'signal', 'no-such-run', 'approve'),
+      ]);
+      expect(badJson).toMatchObject({ code: 1, stdout: '' });
+      expect(badJson.stderr).toMatch(/^The payload \{oops is not JSON\./);
+      expect(noName).toMatchObject({ code: 1, stdout: '' });
+      expect(noName.stderr).toContain('give the signal name');
+      expect(missing).toMatchObject({ code: 1, stdout: '' });
+      expect(missing.stderr).toContain('no-such-run');
+      // Nothing was delivered by the refused calls: the run still waits.
+      expect((await terminal.client.getRun(waiting.id))!.status).toBe('scheduled');
+
+      const sent = await redflowHere('runs', 'signal', waiting.id, 'approve', '{"approved":true}');
+      expect(sent).toEqual({ code: 0, stdout: `Sent signal approve to run ${waiting.id}.\n`, stderr: '' });
+      await expect(waiting.result({ timeoutMs: 5_000 })).resolves.toEqual({ approved: true });
+      const late = await redflowHere('runs', 'signal', waiting.id, 'approve');
+      expect(late).toMatchObject({ code: 1, stdout: '' });
+      expect(late.stderr).toContain('has ended (succeeded)');
+
+      await terminal.client.cancelRun(parentRun.id);
+      await worker.stop();
+    });
+
+    it('runs list under a prefix with no registered workflow says so, naming the prefix', async () => {
+      const result = await run(['runs', 'list', '--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', 'no-such-prefix']);
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toBe(
+        'No runs match. No workflow is registered under prefix "no-such-prefix": check --prefix (or REDFLOW_PREFIX); a worker registers its workflows when it starts.\n',
+      );
     });
 
     it("runs show masks a waiting step's event match as the dashboard does", async () => {

@@ -28,7 +28,16 @@ export const runsListCommand: ClientCommand<typeof options> = {
       return;
     }
     const rows = (await client.listRunSummaries(page)).map((r) => redactSummary(r, redact));
-    if (!rows.length) return out('No runs match.');
+    if (!rows.length) {
+      // A wrong --prefix finds nothing at all: say so rather than only "No runs match.".
+      const registered = await client.listWorkflows();
+      if (!registered.length) {
+        return out(
+          `No runs match. No workflow is registered under prefix "${printable(values.prefix)}": check --prefix (or REDFLOW_PREFIX); a worker registers its workflows when it starts.`,
+        );
+      }
+      return out('No runs match.');
+    }
     const shown = rows.map((r) => ({
       ...r,
       status: r.corrupt === undefined ? r.status : 'corrupt',
