@@ -57,6 +57,7 @@ export {
 export type { DtoClass, InferInput, InputSchema, StandardSchemaIssue, StandardSchemaResult, StandardSchemaV1 } from './definition/validation';
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
 export type {
+  AttemptState,
   CorruptRunSummary,
   EndedStatus,
   FinalStatus,

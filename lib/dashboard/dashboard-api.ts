@@ -178,10 +178,10 @@ export class DashboardApi {
     return { runs: rows.slice(0, limit).map((row) => this.redactRow(row)), offset, limit, hasMore: rows.length > limit };
   }
 
-  /** A run's detail: summary fields, payloads cut to 64 KiB, steps and children. */
+  /** A run's detail: summary fields, payloads cut to 64 KiB, attempts, steps and children. */
   async run(query: DashboardQuery) {
     const run = await this.loadRun(this.runId(query));
-    const children = await this.read(() => this.client.getRunChildren(run.id));
+    const [children, attempts] = await this.read(() => Promise.all([this.client.getRunChildren(run.id), this.client.getRunAttempts(run.id)]));
     const { input, output, error, steps, progress, compensationError, ...fields } = run;
     return {
       run: {
@@ -201,6 +201,11 @@ export class DashboardApi {
           lastError: rest.lastError === undefined ? undefined : { name: rest.lastError.name, message: rest.lastError.message },
         };
       }),
+      // Each attempt's end and error: a run that failed and then succeeded has its errors here.
+      attempts: attempts.map(({ error: attemptError, ...attempt }) => ({
+        ...attempt,
+        error: attemptError === undefined ? undefined : { name: attemptError.name, message: attemptError.message, stack: stackText(attemptError.stack) },
+      })),
       children: children.slice(0, 200),
       moreChildren: Math.max(0, children.length - 200),
     };

@@ -433,6 +433,10 @@ describe('dashboard HTTP API (seeded runs)', () => {
       const stack = (failed.run.error as { stack: string }).stack;
       expect(stack.split('\n')[0]).toBe('Error: card declined');
       expect(stack.split('\n').length).toBeGreaterThan(1);
+      // Its attempts: the failed one, with the error and its stack as lines.
+      const attempts = (failed as unknown as { attempts: Array<{ attempt: number; outcome: string; error?: { message: string; stack?: string } }> }).attempts;
+      expect(attempts.at(-1)).toMatchObject({ outcome: 'failed', error: { message: 'card declined' } });
+      expect(attempts.at(-1)!.error!.stack!.split('\n')[0]).toBe('Error: card declined');
       const canceled = (await get(`/redflow/api/run?id=${ids.idle[0]}`).expect(200)).body as typeof body;
       expect(canceled.run).toMatchObject({ status: 'canceled', cancelReason: 'not needed' });
     });

@@ -82,4 +82,40 @@ describe('run state tells the truth', () => {
     const row = (await engine.client.listRunSummaries({ limit: 10 })).find((r) => r.id === run.id)!;
     expect(row.durationMs).toBe(state.finishedAt! - state.startedAt!);
   });
+
+  it("getRunAttempts: each attempt's end and error, oldest first; a run that succeeds at once stores no attempt record", async () => {
+    let tries = 0;
+    const flaky = engine.registry.define('twice-flaky', { retries: { maxAttempts: 3, delay: 10 } }, async () => {
+      tries++;
+      if (tries < 3) throw new Error(`network down (try ${tries})`);
+      return 'ok';
+    });
+    const broken = engine.registry.define('always-broken', { retries: { maxAttempts: 2, delay: 10 } }, async () => {
+      throw new Error('card declined');
+    });
+    const quick = engine.registry.define('quick', {}, async () => 'fast');
+    await engine.worker();
+    const [a, b, c] = [await engine.client.start(flaky, {}), await engine.client.start(broken, {}), await engine.client.start(quick, {})];
+    await expect(a.result({ timeoutMs: 5_000 })).resolves.toBe('ok');
+    await expect(b.result({ timeoutMs: 5_000 })).rejects.toThrow('card declined');
+    await expect(c.result({ timeoutMs: 5_000 })).resolves.toBe('fast');
+
+    const flakyAttempts = await engine.client.getRunAttempts(a.id);
+    expect(flakyAttempts.map((x) => [x.attempt, x.outcome, x.error?.message])).toEqual([
+      [1, 'retry', 'network down (try 1)'],
+      [2, 'retry', 'network down (try 2)'],
+      [3, 'succeeded', undefined],
+    ]);
+    expect(flakyAttempts[0].error!.stack).toContain('network down (try 1)');
+    expect(flakyAttempts[0].finishedAt).toBeLessThanOrEqual(flakyAttempts[2].finishedAt);
+    expect((await engine.client.getRunAttempts(b.id)).map((x) => [x.attempt, x.outcome, x.error?.message])).toEqual([
+      [1, 'retry', 'card declined'],
+      [2, 'failed', 'card declined'],
+    ]);
+    const run = (await engine.client.getRun(c.id))!;
+    expect(await engine.client.getRunAttempts(c.id)).toEqual([{ attempt: 1, outcome: 'succeeded', finishedAt: run.finishedAt }]);
+    // Nothing is stored for it: the happy path pays nothing for attempt history.
+    expect(Object.keys(await engine.redis.hgetall(engine.client.keys.run(c.id))).filter((f) => f.startsWith('a:'))).toEqual([]);
+    expect(await engine.client.getRunAttempts('no-such-run')).toEqual([]);
+  });
 });

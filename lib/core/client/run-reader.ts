@@ -9,7 +9,7 @@ import {
   QUEUE_STATS_OPTION_KEYS,
 } from '../definition/option-checks';
 import { type CountRunsOptions, type ListRunsOptions } from '../definition/run-options';
-import { RUN_STATUSES, type RunState, type RunSummary, type StepState } from '../definition/run-types';
+import { RUN_STATUSES, type AttemptState, type RunState, type RunSummary, type StepState } from '../definition/run-types';
 import { type CronState, type ScheduleState } from '../definition/schedule-types';
 import { type QueueStats, type QueueStatsOptions, type RunStats } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
@@ -63,6 +63,11 @@ export class RunReader {
   async getRunSteps(id: string): Promise<StepState[]> {
     if (!isPossibleRunId(id)) return [];
     return this.ctx.call(() => this.ctx.runQueries.steps(id, this.ctx.clock.now()));
+  }
+
+  async getRunAttempts(id: string): Promise<AttemptState[]> {
+    if (!isPossibleRunId(id)) return [];
+    return this.ctx.call(() => this.ctx.runQueries.attempts(id));
   }
 
   async getRunChildren(id: string): Promise<string[]> {

@@ -2,7 +2,8 @@ import type { Clock } from '../definition/clock';
 import type { RedflowLogger } from '../definition/logger';
 import type { RunEventsOptions } from '../definition/run-events';
 import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitForRunOptions } from '../definition/run-options';
-import { TERMINAL_STATUSES, type RunHandle, type RunOutcome, type RunState, type RunStatus, type RunSummary, type StepState } from '../definition/run-types';
+import { TERMINAL_STATUSES } from '../definition/run-types';
+import type { AttemptState, RunHandle, RunOutcome, RunState, RunStatus, RunSummary, StepState } from '../definition/run-types';
 import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
 import type { QueueStats, QueueStatsOptions, RunStats } from '../definition/stats-types';
 import type { GuardedTracing } from '../definition/tracing';
@@ -195,6 +196,11 @@ export class WorkflowClient {
     return this.reader.getRunSteps(id);
   }
 
+  /** A run's attempts, oldest first: how each ended and its error (a retried run's errors are here, not on `getRun`). */
+  getRunAttempts(id: string): Promise<AttemptState[]> {
+    return this.reader.getRunAttempts(id);
+  }
+
   /** Ids of the child runs a run waits or waited on (`step.runWorkflow`). */
   getRunChildren(id: string): Promise<string[]> {
     return this.reader.getRunChildren(id);
@@ -376,14 +382,9 @@ export class WorkflowClient {
   }
 
   /**
-   * Builds the (workflow, status) index that `listRuns` and `listRunSummaries` read, for runs
-   * stored before it existed: a worker calls it when it starts. The first caller of a prefix
-   * takes the `index:wfstatus` marker (with a lease, renewed by each chunk) and indexes every
-   * workflow's runs, 500 per atomic call; the marker says the index is built only after the last
-   * chunk. Returns `built`, `done` (built before), `busy` (another process is building it: call
-   * again later, it takes over if that process stopped), or `stopped` (`stopped()` became true;
-   * the marker's lease runs out and a later call starts over). With `force`, builds it again even
-   * when it is built: after a rolling deploy during which workers older than the index moved runs.
+   * Builds the (workflow, status) index `listRuns` reads for runs stored before it existed (each
+   * worker calls it at start; see RunReader.backfillRunIndex). `force` builds it again, after a
+   * rolling deploy from workers older than the index. Returns `built`, `done`, `busy` or `stopped`.
    */
   backfillRunIndex(options: { force?: boolean; stopped?: () => boolean } = {}): Promise<'built' | 'done' | 'busy' | 'stopped'> {
     return this.reader.backfillRunIndex(options);

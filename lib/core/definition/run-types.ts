@@ -128,6 +128,21 @@ export type CorruptRunSummary = Partial<Omit<IntactRunSummary, 'id' | 'corrupt'>
 /** A row of `listRunSummaries`: check `corrupt !== undefined` before relying on the other fields. */
 export type RunSummary = IntactRunSummary | CorruptRunSummary;
 
+/** One attempt of a run, from `getRunAttempts`: how it ended, and its error when it failed. */
+export interface AttemptState {
+  attempt: number;
+  /**
+   * `retry`: it failed and another attempt followed; `failed`: it failed the run for good (then the
+   * run may have compensated); `succeeded`; or, for a run's last attempt, how the run ended
+   * (`canceled`, `terminated`, `compensation_failed`).
+   */
+  outcome: 'retry' | 'failed' | 'succeeded' | 'canceled' | 'terminated' | 'compensation_failed';
+  /** When it ended (workflow time, ms). */
+  finishedAt: number;
+  /** Its error, when it failed or the run was canceled or terminated. */
+  error?: StoredError;
+}
+
 /** A stored step record. */
 export interface StepState {
   name: string;

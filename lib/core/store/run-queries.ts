@@ -1,4 +1,5 @@
-import { TERMINAL_STATUSES, type FinalStatus, type RunState, type RunStatus, type StepState } from '../definition/run-types';
+import { TERMINAL_STATUSES, type AttemptState, type FinalStatus, type RunState, type RunStatus, type StepState } from '../definition/run-types';
+import { attemptsOf } from './attempt-record';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
 import { parseRun, RUN_FIELDS } from './run-record';
@@ -77,6 +78,13 @@ export class RunQueries {
       steps.push(endedAt === undefined ? step : stepOfEndedRun(step, endedAt));
     }
     return steps.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** A run's attempts, oldest first (store/attempt-record.ts); empty when the run does not exist. */
+  async attempts(id: string): Promise<AttemptState[]> {
+    const hash = await this.redis.hgetall(this.keys.run(id));
+    if (!hash.status) return [];
+    return attemptsOf(id, hash, parseRun(id, Object.fromEntries(RUN_FIELDS.map((f) => [f, hash[f] ?? null]))));
   }
 
   /** Ids of the child runs a run waits or waited on, sorted. */

@@ -2,6 +2,7 @@ import type { CompensationOutcome } from '../definition/step-types';
 import type { SpanOutcome } from '../definition/tracing';
 import type { RunInfo } from '../definition/workflow';
 import { CanceledError, type NonDeterminismError } from '../errors';
+import { attemptRecordFields } from '../store/attempt-record';
 import type { ClaimedRun, FinishOutcome, FinishResult } from '../store/redis-scripts';
 import { deserializeError, serializeError } from '../store/serialization';
 import type { AttemptState } from './attempt-state';
@@ -91,7 +92,9 @@ export class AttemptFinisher {
 
   /** The handler returned: the run succeeded with `encoded` as its output. */
   async succeeded(info: RunInfo, output: unknown, encoded: string): Promise<ClaimedRun | null> {
-    const result = await this.finish({ outcome: 'succeeded', payload: encoded, span: { outcome: 'succeeded' } });
+    // A run that succeeds at once keeps no attempt record; one that failed before records this one too.
+    const fields = info.attempt > 1 ? this.attemptRecord(info, 'succeeded') : undefined;
+    const result = await this.finish({ outcome: 'succeeded', payload: encoded, fields, span: { outcome: 'succeeded' } });
     if (result.code === 'ok') {
       this.host.hooks.emit('onRunComplete', { runId: this.attempt.runId, workflow: info.workflow, attempt: info.attempt, output, durationMs: this.duration() });
     }
@@ -115,12 +118,13 @@ export class AttemptFinisher {
   /** `onNonDeterminism: 'retry-latest'`: the run moves to `latest` (its queue field and the queue it waits in), retried there at once. */
   async moveToLatest(error: NonDeterminismError, info: RunInfo, latest: string): Promise<ClaimedRun | null> {
     const now = this.host.clock.now();
+    const errorJson = serializeError(error);
     const result = await this.finish({
       outcome: 'retry',
-      payload: serializeError(error),
+      payload: errorJson,
       dueAt: now,
       claimNext: false,
-      fields: ['queue', latest],
+      fields: ['queue', latest, ...this.attemptRecord(info, 'retry', errorJson)],
       queue: latest,
       span: { outcome: 'retry', error },
     });
@@ -147,11 +151,13 @@ export class AttemptFinisher {
     const hook = !retry && decision.onFailure;
     // A canceled run, or one another worker took over, did not fail here: its span says so without an error.
     const span: SpanOutcome = this.attempt.state.stopReason instanceof CanceledError ? { outcome: 'canceled' } : { outcome: retry ? 'retry' : 'failed', error };
+    const errorJson = serializeError(error);
     const result = await this.finish({
       outcome: retry ? 'retry' : 'failed',
-      payload: serializeError(error),
+      payload: errorJson,
       dueAt: retry ? decision.dueAt : 0,
       claimNext: !hook,
+      fields: this.attemptRecord(info, retry ? 'retry' : 'failed', errorJson),
       span,
     });
     if (result.code !== 'ok') return result.next;
@@ -172,7 +178,7 @@ export class AttemptFinisher {
 
   /** Failed for good with compensations due: the run becomes `compensating` (its lease kept); true when it did. */
   async beginCompensation(error: unknown, errorJson: string, info: RunInfo): Promise<FinishResult> {
-    const result = await this.finish({ outcome: 'compensate', payload: errorJson, claimNext: false });
+    const result = await this.finish({ outcome: 'compensate', payload: errorJson, claimNext: false, fields: this.attemptRecord(info, 'failed', errorJson) });
     if (result.code === 'ok') {
       this.host.hooks.emit('onRunFailed', {
         runId: this.attempt.runId,
@@ -219,6 +225,11 @@ export class AttemptFinisher {
         (hookError as Error)?.stack,
       );
     }
+  }
+
+  /** The attempt's record (`a:<attempt>`), written by its finish call: see store/attempt-record.ts. */
+  private attemptRecord(info: RunInfo, outcome: 'retry' | 'failed' | 'succeeded', errorJson?: string): string[] {
+    return attemptRecordFields(info.attempt, this.host.clock.now(), outcome, errorJson);
   }
 
   private duration(): number {

@@ -222,7 +222,7 @@
   }
 
   async function runDetail(id) {
-    const { run, steps, children, moreChildren } = await api(`/run?${runQuery(id)}`);
+    const { run, steps, children, moreChildren, attempts } = await api(`/run?${runQuery(id)}`);
     const live = ['scheduled', 'queued', 'running'].includes(run.status);
     const message = el('span', { class: 'error', 'data-testid': 'action-message' });
     // A compensating run is not canceled, but a terminate ends it at once.
@@ -341,6 +341,7 @@
               el('details', {}, el('summary', {}, 'Stored error'), payload(run.error.detail, run.id, 'error', 'run-error-detail')),
             ]
           : null,
+        attemptsSection(attempts || []),
         el('h3', {}, 'Steps'),
         el(
           'table',
@@ -393,6 +394,46 @@
         ),
       ],
     };
+  }
+
+  /** The run's attempts when any failed: how each ended, when, and its error with its stack. */
+  function attemptsSection(attempts) {
+    if (!attempts.some((a) => a.error || a.outcome !== 'succeeded')) return null;
+    return [
+      el('h3', {}, 'Attempts'),
+      el(
+        'table',
+        { 'data-testid': 'run-attempts' },
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ['Attempt', 'Outcome', 'Ended', 'Error'].map((h) => el('th', {}, h)),
+          ),
+        ),
+        el(
+          'tbody',
+          {},
+          attempts.map((a) =>
+            el(
+              'tr',
+              { 'data-testid': 'attempt-row' },
+              el('td', {}, a.attempt),
+              el('td', {}, statusEl(a.outcome)),
+              el('td', {}, time(a.finishedAt)),
+              el(
+                'td',
+                {},
+                a.error ? el('div', { class: 'error' }, `${a.error.name}: ${a.error.message}`) : '',
+                a.error && a.error.stack ? el('details', {}, el('summary', {}, 'Stack'), el('pre', {}, a.error.stack)) : null,
+              ),
+            ),
+          ),
+        ),
+      ),
+    ];
   }
 
   /** What a waiting step waits for: a signal, an event and its match, a child run, or a time. */
