@@ -133,7 +133,21 @@ export class RunEndWatcher {
     const status = message.slice(first + 1, second < 0 ? undefined : second);
     if (!ENDED.has(status)) return;
     const ended: EndedRun = { status: status as FinalStatus, payload: second < 0 ? undefined : message.slice(second + 1) };
-    for (const waiter of [...set]) waiter.ended(ended);
+    if (status === 'succeeded') {
+      for (const waiter of [...set]) waiter.ended(ended);
+      return;
+    }
+    // A run that did not succeed can be resumed, and a Redis Cluster forwards a PUBLISH between its
+    // nodes later than it answers: the end message of a run's earlier end can reach a waiter that
+    // subscribed after the resume. So such a message is checked by one read of the run, and counts
+    // only if the run is still ended (what the read found is handed on, as a sweep does).
+    this.read([id]).then(
+      (read) => {
+        const run = read.get(id);
+        if (run) for (const waiter of [...(this.listeners.get(id) ?? [])]) waiter.ended(run);
+      },
+      () => undefined, // Redis is down: the next reconnect or sweep reads again.
+    );
   }
 
   /** Reads every listened run in one round trip and wakes the listeners of those that ended. */
