@@ -3,9 +3,10 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 
+import { isPossibleRunId } from '../core/client/client-context';
 import type { WorkflowClient } from '../core/client/workflow-client';
 import type { RedflowLogger } from '../core/definition/logger';
-import { RUN_STATUSES, type RunStatus, type RunSummary, type StepState } from '../core/definition/run-types';
+import { RUN_STATUSES, type AttemptState, type RunStatus, type RunSummary, type StepState } from '../core/definition/run-types';
 import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotEndedError, RunNotResumableError } from '../core/errors';
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
 import { DashboardHttpError } from './dashboard-http-error';
@@ -180,8 +181,8 @@ export class DashboardApi {
 
   /** A run's detail: summary fields, payloads cut to 64 KiB, attempts, steps and children. */
   async run(query: DashboardQuery) {
-    const run = await this.loadRun(this.runId(query));
-    const [children, attempts] = await this.read(() => Promise.all([this.client.getRunChildren(run.id), this.client.getRunAttempts(run.id)]));
+    const { run, attempts } = await this.loadDetail(this.runId(query));
+    const children = await this.read(() => this.client.getRunChildren(run.id));
     const { input, output, error, steps, progress, compensationError, ...fields } = run;
     return {
       run: {
@@ -333,9 +334,15 @@ export class DashboardApi {
 
   /** A run with its steps, masked and redacted, or 404. */
   private async loadRun(id: string): Promise<DashboardRun> {
-    const [run, steps] = await this.read(() => Promise.all([this.client.getRun(id), this.client.getRunSteps(id)]));
-    if (!run) throw runNotFound(id);
-    return this.redact({ ...run, steps });
+    return (await this.loadDetail(id)).run;
+  }
+
+  /** A run with its steps (masked and redacted) and its attempts, from one read of its hash; or 404. */
+  private async loadDetail(id: string): Promise<{ run: DashboardRun; attempts: AttemptState[] }> {
+    const { context } = this.client;
+    const detail = isPossibleRunId(id) ? await this.read(() => context.call(() => context.runQueries.detail(id, context.clock.now()))) : null;
+    if (!detail) throw runNotFound(id);
+    return { run: this.redact({ ...detail.run, steps: detail.steps }), attempts: detail.attempts };
   }
 
   private redact(run: DashboardRun): DashboardRun {

@@ -1,4 +1,4 @@
-import type { AttemptState, RunState, StoredError } from '../definition/run-types';
+import { TERMINAL_STATUSES, type AttemptState, type RunState, type StoredError } from '../definition/run-types';
 import { CorruptRunDataError } from '../errors';
 
 /**
@@ -39,7 +39,7 @@ export function attemptsOf(runId: string, hash: Record<string, string>, run: Run
   const attempts: AttemptState[] = [];
   for (const [field, value] of Object.entries(hash)) if (field.startsWith(ATTEMPT_FIELD_PREFIX)) attempts.push(parseAttemptRecord(runId, field, value));
   attempts.sort((a, b) => a.attempt - b.attempt);
-  const ended = run?.finishedAt !== undefined && ['succeeded', 'failed', 'canceled', 'terminated', 'compensation_failed'].includes(run.status);
+  const ended = run?.finishedAt !== undefined && TERMINAL_STATUSES.has(run.status);
   if (run && ended && run.attempt >= 1 && !attempts.some((a) => a.attempt === run.attempt)) {
     const last: AttemptState = { attempt: run.attempt, outcome: run.status as AttemptState['outcome'], finishedAt: run.finishedAt! };
     if (run.error && run.status !== 'succeeded') last.error = run.error;

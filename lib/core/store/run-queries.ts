@@ -53,6 +53,24 @@ export async function pipelineReplies(redis: RedisConnection, commands: string[]
  * Reads of one run's hash and sets, for the client: the run, its steps, children, end and
  * published values. The only place outside the scripts that knows the run hash's fields.
  */
+/** The run a whole hash holds, read as `run()` reads its fields. */
+function runOf(id: string, hash: Record<string, string>): RunState {
+  return parseRun(id, Object.fromEntries(RUN_FIELDS.map((f) => [f, hash[f] ?? null])));
+}
+
+/** The steps a whole run hash holds, in the order they were stored; an ended run's waiting steps are interrupted. */
+function stepsOf(id: string, hash: Record<string, string>, now: number): StepState[] {
+  // An ended run waits for nothing: its steps that still waited when it ended are interrupted.
+  const endedAt = TERMINAL_STATUSES.has(hash.status as RunStatus) ? Number(hash.finishedAt) || 0 : undefined;
+  const steps: StepState[] = [];
+  for (const [field, value] of Object.entries(hash)) {
+    if (!field.startsWith(STEP_FIELD_PREFIX)) continue;
+    const step = parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now);
+    steps.push(endedAt === undefined ? step : stepOfEndedRun(step, endedAt));
+  }
+  return steps.sort((a, b) => a.seq - b.seq);
+}
+
 export class RunQueries {
   constructor(
     private readonly redis: RedisConnection,
@@ -68,23 +86,21 @@ export class RunQueries {
 
   /** A run's stored steps, in the order they were stored; `now` dates a retry that is due. */
   async steps(id: string, now: number): Promise<StepState[]> {
-    const hash = await this.redis.hgetall(this.keys.run(id));
-    // An ended run waits for nothing: its steps that still waited when it ended are interrupted.
-    const endedAt = TERMINAL_STATUSES.has(hash.status as RunStatus) ? Number(hash.finishedAt) || 0 : undefined;
-    const steps: StepState[] = [];
-    for (const [field, value] of Object.entries(hash)) {
-      if (!field.startsWith(STEP_FIELD_PREFIX)) continue;
-      const step = parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now);
-      steps.push(endedAt === undefined ? step : stepOfEndedRun(step, endedAt));
-    }
-    return steps.sort((a, b) => a.seq - b.seq);
+    return stepsOf(id, await this.redis.hgetall(this.keys.run(id)), now);
   }
 
   /** A run's attempts, oldest first (store/attempt-record.ts); empty when the run does not exist. */
   async attempts(id: string): Promise<AttemptState[]> {
     const hash = await this.redis.hgetall(this.keys.run(id));
-    if (!hash.status) return [];
-    return attemptsOf(id, hash, parseRun(id, Object.fromEntries(RUN_FIELDS.map((f) => [f, hash[f] ?? null]))));
+    return hash.status ? attemptsOf(id, hash, runOf(id, hash)) : [];
+  }
+
+  /** A run with its steps and attempts, from one read of its hash (a run's page); null when it does not exist. */
+  async detail(id: string, now: number): Promise<{ run: RunState; steps: StepState[]; attempts: AttemptState[] } | null> {
+    const hash = await this.redis.hgetall(this.keys.run(id));
+    if (!Object.keys(hash).length) return null;
+    const run = runOf(id, hash);
+    return { run, steps: stepsOf(id, hash, now), attempts: attemptsOf(id, hash, run) };
   }
 
   /** Ids of the child runs a run waits or waited on, sorted. */

@@ -38,6 +38,8 @@ export interface FinishedAttempt {
   readonly state: AttemptState;
   /** Step records of the attempt not stored yet: the finish call stores them. */
   takePendingRecords(): string[];
+  /** The attempt found its lease gone (reported to the worker once per attempt). */
+  leaseLost(): void;
   /** A call that rides out a Redis outage (see RunExecutor.redisCall). */
   redisCall<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -84,7 +86,7 @@ export class AttemptFinisher {
         records,
       }),
     );
-    if (result.code === 'lost') host.leaseLost(attempt.runId, attempt.startedAt);
+    if (result.code === 'lost') attempt.leaseLost();
     if (result.code !== 'ok') this.outcome = { outcome: result.code };
     else if (end.span) this.outcome = end.span;
     return result;

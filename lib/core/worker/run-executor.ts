@@ -40,6 +40,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
   private span: GuardedSpan | undefined;
   /** @internal Ends the attempt, one way or another. */
   readonly finisher: AttemptFinisher;
+  private lossReported = false;
   /**
    * Until when the lease is surely this attempt's (ms, real time): the expiry the claim or the
    * last heartbeat asked for, each computed before its call was sent. Checkpoints do not extend
@@ -99,10 +100,17 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
     this.state.stopHandler(error);
   }
 
+  /** FinishedAttempt: this attempt found its lease gone; the worker is told once per attempt (it says why, if it knows). */
+  leaseLost(): void {
+    if (this.lossReported) return;
+    this.lossReported = true;
+    this.host.leaseLost(this.runId, this.startedAt);
+  }
+
   /** The run was canceled or terminated, or another worker holds it now. */
   lost(code: 'canceled' | 'terminated' | 'lost'): void {
     if (code === 'terminated') return this.terminated();
-    if (code === 'lost' && !this.state.stopReason) this.host.leaseLost(this.runId, this.startedAt);
+    if (code === 'lost' && !this.state.stopReason) this.leaseLost();
     this.abort(code === 'canceled' ? 'canceled' : 'another worker took over the run');
   }
 
