@@ -1,0 +1,60 @@
+import { get } from '../api';
+import type { PageDef } from '../app';
+import { Empty } from '../components/status';
+import { link } from '../router';
+import type { VersionsRow } from '../types';
+
+const workerCount = (w: number | string[]) => (Array.isArray(w) ? w.length : w);
+
+function VersionsView({ data }: { data: { workflows: VersionsRow[] } }) {
+  const missing = data.workflows.flatMap((w) => (w.missing ?? []).map((v) => `${w.workflow} v${v}`));
+  return (
+    <>
+      <h1>Versions</h1>
+      {missing.length ? (
+        <p class="banner" role="note" data-testid="versions-missing">
+          {missing.map((m) => `No worker for ${m}`).join('. ')}: its runs wait until a worker of that version starts.
+        </p>
+      ) : null}
+      {data.workflows.length ? (
+        <div class="table-wrap">
+          <table data-testid="versions-table">
+            <thead>
+              <tr>
+                <th scope="col">Workflow</th>
+                <th scope="col">Version</th>
+                <th scope="col">Unfinished runs</th>
+                <th scope="col">Live workers</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.workflows.flatMap((w) =>
+                w.versions.map((v) => (
+                  <tr key={`${w.workflow}:${v.version}`} data-testid="version-row" data-missing={(w.missing ?? []).includes(v.version) || undefined}>
+                    <td>
+                      <a href={link('/runs', { workflow: w.workflow })}>{w.workflow}</a>
+                    </td>
+                    <td>
+                      <a href={link('/runs', { workflow: w.workflow, version: v.version })}>v{v.version}</a>
+                      {v.version === w.current ? <span class="muted"> (latest)</span> : null}
+                    </td>
+                    <td>{v.unfinished ?? v.runs ?? '—'}</td>
+                    <td>{(w.missing ?? []).includes(v.version) ? <strong>none</strong> : workerCount(v.workers)}</td>
+                  </tr>
+                )),
+              )}
+            </tbody>
+          </table>
+        </div>
+      ) : (
+        <Empty>No workflow is registered under this prefix.</Empty>
+      )}
+    </>
+  );
+}
+
+export const VersionsPage: PageDef<{ workflows: VersionsRow[] }> = {
+  title: () => 'Versions',
+  load: () => get('/versions'),
+  View: VersionsView,
+};
