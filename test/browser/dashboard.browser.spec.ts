@@ -39,7 +39,7 @@ const XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">
 /** Never ticks while the test runs: midnight, January 1st. */
 const NIGHTLY = '0 0 1 1 *';
 /** The page's poll period, read from the page itself so the waits below follow it. */
-const POLL_MS = Number(/const POLL_MS = (\d+);/.exec(readFileSync(join(__dirname, '..', '..', 'lib', 'dashboard', 'assets', 'app.js'), 'utf8'))?.[1]);
+const POLL_MS = Number(/export const POLL_MS = (\d+);/.exec(readFileSync(join(__dirname, '..', '..', 'lib', 'dashboard', 'ui', 'poller.ts'), 'utf8'))?.[1]);
 /** A few polls of patience. */
 const UI_TIMEOUT_MS = 6_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -157,6 +157,8 @@ describeBrowser('dashboard in chromium', () => {
   let startBlocked: () => Promise<string>;
   let startCharge: (input: unknown) => Promise<string>;
   const pageErrors: string[] = [];
+  /** The messages of the confirmations the pages asked for (each accepted), in order. */
+  const dialogs: string[] = [];
   const ids = { greet: '', greetByEvent: '', chargeOk: '', chargeFailed: '', xss: '', blocked: '' };
 
   /** A new page of `target`, with its script errors collected for the check after each test. */
@@ -164,6 +166,10 @@ describeBrowser('dashboard in chromium', () => {
     const created = await target.newPage();
     created.setDefaultTimeout(UI_TIMEOUT_MS);
     created.on('pageerror', (error) => pageErrors.push(error.message));
+    created.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.accept();
+    });
     return created;
   }
 
@@ -270,7 +276,7 @@ describeBrowser('dashboard in chromium', () => {
   }
 
   /** The status badge of the run detail page (the first one: step rows have their own). */
-  const runStatus = (target = page) => target.locator('h2 + p').getByTestId('status');
+  const runStatus = (target = page) => target.getByTestId('run-status').getByTestId('status');
   /** The step names of the run detail page: the first text of each row's name cell (its output preview follows). */
   const stepNames = () =>
     page
@@ -335,8 +341,8 @@ describeBrowser('dashboard in chromium', () => {
 
     // The list asks for summaries with the filters as query parameters.
     const lists = main.hits.filter((h) => h.route === '/api/runs').map((h) => Object.fromEntries(h.query));
-    expect(lists).toContainEqual({ limit: '25', offset: '0', workflow: 'charge', status: 'failed' });
-    expect(lists).toContainEqual({ limit: '25', offset: '0', workflow: 'greet', status: 'succeeded' });
+    expect(lists).toContainEqual({ limit: '25', workflow: 'charge', status: 'failed' });
+    expect(lists).toContainEqual({ limit: '25', workflow: 'greet', status: 'succeeded' });
 
     const file = join(ARTIFACTS, 'dashboard-runs.png');
     rmSync(file, { force: true });
@@ -375,10 +381,12 @@ describeBrowser('dashboard in chromium', () => {
     // A reload would drop this marker.
     await page.evaluate(() => void ((globalThis as Record<string, unknown>).__sameDocument = true));
 
+    dialogs.length = 0;
     await page.getByTestId('cancel').click();
     await runStatus()
       .filter({ hasText: /^canceled$/ })
       .waitFor();
+    expect(dialogs).toEqual([`Cancel run ${ids.blocked}?`]);
 
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__sameDocument)).toBe(true);
     expect(await page.getByTestId('action-message').textContent()).toBe('');
@@ -396,13 +404,8 @@ describeBrowser('dashboard in chromium', () => {
     await waitUntilBlocked(id);
     await openRun(id);
     expect(await page.getByTestId('terminate').isEnabled()).toBe(true);
-    const confirmations: string[] = [];
-    const accept = (dialog: { message(): string; accept(): Promise<void> }) => {
-      confirmations.push(dialog.message());
-      void dialog.accept();
-    };
-    page.on('dialog', accept);
-    try {
+    dialogs.length = 0;
+    {
       await page.getByTestId('terminate').click();
       await runStatus()
         .filter({ hasText: /^terminated$/ })
@@ -414,10 +417,8 @@ describeBrowser('dashboard in chromium', () => {
       await page.getByTestId('delete').click();
       await eventually(() => page.url() === `${url}#/runs`, UI_TIMEOUT_MS);
       expect(await engine.client.getRun(id)).toBeNull();
-    } finally {
-      page.off('dialog', accept);
     }
-    expect(confirmations).toEqual([`Terminate run ${id} now, without cleanup?`, `Delete run ${id} and its steps?`]);
+    expect(dialogs).toEqual([`Terminate run ${id} now, without cleanup?`, `Delete run ${id} and its steps?`]);
     expect(
       main.hits.filter((h) => h.route === '/api/run/terminate' || h.route === '/api/run/delete').map((h) => [h.route, h.query.get('id'), h.status]),
     ).toEqual([
@@ -440,7 +441,7 @@ describeBrowser('dashboard in chromium', () => {
       expect(await block.locator('img, script').count()).toBe(0);
     }
     expect(await error.textContent()).toContain(`NonRetriableError: card declined: ${XSS}`);
-    expect(await page.locator('#view img, #view script').count()).toBe(0);
+    expect(await page.locator('#main img, #main script').count()).toBe(0);
 
     // The detail of an ended run is not polled again; the runs list, which shows the error too, re-renders
     // on every poll: wait for one re-render there before looking for side effects.
@@ -448,12 +449,11 @@ describeBrowser('dashboard in chromium', () => {
     const row = page.locator(`[data-testid="run-row"][data-run-id="${ids.xss}"]`);
     await row.waitFor();
     expect(await row.locator('td.error').textContent()).toBe(`NonRetriableError: card declined: ${XSS}`);
-    await page.getByTestId('runs-table').evaluate((table) => table.setAttribute('data-old', ''));
-    await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector('[data-testid="runs-table"]:not([data-old])'), undefined, {
-      polling: 50,
-    });
+    const polls = main.hits.filter((h) => h.route === '/api/runs').length;
+    await eventually(() => main.hits.filter((h) => h.route === '/api/runs' && h.status === 200).length > polls, UI_TIMEOUT_MS);
+    await sleep(100); // the answer drawn
     await row.waitFor();
-    expect(await page.locator('#view img, #view script').count()).toBe(0);
+    expect(await page.locator('#main img, #main script').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as Record<string, unknown>).__xss)).toBeUndefined();
   });
 
@@ -475,7 +475,13 @@ describeBrowser('dashboard in chromium', () => {
     expect(cron.nextAt).toBeGreaterThan(Date.now());
     const rows = page.getByTestId('crons-table').locator('tbody tr');
     await rows.first().waitFor();
-    const localTime = (ms: number) => page.evaluate((at) => new Date(at).toLocaleString(), ms);
+    // The page writes times as YYYY-MM-DD HH:MM:SS in the browser's zone.
+    const localTime = (ms: number) =>
+      page.evaluate((at) => {
+        const d = new Date(at);
+        const p = (n: number) => String(n).padStart(2, '0');
+        return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+      }, ms);
     expect(await rows.nth(0).locator('td').allTextContents()).toEqual(['nightly-report', 'definition', 'nightly', NIGHTLY, '', await localTime(cron.nextAt!)]);
     expect(await rows.nth(1).locator('td').allTextContents()).toEqual([
       'reports-every-30d',

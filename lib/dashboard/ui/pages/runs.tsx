@@ -326,7 +326,7 @@ function RunsView({ data, route }: { data: Data; route: Route }) {
       {page.runs.length ? (
         <RunsTable rows={page.runs} route={route} selected={selected} setSelected={setSelected} />
       ) : (
-        <Empty testid="runs-empty">{Object.keys(f).length ? 'No runs match these filters.' : 'No runs yet.'}</Empty>
+        <Empty testid="runs-empty">{Object.keys(f).length ? 'No runs match.' : 'No runs yet.'}</Empty>
       )}
       <p class="pager">
         <button
