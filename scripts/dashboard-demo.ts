@@ -49,7 +49,7 @@ export async function startDemo(): Promise<Demo> {
   await client.schedule('nightly-report', { workflow: 'notify', cron: '0 3 * * *', input: { order: 'report' } });
 
   const shipped = (await client.start(checkout, { order: 'A-1001-flaky', amount: 42 })).id;
-  const awaiting = [];
+  const awaiting: string[] = [];
   for (let i = 0; i < 3; i++) awaiting.push((await client.start(checkout, { order: `A-20${i}`, amount: 10 + i })).id);
   const failed = (await client.start(checkout, { order: 'A-3000', amount: 5000 })).id;
   const compensated = failed;
