@@ -111,11 +111,16 @@ export interface RunDetail {
   attempts?: Attempt[];
   children: string[];
   moreChildren: number;
-  values?: Record<string, Preview>;
-  patches?: Record<string, boolean | string>;
-  deadline?: number;
-  waits?: Array<{ step: string; kind: string; name?: string; match?: Record<string, unknown>; deadline?: number }>;
-  compensation?: { state?: string; error?: ErrorLine; steps?: Array<{ step: string; status: string; startedAt?: number; finishedAt?: number }> };
+  values?: Record<string, Preview> | null;
+  patches?: Record<string, boolean>;
+  deadline?: number | null;
+  waits?: Array<{ step: string; kind: string; name?: string; match?: Record<string, unknown>; deadline?: number; childRunId?: string }>;
+  compensation?: {
+    state: 'none' | 'running' | 'done' | 'failed';
+    error?: ErrorLine;
+    compensationError?: ErrorLine;
+    steps: Array<{ step: string; state: 'due' | 'committed' | 'done'; startedAt?: number; finishedAt?: number }>;
+  } | null;
 }
 
 export interface HistoryEvent {
@@ -137,11 +142,11 @@ export interface QueueRow {
 }
 
 export interface WorkerRow {
-  id: string;
+  workerId: string;
   host?: string;
   pid?: number;
   queues?: string[];
-  versions?: Record<string, number> | Array<[string, number]>;
+  versions?: Array<{ workflow: string; version: number }>;
   concurrency?: number;
   active?: number;
   heartbeatAt?: number;
@@ -149,9 +154,10 @@ export interface WorkerRow {
 }
 
 export interface VersionsRow {
-  workflow: string;
-  current?: number;
-  versions: Array<{ version: number; workers: number | string[]; unfinished?: number; runs?: number }>;
+  name: string;
+  queue?: string;
+  latest?: number;
+  versions: Array<{ version: number; workers: string[]; unfinished?: boolean; updatedAt?: number }>;
   missing?: number[];
 }
 

@@ -67,13 +67,13 @@ function Facts({ d }: { d: RunDetail }) {
         : null}
       {row('Cancel reason', run.cancelReason)}
       {run.compensated ? row('Compensated', 'yes: every compensation of its completed steps ran', 'run-compensated') : null}
-      {row('Compensation', d.compensation?.state, 'run-compensation-state')}
+      {d.compensation && d.compensation.state !== 'none' ? row('Compensation', d.compensation.state, 'run-compensation-state') : null}
       {run.compensationError ? row('Compensation error', `${run.compensationError.name}: ${run.compensationError.message}`, 'run-compensation-error') : null}
       {d.patches && Object.keys(d.patches).length
         ? row(
             'Patches',
             Object.entries(d.patches)
-              .map(([id, on]) => `${id}: ${on === true || on === '1' ? 'patched code' : 'old code'}`)
+              .map(([id, on]) => `${id}: ${on ? 'patched code' : 'old code'}`)
               .join(', '),
             'run-patches',
           )

@@ -4,10 +4,8 @@ import { Empty } from '../components/status';
 import { link } from '../router';
 import type { VersionsRow } from '../types';
 
-const workerCount = (w: number | string[]) => (Array.isArray(w) ? w.length : w);
-
 function VersionsView({ data }: { data: { workflows: VersionsRow[] } }) {
-  const missing = data.workflows.flatMap((w) => (w.missing ?? []).map((v) => `${w.workflow} v${v}`));
+  const missing = data.workflows.flatMap((w) => (w.missing ?? []).map((v) => `${w.name} v${v}`));
   return (
     <>
       <h1>Versions</h1>
@@ -30,16 +28,16 @@ function VersionsView({ data }: { data: { workflows: VersionsRow[] } }) {
             <tbody>
               {data.workflows.flatMap((w) =>
                 w.versions.map((v) => (
-                  <tr key={`${w.workflow}:${v.version}`} data-testid="version-row" data-missing={(w.missing ?? []).includes(v.version) || undefined}>
+                  <tr key={`${w.name}:${v.version}`} data-testid="version-row" data-missing={(w.missing ?? []).includes(v.version) || undefined}>
                     <td>
-                      <a href={link('/runs', { workflow: w.workflow })}>{w.workflow}</a>
+                      <a href={link('/runs', { workflow: w.name })}>{w.name}</a>
                     </td>
                     <td>
-                      <a href={link('/runs', { workflow: w.workflow, version: v.version })}>v{v.version}</a>
-                      {v.version === w.current ? <span class="muted"> (latest)</span> : null}
+                      <a href={link('/runs', { workflow: w.name, version: v.version })}>v{v.version}</a>
+                      {v.version === w.latest ? <span class="muted"> (latest)</span> : null}
                     </td>
-                    <td>{v.unfinished ?? v.runs ?? '—'}</td>
-                    <td>{(w.missing ?? []).includes(v.version) ? <strong>none</strong> : workerCount(v.workers)}</td>
+                    <td>{v.unfinished ? 'yes' : 'none'}</td>
+                    <td>{(w.missing ?? []).includes(v.version) ? <strong>none</strong> : v.workers.length}</td>
                   </tr>
                 )),
               )}

@@ -113,14 +113,12 @@ export function waterfallRows(d: RunDetail, now: number): Row[] {
     }
   }
   for (const c of d.compensation?.steps ?? []) {
-    if (c.startedAt === undefined || c.finishedAt === undefined) continue;
+    const drawn = c.startedAt !== undefined && c.finishedAt !== undefined;
     rows.push({
       key: `comp-${c.step}`,
       label: `undo ${c.step}`,
-      detail: `${c.status} · ${duration(c.finishedAt - c.startedAt)}`,
-      segments: [
-        { from: c.startedAt, to: c.finishedAt, kind: c.status === 'failed' ? 'failed' : 'compensation', label: `compensation of ${c.step}: ${c.status}` },
-      ],
+      detail: [c.state, drawn ? duration(c.finishedAt! - c.startedAt!) : ''].filter(Boolean).join(' · '),
+      segments: drawn ? [{ from: c.startedAt!, to: c.finishedAt!, kind: 'compensation', label: `compensation of ${c.step}` }] : [],
       indent: true,
     });
   }

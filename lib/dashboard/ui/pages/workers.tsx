@@ -5,8 +5,7 @@ import { usePage } from '../context';
 import { ago, time } from '../format';
 import type { WorkerRow } from '../types';
 
-const versionsText = (v: WorkerRow['versions']) =>
-  (Array.isArray(v) ? v : Object.entries(v ?? {})).map(([workflow, version]) => `${workflow} v${version}`).join(', ');
+const versionsText = (v: WorkerRow['versions']) => (v ?? []).map(({ workflow, version }) => `${workflow} v${version}`).join(', ');
 
 function WorkersView({ data }: { data: { workers: WorkerRow[] } }) {
   const { now, zone } = usePage();
@@ -30,9 +29,9 @@ function WorkersView({ data }: { data: { workers: WorkerRow[] } }) {
             </thead>
             <tbody>
               {data.workers.map((w) => (
-                <tr key={w.id} data-testid="worker-row">
+                <tr key={w.workerId} data-testid="worker-row">
                   <td>
-                    <code>{w.id}</code>
+                    <code>{w.workerId}</code>
                   </td>
                   <td>{w.host}</td>
                   <td>{w.pid}</td>
