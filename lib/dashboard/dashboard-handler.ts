@@ -21,7 +21,11 @@ const ROUTES: Record<string, Partial<Record<'GET' | 'POST', Route>>> = {
   '/api/overview': { GET: async (api) => ({ json: await api.overview() }) },
   '/api/workflows': { GET: async (api) => ({ json: await api.workflows() }) },
   '/api/runs': { GET: async (api, query) => ({ json: await api.runs(query) }) },
+  '/api/runs/ids': { GET: async (api, query) => ({ json: await api.runIds(query) }) },
+  '/api/runs/bulk': { POST: async (api, query, req) => ({ json: await api.bulk(query, req.headers) }) },
   '/api/run': { GET: async (api, query) => ({ json: await api.run(query) }) },
+  '/api/run/history': { GET: async (api, query) => ({ json: await api.history(query) }) },
+  '/api/run/signal': { POST: async (api, query, req) => ({ json: await api.signal(query, req.headers) }) },
   '/api/run/payload': {
     GET: async (api, query) => {
       const { body, filename } = await api.payload(query);

@@ -62,9 +62,31 @@ export class RedflowDashboardController {
     return this.api.runs(query);
   }
 
+  @Get('api/runs/ids')
+  runIds(@Query() query: Query) {
+    return this.api.runIds(query);
+  }
+
+  @Post('api/runs/bulk')
+  @HttpCode(200)
+  bulk(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.bulk(query, nodeRequest(request).headers);
+  }
+
   @Get('api/run')
   run(@Query() query: Query) {
     return this.api.run(query);
+  }
+
+  @Get('api/run/history')
+  history(@Query() query: Query) {
+    return this.api.history(query);
+  }
+
+  @Post('api/run/signal')
+  @HttpCode(200)
+  signal(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.signal(query, nodeRequest(request).headers);
   }
 
   @Get('api/run/payload')
