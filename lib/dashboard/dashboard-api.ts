@@ -11,6 +11,7 @@ import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, Run
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
 import type { RunExtras } from '../core/store/run-extras';
 import { BulkActions } from './dashboard-bulk-api';
+import { FleetPages } from './dashboard-fleet-api';
 import { DashboardHttpError } from './dashboard-http-error';
 import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
 import { flag, param, type DashboardContext, type DashboardQuery } from './dashboard-query';
@@ -65,6 +66,7 @@ export class DashboardApi implements DashboardContext {
   private readonly browser = new RunsBrowser(this);
   private readonly pages = new RunPages(this);
   private readonly bulkActions = new BulkActions(this);
+  private readonly fleet = new FleetPages(this);
   private readonly assets = new Map<Asset, string>();
   private secret?: Promise<string>;
 
@@ -124,6 +126,31 @@ export class DashboardApi implements DashboardContext {
   /** `GET /api/runs/ids`: the ids a filter selects, for bulk actions. */
   runIds(query: DashboardQuery) {
     return this.browser.ids(query);
+  }
+
+  /** `GET /api/queues`: queue depths with runs ended in the last 5 minutes (dashboard-fleet-api.ts). */
+  queues() {
+    return this.fleet.queues();
+  }
+
+  /** `GET /api/workers`: the live workers. */
+  workers() {
+    return this.fleet.workers();
+  }
+
+  /** `GET /api/versions`: per workflow, its versions with live workers and unfinished runs. */
+  versions() {
+    return this.fleet.versions();
+  }
+
+  /** `GET /api/schedules`: crons and runtime schedules with their next ticks and last runs. */
+  schedules() {
+    return this.fleet.schedules();
+  }
+
+  /** `POST /api/schedules/trigger`: starts a schedule's workflow now. */
+  trigger(query: DashboardQuery, headers: IncomingHttpHeaders) {
+    return this.fleet.trigger(query, headers);
   }
 
   /** `POST /api/runs/bulk`: one action on up to 100 runs, each on its own (dashboard-bulk-api.ts). */

@@ -57,6 +57,32 @@ export class RedflowDashboardController {
     return this.api.workflows();
   }
 
+  @Get('api/queues')
+  queues() {
+    return this.api.queues();
+  }
+
+  @Get('api/workers')
+  workers() {
+    return this.api.workers();
+  }
+
+  @Get('api/versions')
+  versions() {
+    return this.api.versions();
+  }
+
+  @Get('api/schedules')
+  schedules() {
+    return this.api.schedules();
+  }
+
+  @Post('api/schedules/trigger')
+  @HttpCode(201)
+  trigger(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.trigger(query, nodeRequest(request).headers);
+  }
+
   @Get('api/runs')
   runs(@Query() query: Query) {
     return this.api.runs(query);
