@@ -71,7 +71,7 @@ export type {
   StoredError,
 } from './definition/run-types';
 export type { WaitForRunOptions } from './definition/run-options';
-export type { QueueStats, QueueStatsOptions, RunStats } from './definition/stats-types';
+export type { QueueStats, QueueStatsOptions, RunStats, WorkerInfo } from './definition/stats-types';
 export type { CronState, ScheduleState } from './definition/schedule-types';
 export type { RedflowLogger } from './definition/logger';
 export type { WorkflowMeta } from './definition/workflow-types';

@@ -6,11 +6,17 @@ import { join } from 'node:path';
 import { isPossibleRunId } from '../core/client/client-context';
 import type { WorkflowClient } from '../core/client/workflow-client';
 import type { RedflowLogger } from '../core/definition/logger';
-import { RUN_STATUSES, type AttemptState, type RunStatus, type RunSummary, type StepState } from '../core/definition/run-types';
+import { type AttemptState, type RunSummary } from '../core/definition/run-types';
 import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotEndedError, RunNotResumableError } from '../core/errors';
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
+import type { RunExtras } from '../core/store/run-extras';
+import { BulkActions } from './dashboard-bulk-api';
+import { FleetPages } from './dashboard-fleet-api';
 import { DashboardHttpError } from './dashboard-http-error';
 import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
+import { flag, param, type DashboardContext, type DashboardQuery } from './dashboard-query';
+import { RunPages } from './dashboard-run-api';
+import { RunsBrowser } from './dashboard-runs-api';
 import { redactRun, redactSummary } from './redact';
 import { checkActionRequest, CsrfTokens } from './request-checks';
 
@@ -22,36 +28,14 @@ const ENDED_BADLY: ReadonlySet<string> = new Set(['failed', 'canceled', 'termina
  * the Nest controller route requests to these methods; nothing else decides what is shown.
  */
 
-/** A stored error's stack as the page shows it (lines, not JSON), cut to 16 KiB; undefined when it has none. */
-function stackText(stack: unknown): string | undefined {
-  return typeof stack === 'string' && stack ? stack.slice(0, 16 * 1024) : undefined;
-}
-
-/** The largest part of a payload a run's detail carries; the rest is a download away. */
-export const PAYLOAD_PREVIEW_BYTES = 64 * 1024;
-/**
- * The deepest `offset` of the runs list. A list filtered by workflow and status costs O(page
- * size) at any offset, but an unfiltered or status-only list merges indexes and reads every row
- * before the page, so its cost grows with the offset.
- */
-export const MAX_RUNS_OFFSET = 10_000;
 /** How long a dashboard read waits for Redis before answering 503. */
 const READ_TIMEOUT_MS = 3_000;
 
-/** A payload in a run's detail: JSON text cut to `PAYLOAD_PREVIEW_BYTES`. */
-export interface PayloadPreview {
-  /** Indented JSON, whole or cut. */
-  text: string;
-  /** Size of the whole indented JSON. */
-  bytes: number;
-  truncated: boolean;
-}
-
 /** One row of the runs list: a summary, never inputs or outputs. */
 export type RunRow = RunSummary;
-
-/** Query parameters as either framework hands them over. */
-export type DashboardQuery = URLSearchParams | Record<string, unknown>;
+export type { DashboardQuery } from './dashboard-query';
+export { MAX_RUNS_OFFSET } from './dashboard-runs-api';
+export { PAYLOAD_PREVIEW_BYTES, previewPayload, type PayloadPreview } from './dashboard-run-api';
 
 type Asset = 'index.html' | 'app.js' | 'app.css';
 const TYPES: Record<Asset, string> = {
@@ -73,46 +57,21 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function param(query: DashboardQuery, name: string): string | undefined {
-  const value = query instanceof URLSearchParams ? (query.get(name) ?? undefined) : query[name];
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string') throw new DashboardHttpError(400, 'BAD_REQUEST', `Give the query parameter "${name}" once.`);
-  return value;
-}
-
-function wholeNumber(query: DashboardQuery, name: string, fallback: number, max: number): number {
-  const text = param(query, name);
-  const n = text === undefined ? fallback : Number(text);
-  if (!Number.isInteger(n) || n < 0) throw new DashboardHttpError(400, 'BAD_REQUEST', `The query parameter "${name}" must be a whole number >= 0.`);
-  return Math.min(n, max);
-}
-
-/** Indented JSON of `value`, cut on a character boundary to `max` bytes. */
-export function previewPayload(value: unknown, max = PAYLOAD_PREVIEW_BYTES): PayloadPreview {
-  const text = JSON.stringify(value, null, 2) ?? '';
-  const bytes = Buffer.byteLength(text);
-  if (bytes <= max) return { text, bytes, truncated: false };
-  return {
-    text: Buffer.from(text)
-      .subarray(0, max)
-      .toString('utf8')
-      .replace(/\uFFFD+$/, ''),
-    bytes,
-    truncated: true,
-  };
-}
-
 function runNotFound(id: string): DashboardHttpError {
   return new DashboardHttpError(404, 'RUN_NOT_FOUND', `Run "${id}" does not exist.`);
 }
 
-export class DashboardApi {
+export class DashboardApi implements DashboardContext {
   private readonly tokens: CsrfTokens;
+  private readonly browser = new RunsBrowser(this);
+  private readonly pages = new RunPages(this);
+  private readonly bulkActions = new BulkActions(this);
+  private readonly fleet = new FleetPages(this);
   private readonly assets = new Map<Asset, string>();
   private secret?: Promise<string>;
 
   constructor(
-    private readonly client: WorkflowClient,
+    readonly client: WorkflowClient,
     readonly options: ResolvedDashboardOptions,
     private readonly logger: RedflowLogger,
   ) {
@@ -159,57 +118,59 @@ export class DashboardApi {
     };
   }
 
-  /** A page of run summaries, newest first. */
-  async runs(query: DashboardQuery): Promise<{ runs: RunRow[]; offset: number; limit: number; hasMore: boolean }> {
-    const status = param(query, 'status');
-    if (status && !RUN_STATUSES.includes(status as RunStatus)) {
-      throw new DashboardHttpError(400, 'BAD_REQUEST', `Unknown status "${status}". Use one of ${RUN_STATUSES.join(', ')}.`);
-    }
-    const limit = wholeNumber(query, 'limit', 25, 100);
-    const offset = wholeNumber(query, 'offset', 0, Number.MAX_SAFE_INTEGER);
-    if (offset > MAX_RUNS_OFFSET) {
-      throw new DashboardHttpError(
-        400,
-        'BAD_REQUEST',
-        `The query parameter "offset" must be at most ${MAX_RUNS_OFFSET}: filter by workflow and status to reach older runs.`,
-      );
-    }
-    const workflow = param(query, 'workflow');
-    const rows = await this.read(() => this.client.listRunSummaries({ workflow, status: status as RunStatus | undefined, limit: limit + 1, offset }));
-    return { runs: rows.slice(0, limit).map((row) => this.redactRow(row)), offset, limit, hasMore: rows.length > limit };
+  /** `GET /api/runs`: a page of run rows under the filters of docs/dashboard-api.md. */
+  runs(query: DashboardQuery) {
+    return this.browser.runs(query);
   }
 
-  /** A run's detail: summary fields, payloads cut to 64 KiB, attempts, steps and children. */
-  async run(query: DashboardQuery) {
-    const { run, attempts } = await this.loadDetail(this.runId(query));
-    const children = await this.read(() => this.client.getRunChildren(run.id));
-    const { input, output, error, steps, progress, compensationError, ...fields } = run;
-    return {
-      run: {
-        ...fields,
-        progress: progress === undefined ? undefined : previewPayload(progress),
-        input: previewPayload(input),
-        output: output === undefined ? undefined : previewPayload(output),
-        error: error === undefined ? undefined : { name: error.name, message: error.message, stack: stackText(error.stack), detail: previewPayload(error) },
-        compensationError: compensationError === undefined ? undefined : { name: compensationError.name, message: compensationError.message },
-      },
-      steps: steps.map((step: StepState) => {
-        const { output: stepOutput, error: stepError, ...rest } = step;
-        return {
-          ...rest,
-          output: stepOutput === undefined ? undefined : previewPayload(stepOutput),
-          error: stepError === undefined ? undefined : { name: stepError.name, message: stepError.message },
-          lastError: rest.lastError === undefined ? undefined : { name: rest.lastError.name, message: rest.lastError.message },
-        };
-      }),
-      // Each attempt's end and error: a run that failed and then succeeded has its errors here.
-      attempts: attempts.map(({ error: attemptError, ...attempt }) => ({
-        ...attempt,
-        error: attemptError === undefined ? undefined : { name: attemptError.name, message: attemptError.message, stack: stackText(attemptError.stack) },
-      })),
-      children: children.slice(0, 200),
-      moreChildren: Math.max(0, children.length - 200),
-    };
+  /** `GET /api/runs/ids`: the ids a filter selects, for bulk actions. */
+  runIds(query: DashboardQuery) {
+    return this.browser.ids(query);
+  }
+
+  /** `GET /api/queues`: queue depths with runs ended in the last 5 minutes (dashboard-fleet-api.ts). */
+  queues() {
+    return this.fleet.queues();
+  }
+
+  /** `GET /api/workers`: the live workers. */
+  workers() {
+    return this.fleet.workers();
+  }
+
+  /** `GET /api/versions`: per workflow, its versions with live workers and unfinished runs. */
+  versions() {
+    return this.fleet.versions();
+  }
+
+  /** `GET /api/schedules`: crons and runtime schedules with their next ticks and last runs. */
+  schedules() {
+    return this.fleet.schedules();
+  }
+
+  /** `POST /api/schedules/trigger`: starts a schedule's workflow now. */
+  trigger(query: DashboardQuery, headers: IncomingHttpHeaders) {
+    return this.fleet.trigger(query, headers);
+  }
+
+  /** `POST /api/runs/bulk`: one action on up to 100 runs, each on its own (dashboard-bulk-api.ts). */
+  bulk(query: DashboardQuery, headers: IncomingHttpHeaders) {
+    return this.bulkActions.bulk(query, headers);
+  }
+
+  /** `GET /api/run`: a run's detail (dashboard-run-api.ts). */
+  run(query: DashboardQuery) {
+    return this.pages.run(this.runId(query));
+  }
+
+  /** `GET /api/run/history`: the run's events from the event stream, oldest first. */
+  history(query: DashboardQuery) {
+    return this.pages.history(this.runId(query));
+  }
+
+  /** `POST /api/run/signal`: sends a signal to a run. */
+  async signal(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ sent: boolean }> {
+    return this.pages.signal(await this.checkAction(query, headers), query);
   }
 
   /** One whole payload of a run, redacted, as a JSON download: `input`, `output`, `error` or `step:<name>`. */
@@ -226,10 +187,12 @@ export class DashboardApi {
     return { body: JSON.stringify(value, null, 2), filename: `${safe(id)}-${safe(field)}.json` };
   }
 
+  /** Cancels a run that has not ended; with `compensate=1`, its completed steps' compensations run. */
   async cancel(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ canceled: boolean }> {
     const id = await this.checkAction(query, headers);
+    const compensate = flag(query, 'compensate');
     await this.loadRun(id);
-    return { canceled: await this.read(() => this.client.cancelRun(id, { reason: 'canceled from the dashboard' })) };
+    return { canceled: await this.read(() => this.client.cancelRun(id, { reason: 'canceled from the dashboard', compensate })) };
   }
 
   /** Terminates a live run at once (no compensation, no onFailure); `terminated: false` when it had already ended. */
@@ -245,12 +208,11 @@ export class DashboardApi {
    */
   async deleteRun(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ deleted: boolean }> {
     const id = await this.checkAction(query, headers);
-    const force = param(query, 'force');
-    if (force !== undefined && force !== '1' && force !== '0') throw new DashboardHttpError(400, 'BAD_REQUEST', 'The query parameter "force" must be 1 or 0.');
+    const force = flag(query, 'force');
     await this.loadRun(id);
     let deleted: boolean;
     try {
-      deleted = await this.read(() => this.client.deleteRun(id, { force: force === '1' }));
+      deleted = await this.read(() => this.client.deleteRun(id, { force }));
     } catch (error) {
       if (error instanceof RunNotEndedError) {
         throw new DashboardHttpError(
@@ -321,9 +283,14 @@ export class DashboardApi {
   }
 
   private async checkAction(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<string> {
+    await this.checkActionHeaders(headers);
+    return this.runId(query);
+  }
+
+  /** Refuses an action when the dashboard is read-only or the request lacks the anti-CSRF checks. */
+  async checkActionHeaders(headers: IncomingHttpHeaders): Promise<void> {
     if (this.options.readOnly) throw new DashboardHttpError(403, 'READ_ONLY', 'The dashboard is read-only: actions are disabled.');
     await checkActionRequest(headers, this.tokens);
-    return this.runId(query);
   }
 
   private runId(query: DashboardQuery): string {
@@ -338,11 +305,11 @@ export class DashboardApi {
   }
 
   /** A run with its steps (masked and redacted) and its attempts, from one read of its hash; or 404. */
-  private async loadDetail(id: string): Promise<{ run: DashboardRun; attempts: AttemptState[] }> {
+  async loadDetail(id: string): Promise<{ run: DashboardRun; attempts: AttemptState[]; extras: RunExtras }> {
     const { context } = this.client;
     const detail = isPossibleRunId(id) ? await this.read(() => context.call(() => context.runQueries.detail(id, context.clock.now()))) : null;
     if (!detail) throw runNotFound(id);
-    return { run: this.redact({ ...detail.run, steps: detail.steps }), attempts: detail.attempts };
+    return { run: this.redact({ ...detail.run, steps: detail.steps }), attempts: detail.attempts, extras: detail.extras };
   }
 
   private redact(run: DashboardRun): DashboardRun {
@@ -350,12 +317,12 @@ export class DashboardApi {
   }
 
   /** A list row goes through the masking and `redact` too, as a run without input, output and steps. */
-  private redactRow(row: RunRow): RunRow {
+  redactRow(row: RunRow): RunRow {
     return redactSummary(row, this.options.redact);
   }
 
   /** A Redis read that answers 503 within `READ_TIMEOUT_MS` when Redis does not. */
-  private read<T>(fn: () => Promise<T>): Promise<T> {
+  read<T>(fn: () => Promise<T>): Promise<T> {
     return withTimeout(fn(), READ_TIMEOUT_MS, redisAddress(this.client.redis));
   }
 

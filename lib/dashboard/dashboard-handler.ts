@@ -20,8 +20,17 @@ const ROUTES: Record<string, Partial<Record<'GET' | 'POST', Route>>> = {
   '/api/meta': { GET: (api) => ({ json: api.meta() }) },
   '/api/overview': { GET: async (api) => ({ json: await api.overview() }) },
   '/api/workflows': { GET: async (api) => ({ json: await api.workflows() }) },
+  '/api/queues': { GET: async (api) => ({ json: await api.queues() }) },
+  '/api/workers': { GET: async (api) => ({ json: await api.workers() }) },
+  '/api/versions': { GET: async (api) => ({ json: await api.versions() }) },
+  '/api/schedules': { GET: async (api) => ({ json: await api.schedules() }) },
+  '/api/schedules/trigger': { POST: async (api, query, req) => ({ json: await api.trigger(query, req.headers), status: 201 }) },
   '/api/runs': { GET: async (api, query) => ({ json: await api.runs(query) }) },
+  '/api/runs/ids': { GET: async (api, query) => ({ json: await api.runIds(query) }) },
+  '/api/runs/bulk': { POST: async (api, query, req) => ({ json: await api.bulk(query, req.headers) }) },
   '/api/run': { GET: async (api, query) => ({ json: await api.run(query) }) },
+  '/api/run/history': { GET: async (api, query) => ({ json: await api.history(query) }) },
+  '/api/run/signal': { POST: async (api, query, req) => ({ json: await api.signal(query, req.headers) }) },
   '/api/run/payload': {
     GET: async (api, query) => {
       const { body, filename } = await api.payload(query);

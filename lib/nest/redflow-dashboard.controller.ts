@@ -57,14 +57,62 @@ export class RedflowDashboardController {
     return this.api.workflows();
   }
 
+  @Get('api/queues')
+  queues() {
+    return this.api.queues();
+  }
+
+  @Get('api/workers')
+  workers() {
+    return this.api.workers();
+  }
+
+  @Get('api/versions')
+  versions() {
+    return this.api.versions();
+  }
+
+  @Get('api/schedules')
+  schedules() {
+    return this.api.schedules();
+  }
+
+  @Post('api/schedules/trigger')
+  @HttpCode(201)
+  trigger(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.trigger(query, nodeRequest(request).headers);
+  }
+
   @Get('api/runs')
   runs(@Query() query: Query) {
     return this.api.runs(query);
   }
 
+  @Get('api/runs/ids')
+  runIds(@Query() query: Query) {
+    return this.api.runIds(query);
+  }
+
+  @Post('api/runs/bulk')
+  @HttpCode(200)
+  bulk(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.bulk(query, nodeRequest(request).headers);
+  }
+
   @Get('api/run')
   run(@Query() query: Query) {
     return this.api.run(query);
+  }
+
+  @Get('api/run/history')
+  history(@Query() query: Query) {
+    return this.api.history(query);
+  }
+
+  @Post('api/run/signal')
+  @HttpCode(200)
+  signal(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.signal(query, nodeRequest(request).headers);
   }
 
   @Get('api/run/payload')

@@ -370,7 +370,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(s2).toMatchObject({ offset: 3, limit: 2, hasMore: false });
       expect(s2.runs.map((r) => r.id)).toEqual([ids.ok[1], ids.ok[0]]);
       const beyond = await page('limit=5&offset=100');
-      expect(beyond).toEqual({ runs: [], offset: 100, limit: 5, hasMore: false });
+      expect(beyond).toMatchObject({ runs: [], offset: 100, limit: 5, hasMore: false, nextCursor: null });
       expect((await page('limit=5000')).limit).toBe(100);
     });
 
@@ -389,7 +389,13 @@ describe('dashboard HTTP API (seeded runs)', () => {
     });
 
     it('runs: offset goes up to 10000 (a deep page reads every row before it); beyond, 400 BAD_REQUEST', async () => {
-      expect((await get('/redflow/api/runs?limit=5&offset=10000').expect(200)).body).toEqual({ runs: [], offset: 10_000, limit: 5, hasMore: false });
+      expect((await get('/redflow/api/runs?limit=5&offset=10000').expect(200)).body).toMatchObject({
+        runs: [],
+        offset: 10_000,
+        limit: 5,
+        hasMore: false,
+        nextCursor: null,
+      });
       for (const offset of ['10001', '1000000']) {
         expect((await get(`/redflow/api/runs?offset=${offset}`).expect(400)).body).toEqual({
           statusCode: 400,

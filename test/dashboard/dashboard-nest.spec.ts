@@ -452,6 +452,40 @@ describe.each<Platform>(['express', 'fastify'])('dashboard as Nest routes on %s'
     for (const id of [parked.id, rerun.runId]) await engine.client.cancelRun(id);
   });
 
+  it('serves the run filters, ids, history, bulk actions, signals, queues, workers, versions and schedules through the Nest routes', async () => {
+    app = await startApp(platform, { ...base(), dashboard: { path: '/redflow', authorize: () => true } });
+    const http = () => request(app!.getHttpServer());
+    const page = (await http().get('/redflow/api/runs?workflow=ok&order=oldest&limit=1').expect(200)).body;
+    expect(page).toMatchObject({ runs: [{ id: done }], nextCursor: null, totals: { succeeded: 1 } });
+    expect((await http().get('/redflow/api/runs?workflow=ok&cursor=junk').expect(400)).body.code).toBe('BAD_REQUEST');
+    expect((await http().get('/redflow/api/runs/ids?workflow=ok').expect(200)).body).toEqual({ ids: [done], nextCursor: null, total: 1, totalExact: true });
+    const history = (await http().get(`/redflow/api/run/history?id=${done}`).expect(200)).body;
+    expect(history.events.map((e: { type: string }) => e.type)).toEqual(['run.created', 'run.started', 'run.completed']);
+    expect((await http().get('/redflow/api/queues').expect(200)).body.queues).toEqual(
+      expect.arrayContaining([expect.objectContaining({ queue: 'parked', paused: false })]),
+    );
+    expect((await http().get('/redflow/api/workers').expect(200)).body.workers.length).toBeGreaterThanOrEqual(1);
+    expect((await http().get('/redflow/api/versions').expect(200)).body.workflows).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'ok', missing: [] })]),
+    );
+    expect((await http().get('/redflow/api/schedules').expect(200)).body).toEqual({ schedules: [] });
+
+    const token = await pageToken(app, '/redflow');
+    const post = (path: string, headers: Record<string, string> = { ...JSON_HEADERS, 'x-redflow-csrf': token }) =>
+      http().post(`/redflow${path}`).set(headers).send({});
+    const parked = await engine.client.runByName('idle', { bulk: platform });
+    expect((await post(`/api/runs/bulk?action=cancel&ids=${parked.id},${done}`).expect(200)).body).toEqual({
+      action: 'cancel',
+      done: [parked.id],
+      skipped: [{ id: done, reason: 'it is succeeded: only queued, scheduled or running runs can be canceled' }],
+    });
+    await post(`/api/runs/bulk?action=cancel&ids=${parked.id}`, JSON_HEADERS).expect(403);
+    expect((await post(`/api/run/signal?id=${done}&name=go&payload=%7B%7D`).expect(200)).body).toEqual({ sent: false });
+    expect((await post(`/api/run/signal?id=${done}&name=go&payload=nope`).expect(400)).body.code).toBe('BAD_REQUEST');
+    expect((await post('/api/schedules/trigger?id=nope').expect(404)).body.code).toBe('NOT_FOUND');
+    await engine.client.deleteRun(parked.id);
+  });
+
   it('errors carry a code and a sentence; internal details go to the log only', async () => {
     app = await startApp(platform, {
       ...base(),

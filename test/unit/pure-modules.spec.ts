@@ -134,6 +134,7 @@ describe('keys', () => {
       k_workflow_names: () => keys.workflowNames(),
       k_workflow_status: (s, w) => keys.workflowStatusRuns(s, w),
       k_workflow_versions: (w) => keys.workflowVersions(w),
+      k_workers: () => keys.workers(),
       k_idempotency: (w, k) => keys.idempotency(w, k),
       k_event_subs: (e) => keys.eventSubscribers(e),
       k_event_data: (e) => keys.eventData(e),

@@ -13,6 +13,7 @@ import { masterNodes } from '../store/prefix-scan';
 import { outageKind, redisAddress, RedisHealth, withTimeout, writeProbe } from '../store/redis-health';
 import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
 import { RegistryQueries } from '../store/registry-queries';
+import { RunBrowseQueries } from '../store/run-browse-queries';
 import { RunListQueries } from '../store/run-list-queries';
 import { RunQueries } from '../store/run-queries';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../store/serialization';
@@ -123,6 +124,8 @@ export class ClientContext {
   readonly listQueries: RunListQueries;
   /** Reads of the registry, versions, crons and queue depths. */
   readonly registryQueries: RegistryQueries;
+  /** Reads for browsing runs (the dashboard): pages in either order, time ranges, queues, idempotency keys. */
+  readonly browseQueries: RunBrowseQueries;
   readonly registry: WorkflowRegistry;
   readonly maxPayloadBytes: number;
   readonly commandTimeoutMs: number;
@@ -148,6 +151,7 @@ export class ClientContext {
     this.runQueries = new RunQueries(redis, this.keys);
     this.listQueries = new RunListQueries(redis, this.keys, this.scripts, this.runQueries);
     this.registryQueries = new RegistryQueries(redis, this.keys, (workflow, version) => this.listQueries.hasUnfinishedRuns(workflow, version));
+    this.browseQueries = new RunBrowseQueries(redis, this.keys);
     this.registry = options.registry ?? getDefaultRegistry();
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
     this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });

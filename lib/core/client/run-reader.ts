@@ -11,7 +11,7 @@ import {
 import { type CountRunsOptions, type ListRunsOptions } from '../definition/run-options';
 import { RUN_STATUSES, type AttemptState, type RunState, type RunSummary, type StepState } from '../definition/run-types';
 import { type CronState, type ScheduleState } from '../definition/schedule-types';
-import { type QueueStats, type QueueStatsOptions, type RunStats } from '../definition/stats-types';
+import { type QueueStats, type QueueStatsOptions, type RunStats, type WorkerInfo } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
 import { ConfigurationError } from '../errors';
 import { RUN_INDEX_LEASE_MS, type RunFilter } from '../store/run-list-queries';
@@ -106,6 +106,10 @@ export class RunReader {
     }
     const asked = (options.queues ?? []).map((q, i) => checkResourceName(q, `getQueueStats queues[${i}]`));
     return this.ctx.call(() => this.ctx.registryQueries.queueStats(asked, options.queues !== undefined));
+  }
+
+  listWorkers(): Promise<WorkerInfo[]> {
+    return this.ctx.call(() => this.ctx.registryQueries.workers(Date.now()));
   }
 
   getStats(options: { minutes?: number } = {}): Promise<RunStats> {

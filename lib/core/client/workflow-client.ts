@@ -5,7 +5,7 @@ import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions,
 import { TERMINAL_STATUSES } from '../definition/run-types';
 import type { AttemptState, RunHandle, RunOutcome, RunState, RunStatus, RunSummary, StepState } from '../definition/run-types';
 import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
-import type { QueueStats, QueueStatsOptions, RunStats } from '../definition/stats-types';
+import type { QueueStats, QueueStatsOptions, RunStats, WorkerInfo } from '../definition/stats-types';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowDefinition, WorkflowRegistry } from '../definition/workflow';
 import type { WorkflowMeta } from '../definition/workflow-types';
@@ -75,11 +75,7 @@ export class WorkflowClient {
     return TERMINAL_STATUSES.has(status);
   }
 
-  /**
-   * Checks Redis once per client, before its first call: warns (or, with
-   * `redis.requireNoEviction`, throws ConfigurationError) when its `maxmemory-policy` lets it
-   * delete keys. A worker awaits it before it starts.
-   */
+  /** Checks Redis's `maxmemory-policy` once, before the first call: a warning (`requireNoEviction`: an error) when it lets Redis delete keys. */
   ready(): Promise<void> {
     return this.context.ready();
   }
@@ -251,6 +247,11 @@ export class WorkflowClient {
    */
   getStats(options: { minutes?: number } = {}): Promise<RunStats> {
     return this.reader.getStats(options);
+  }
+
+  /** The live workers (seen within 3 heartbeats): host, pid, queues, versions, concurrency, active runs. */
+  listWorkers(): Promise<WorkerInfo[]> {
+    return this.reader.listWorkers();
   }
 
   /** Workflows registered in Redis by workers (or `syncRegistry`). */

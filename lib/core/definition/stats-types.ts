@@ -43,3 +43,26 @@ export interface RunStats {
   /** Runs that ended in each minute, oldest first. */
   perMinute: Array<{ minute: number; succeeded: number; failed: number }>;
 }
+
+/**
+ * A live worker, from `client.listWorkers()`: what its presence call (every heartbeat) records in
+ * the workers hash. Entries lapse 3 heartbeats after the last one and go when the worker stops.
+ */
+export interface WorkerInfo {
+  workerId: string;
+  host: string;
+  pid: number;
+  /** The queues it claims from (without their version lists). */
+  queues: string[];
+  /** The workflow versions it serves. */
+  versions: Array<{ workflow: string; version: number }>;
+  concurrency: number;
+  /** Runs executing on it at its last heartbeat. */
+  active: number;
+  /** When it started (ms, real time). */
+  startedAt: number;
+  /** Its last heartbeat (ms, real time). */
+  heartbeatAt: number;
+  /** When its entry lapses unless renewed: 3 heartbeats after `heartbeatAt`. */
+  expiresAt: number;
+}

@@ -13,3 +13,8 @@ export async function lastEntryId(redis: RedisConnection, key: string): Promise<
 export async function readEntries(connection: RedisConnection, key: string, afterId: string, count: number, blockMs: number): Promise<StreamReply> {
   return (await connection.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId)) as StreamReply;
 }
+
+/** Up to `count` entries of the stream at `key`, newest first, from `end` ('+' or an exclusive '(<id>') back. */
+export async function entriesBefore(redis: RedisConnection, key: string, end: string, count: number): Promise<[string, string[]][]> {
+  return (await redis.xrevrange(key, end, '-', 'COUNT', count)) as [string, string[]][];
+}

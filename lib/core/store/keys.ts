@@ -139,6 +139,10 @@ export class RedflowKeys {
   workflows(): string {
     return `${this.base}workflows`;
   }
+  /** The live workers: worker id → JSON of its `WorkerInfo` and `expiresAt` (written by `presence`). */
+  workers(): string {
+    return `${this.base}workers`;
+  }
   workflow(name: string): string {
     return `${this.base}workflow:${name}`;
   }

@@ -17,12 +17,12 @@ export type { StepTarget } from './wait-scripts';
  */
 export class RedisScripts extends WaitScripts {
   /**
-   * `presence-1.lua`: this worker serves these workflow versions until `expiry` (real time), or,
-   * with expiry 0, no longer serves them.
+   * `presence-1.lua`: this worker serves these workflow versions until `expiry` (real time), and
+   * is listed in the workers hash with `info` (JSON, with `expiresAt`) until then; or, with expiry
+   * 0, no longer serves them and is no longer listed.
    */
-  async presence(workerId: string, now: number, expiry: number, versions: Array<[workflow: string, version: number]>): Promise<void> {
-    if (!versions.length) return;
-    await this.call('presence', [this.keys.workflows()], { base: this.keys.base, now, expiry, workerId, versions: versions.flat() });
+  async presence(workerId: string, now: number, expiry: number, versions: Array<[workflow: string, version: number]>, info = ''): Promise<void> {
+    await this.call('presence', [this.keys.workflows()], { base: this.keys.base, now, expiry, workerId, info, versions: versions.flat() });
   }
 
   async syncRegistry(owner: string, now: number, prune: boolean, entries: string[]): Promise<string[]> {

@@ -1,6 +1,6 @@
 import { decodeCron, type StoredCron } from '../definition/cron';
 import { parseVersionQueue } from '../definition/option-checks';
-import type { QueueStats } from '../definition/stats-types';
+import type { QueueStats, WorkerInfo } from '../definition/stats-types';
 import type { WorkflowMeta, WorkflowVersionState } from '../definition/workflow-types';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
@@ -150,6 +150,21 @@ export class RegistryQueries {
       const first = head.map((id) => headRun.get(id)).find((f) => f?.[0] === 'queued');
       return { ...row, oldestQueuedAt: first ? Number(first[1] ?? first[2]) : null };
     });
+  }
+
+  /** The workers whose entry in the workers hash has not lapsed at `now` (real time), by id. */
+  async workers(now: number): Promise<WorkerInfo[]> {
+    const entries = await this.redis.hgetall(this.keys.workers());
+    const workers: WorkerInfo[] = [];
+    for (const json of Object.values(entries)) {
+      try {
+        const info = JSON.parse(json) as WorkerInfo;
+        if (info && typeof info === 'object' && Number(info.expiresAt) >= now) workers.push(info);
+      } catch {
+        // An entry that is not JSON is no worker; the next presence call drops it.
+      }
+    }
+    return workers.sort((a, b) => String(a.workerId).localeCompare(String(b.workerId)));
   }
 
   /**

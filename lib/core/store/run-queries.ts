@@ -2,6 +2,7 @@ import { TERMINAL_STATUSES, type AttemptState, type FinalStatus, type RunState, 
 import { attemptsOf } from './attempt-record';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
+import { runExtrasOf, type RunExtras } from './run-extras';
 import { parseRun, RUN_FIELDS } from './run-record';
 import { parseStepRecord, STEP_FIELD_PREFIX, stepOfEndedRun, TRIES_FIELD_PREFIX, VALUE_FIELD_PREFIX } from './step-record';
 
@@ -95,12 +96,12 @@ export class RunQueries {
     return hash.status ? attemptsOf(id, hash, runOf(id, hash)) : [];
   }
 
-  /** A run with its steps and attempts, from one read of its hash (a run's page); null when it does not exist. */
-  async detail(id: string, now: number): Promise<{ run: RunState; steps: StepState[]; attempts: AttemptState[] } | null> {
+  /** A run with its steps, attempts and extras (values, patches, compensations, races), from one read of its hash (a run's page); null when it does not exist. */
+  async detail(id: string, now: number): Promise<{ run: RunState; steps: StepState[]; attempts: AttemptState[]; extras: RunExtras } | null> {
     const hash = await this.redis.hgetall(this.keys.run(id));
     if (!Object.keys(hash).length) return null;
     const run = runOf(id, hash);
-    return { run, steps: stepsOf(id, hash, now), attempts: attemptsOf(id, hash, run) };
+    return { run, steps: stepsOf(id, hash, now), attempts: attemptsOf(id, hash, run), extras: runExtrasOf(hash) };
   }
 
   /** Ids of the child runs a run waits or waited on, sorted. */

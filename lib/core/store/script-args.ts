@@ -89,7 +89,7 @@ export const SCRIPT_ARGS = {
   'wait-event': ['base', 'runId', 'token', 'field', 'seq', 'attempt', 'event', 'deadline', 'now', 'matchShape', 'matchHash', 'matchJson'],
   'wait-any': ['base', 'runId', 'token', 'field', 'now', 'raceRecord', 'raceBranches'],
   'register-cancel-on': ['base', 'runId', 'token', '...triggers'],
-  presence: ['base', 'now', 'expiry', 'workerId', '...versions'],
+  presence: ['base', 'now', 'expiry', 'workerId', 'info', '...versions'],
 } as const satisfies Record<ScriptName, readonly string[]>;
 
 /** One ARGV value, as ioredis sends it. */

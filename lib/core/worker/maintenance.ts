@@ -1,4 +1,8 @@
+import { hostname } from 'node:os';
+
 import type { WorkflowClient } from '../client/workflow-client';
+import { parseVersionQueue } from '../definition/option-checks';
+import type { WorkerInfo } from '../definition/stats-types';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
 import { RUN_INDEX_LEASE_MS } from '../store/run-list-queries';
@@ -41,6 +45,7 @@ export class WorkerMaintenance {
   /** When the heartbeat timer last ran (ms, real time). */
   lastHeartbeatAt = Date.now();
   private lastVersionCheckAt = 0;
+  private readonly startedAt = Date.now();
 
   constructor(private readonly worker: MaintenanceHost) {}
 
@@ -101,9 +106,29 @@ export class WorkerMaintenance {
    * and now and then warns once about each version of its workflows that no live worker serves
    * while runs started on it are not over: they stay queued until one starts.
    */
+  /** Writes this worker's presence until 3 heartbeats from now: the versions it serves, and its entry in the workers hash. */
+  writePresence(): Promise<void> {
+    const { scripts, settings, routing, active } = this.worker;
+    const now = Date.now();
+    const versions = routing.servedVersions();
+    const info: WorkerInfo = {
+      workerId: settings.workerId,
+      host: hostname(),
+      pid: process.pid,
+      queues: [...new Set(settings.queues.map((q) => parseVersionQueue(q).queue))],
+      versions: versions.map(([workflow, version]) => ({ workflow, version })),
+      concurrency: settings.concurrency,
+      active: active.size,
+      startedAt: this.startedAt,
+      heartbeatAt: now,
+      expiresAt: now + 3 * settings.heartbeatMs,
+    };
+    return scripts.presence(settings.workerId, now, info.expiresAt, versions, JSON.stringify(info));
+  }
+
   async presence(): Promise<void> {
-    const { scripts, settings, routing, client } = this.worker;
-    await scripts.presence(settings.workerId, Date.now(), Date.now() + 3 * settings.heartbeatMs, routing.servedVersions());
+    const { settings, routing, client } = this.worker;
+    await this.writePresence();
     if (Date.now() - this.lastVersionCheckAt < Math.min(5_000, 10 * settings.heartbeatMs)) return;
     this.lastVersionCheckAt = Date.now();
     for (const definition of routing.servedDefinitions()) {

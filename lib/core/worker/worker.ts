@@ -172,7 +172,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
   async start(): Promise<void> {
     await this.client.ready();
     await this.client.syncRegistry(this.registry, { owner: this.app, defaultMaxConcurrency: this.settings.defaultMaxConcurrency });
-    await this.scripts.presence(this.workerId, Date.now(), Date.now() + 3 * this.settings.heartbeatMs, this.routing.servedVersions());
+    await this.maintenance.writePresence();
     this.indexing = this.maintenance.backfillRunIndex();
     const subscriber = duplicateConnection(this.client.redis, this.health);
     this.subscriber = subscriber;

@@ -16,6 +16,8 @@ local function k_children(base, runId) return base .. 'children:' .. runId end
 local function k_waiters(base, runId) return base .. 'waiters:' .. runId end
 -- Versions of a workflow workers serve: '<version>' -> last seen (ms), '<version>\n<worker id>' -> expiry (ms).
 local function k_workflow_versions(base, workflow) return base .. 'wfversions:' .. workflow end
+-- The live workers: worker id -> JSON of its host, pid, queues, versions, ... and `expiresAt` (ms).
+local function k_workers(base) return base .. 'workers' end
 -- Runs of a workflow, as engines before script version 7 kept them (read by the index backfill only).
 local function k_workflow_runs(base, workflow) return base .. 'wf:' .. workflow .. ':runs' end
 -- Names of the workflows that have (or had) runs, registered or not.
