@@ -110,8 +110,7 @@ export function BulkBar({
         Apply to {selected.length} selected
       </button>{' '}
       <button type="button" data-testid="bulk-filter" disabled={busy || total === 0} onClick={() => void run(undefined)}>
-        Apply to every run matching {describe}
-        {total !== undefined ? ` (${total})` : ''}
+        Apply to all runs of this view{total !== undefined ? ` (${total})` : ''}
       </button>
       {progress ? (
         <div class="bulk-progress" data-testid="bulk-progress" data-phase={progress.phase}>

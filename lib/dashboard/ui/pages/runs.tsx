@@ -54,7 +54,7 @@ function go(route: Route, changes: Record<string, string | undefined>) {
 /** The filter as a phrase, for confirmations: `status failed, workflow checkout`. */
 function describe(filters: Record<string, string>): string {
   const parts = Object.entries(filters).filter(([key]) => key !== 'order');
-  return parts.length ? parts.map(([k, v]) => `${k} ${v}`).join(', ') : 'no filter';
+  return parts.length ? parts.map(([k, v]) => `${k} ${v}`).join(', ') : 'no filter (every run)';
 }
 
 function Filters({ route, workflows }: { route: Route; workflows: WorkflowChoice[] }) {
