@@ -47,6 +47,8 @@ const ROW_FIELDS = [
   'finishedAt',
   'parentId',
   'durationMs',
+  // What a waiting run waits for ({ kind, name?, until? }), once the engine's summaries carry it: no payload.
+  'waitingFor',
 ] as const;
 
 function cut(text: string, max: number): string {
