@@ -84,7 +84,7 @@ function waitsOf(steps: StepState[], races: RunExtras['races']): WaitState[] {
 
 /** The compensation state of a run: null when it has no compensation record and never compensated. */
 function compensationOf(run: DashboardRun, extras: RunExtras) {
-  const steps = Object.entries(extras.compensations).map(([step, state]) => ({ step, state }));
+  const steps = Object.entries(extras.compensations).map(([step, state]) => ({ step, state, ...extras.compensationTimes[step] }));
   const state =
     run.status === 'compensating' ? 'running' : run.status === 'compensation_failed' ? 'failed' : run.compensated ? 'done' : steps.length ? 'none' : undefined;
   if (state === undefined) return null;

@@ -28,6 +28,8 @@ export interface RunExtras {
   /** Each `step.patched(id)` answer. */
   patches: Record<string, boolean>;
   compensations: Record<string, CompensationRecordState>;
+  /** When each compensation that ran started and ended (from its success record). */
+  compensationTimes: Record<string, { startedAt: number; finishedAt: number }>;
   /** The branches of each race that no branch has won yet, by step name. */
   races: Record<string, RaceBranchState[]>;
 }
@@ -52,13 +54,18 @@ function branchOf(b: unknown): RaceBranchState | undefined {
 
 /** The extras of a whole run hash (see RunExtras); never throws. */
 export function runExtrasOf(hash: Record<string, string>): RunExtras {
-  const extras: RunExtras = { values: {}, patches: {}, compensations: {}, races: {} };
+  const extras: RunExtras = { values: {}, patches: {}, compensations: {}, compensationTimes: {}, races: {} };
   for (const [field, value] of Object.entries(hash)) {
     if (field.startsWith(VALUE_FIELD_PREFIX)) extras.values[field.slice(VALUE_FIELD_PREFIX.length)] = json(value);
     else if (field.startsWith(PATCH_FIELD_PREFIX)) extras.patches[field.slice(PATCH_FIELD_PREFIX.length)] = value === '1';
     else if (field.startsWith(COMPENSATION_FIELD_PREFIX)) {
       const step = field.slice(COMPENSATION_FIELD_PREFIX.length);
       extras.compensations[step] = value === COMPENSATION_PENDING ? 'due' : value === COMPENSATION_COMMITTED ? 'committed' : 'done';
+      const record = extras.compensations[step] === 'done' ? json(value) : undefined;
+      // A compensation that ran has a success record: [1, seq, attempt, finishedAt, durationMs, output?].
+      if (Array.isArray(record) && record[0] === 1 && typeof record[3] === 'number' && typeof record[4] === 'number') {
+        extras.compensationTimes[step] = { startedAt: record[3] - record[4], finishedAt: record[3] };
+      }
     } else if (field.startsWith(RACE_FIELD_PREFIX)) {
       const branches = json(value);
       if (Array.isArray(branches)) extras.races[field.slice(RACE_FIELD_PREFIX.length)] = branches.map(branchOf).filter((b): b is RaceBranchState => !!b);
