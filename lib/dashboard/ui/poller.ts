@@ -37,6 +37,8 @@ export function usePoll<D>(key: string, load: () => Promise<D>, live: (data: D) 
       clearTimeout(timer.current);
       if (delay !== undefined && !document.hidden && !stopped) timer.current = setTimeout(read, delay);
     };
+    // What is on screen stays, with the notice; data of another route is never shown under this one.
+    const keep = (s: Loaded<D>, notice: string): Loaded<D> => (s.key === key ? { ...s, notice } : { key, notice, at: s.at });
     async function read() {
       clearTimeout(timer.current);
       try {
@@ -54,9 +56,9 @@ export function usePoll<D>(key: string, load: () => Promise<D>, live: (data: D) 
         const delay = Math.min(MAX_BACKOFF_MS, POLL_MS * 2 ** failures.current);
         const retry = `Retrying in ${Math.round(delay / 1000)} s.`;
         if (error.code === 'REDIS_UNAVAILABLE' || error.code === 'REDIS_WRITE_REFUSED') {
-          setState((s) => ({ ...s, key, notice: `${error.message} ${retry}` }));
+          setState((s) => keep(s, `${error.message} ${retry}`));
         } else if (error.status === undefined || error.status >= 500) {
-          setState((s) => ({ ...s, key, notice: `The server did not answer (${error.message}). ${retry}` }));
+          setState((s) => keep(s, `The server did not answer (${error.message}). ${retry}`));
         } else {
           setState({ key, error, at: Date.now() });
         }
