@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { createDashboardHandler, NonRetriableError } from '../lib';
+import { createDashboardHandler, NonRetriableError, WorkflowRegistry } from '../lib';
 import { createTestEngine, type RedflowTestEngine } from '../lib/testing/core';
 
 export interface Demo {
@@ -55,12 +55,26 @@ export async function startDemo(): Promise<Demo> {
   const compensated = failed;
   const waitingOnSignal = async (id: string) => (await client.getRunSteps(id)).some((s) => s.status === 'waiting' && s.signal === 'approve');
   await until(async () => {
-    const states = await Promise.all([shipped, ...awaiting].map(async (id) => [(await client.getRun(id))?.status, JSON.stringify(await client.getRunSteps(id))]));
+    const states = await Promise.all(
+      [shipped, ...awaiting].map(async (id) => [(await client.getRun(id))?.status, JSON.stringify(await client.getRunSteps(id))]),
+    );
     if (process.env.DEMO_DEBUG) console.log(states);
     return (await Promise.all([shipped, ...awaiting].map(waitingOnSignal))).every(Boolean);
   });
   await client.signal(shipped, 'approve', { by: 'ops@example.com' });
   await until(async () => (await client.getRun(shipped))?.status === 'succeeded' && (await client.getRun(failed))?.status !== 'running');
+
+  // Runs of billing v1 wait while only a v2 worker is left: the Versions page's banner.
+  const billing = (version: number) => {
+    const r = new WorkflowRegistry();
+    r.define('billing', { version }, async ({ step }) => step.waitForSignal('go', 'go'));
+    return r;
+  };
+  const v1 = await engine.worker({ registry: billing(1) });
+  const bill = await client.runByName('billing', {});
+  await until(async () => (await client.getRun(bill.id))?.status === 'scheduled');
+  await engine.worker({ registry: billing(2) });
+  await v1.stop();
 
   const handler = createDashboardHandler(client, { path: '/redflow', authorize: () => true, readOnly: false });
   const server: Server = createServer((req, res) => {

@@ -2,7 +2,6 @@
 // in Debian's chromium, into docs/screenshots/, so the pictures in README and docs stay true.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-
 import { chromium } from 'playwright-core';
 
 import { startDemo } from './dashboard-demo';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
-import { createDashboardHandler, NonRetriableError } from '../../lib';
+import { createDashboardHandler, NonRetriableError, WorkflowRegistry } from '../../lib';
 import { CHROMIUM, describeBrowser, serve, startChromium, type TestServer } from '../support/browser';
 import { eventually, TestEngine } from '../support/engine';
 
@@ -89,6 +89,7 @@ describeBrowser('the operator UI in chromium', () => {
       }),
     );
     await engine.worker({ concurrency: 50 });
+    await client.schedule('nightly-mail', { workflow: 'notify', cron: '0 3 * * *', input: { order: 'digest' } });
 
     ids.shipped = (await client.start(checkout, { order: 'A-1-flaky', amount: 42 })).id;
     for (let i = 0; i < 3; i++) ids.awaiting.push((await client.start(checkout, { order: `A-2${i}`, amount: 10 + i })).id);
@@ -101,6 +102,18 @@ describeBrowser('the operator UI in chromium', () => {
     await client.signal(ids.shipped, 'approve', { by: 'ops@example.com' });
     await eventually(async () => (await statusOf(ids.shipped)) === 'succeeded' && (await statusOf(ids.compensated)) === 'failed', 15_000);
     await eventually(async () => (await client.countRuns({ workflow: 'import-batch', status: 'failed' })) === 200, 15_000);
+
+    // billing v1 has a run waiting, and only a v2 worker is left: "no worker for billing v1".
+    const billing = (version: number) => {
+      const r = new WorkflowRegistry();
+      r.define('billing', { version }, async ({ step }) => step.waitForSignal('go', 'go'));
+      return r;
+    };
+    const v1 = await engine.worker({ registry: billing(1) });
+    const bill = await client.runByName('billing', {});
+    await eventually(async () => (await statusOf(bill.id)) === 'scheduled', 10_000);
+    await engine.worker({ registry: billing(2) });
+    await v1.stop();
 
     main = await serve(createDashboardHandler(client, { path: '/redflow', authorize: () => true, readOnly: false }));
     bare = await serve(createDashboardHandler(empty.client, { path: '/redflow', authorize: () => true, readOnly: true }));
@@ -226,6 +239,9 @@ describeBrowser('the operator UI in chromium', () => {
       .filter({ hasText: /^succeeded$/ })
       .waitFor({ timeout: 10_000 });
     expect(dialogs).toEqual([`Send signal "approve" to run ${id}?`]);
+    // Screen readers hear the status change of the run on screen, and nothing else is live.
+    await eventually(async () => (await page.getByTestId('announcer').textContent()) === `Run ${id} is now succeeded.`, UI_TIMEOUT_MS);
+    expect(await page.locator('[aria-live]').count()).toBe(1);
     expect(await engine.client.getRun(id)).toMatchObject({ status: 'succeeded', output: { order: 'A-20', approvedBy: { by: 'the dashboard' } } });
     // The run's duration counts from its first start, waits included.
     const run = (await engine.client.getRun(id))!;
@@ -278,6 +294,36 @@ describeBrowser('the operator UI in chromium', () => {
       await small.close();
     }
   }, 40_000);
+
+  it('shows the versions of each workflow, with a banner for a version whose runs have no worker', async () => {
+    await open('#/versions');
+    const banner = page.getByTestId('versions-missing');
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain('No worker for billing v1');
+    const rows = page.getByTestId('version-row');
+    expect(await rows.filter({ hasText: 'billing' }).count()).toBe(2);
+    expect(await page.locator('[data-testid="version-row"][data-missing]').textContent()).toContain('v1');
+  });
+
+  it('lists queues, live workers and schedules, and starts a schedule now', async () => {
+    await open('#/queues');
+    const queue = page.locator('[data-testid="queue-row"][data-queue="mail"]');
+    await queue.waitFor();
+    expect(Number(await queue.getByTestId('queue-ended').textContent())).toBeGreaterThanOrEqual(1);
+    await open('#/workers');
+    await page.getByTestId('worker-row').first().waitFor();
+    expect(await page.getByTestId('worker-row').count()).toBe((await engine.client.listWorkers()).length);
+    await open('#/schedules');
+    const row = page.locator('[data-testid="schedule-row"][data-schedule="nightly-mail"]');
+    await row.waitFor();
+    expect(await row.getByTestId('schedule-next').locator('li').count()).toBe(5);
+    dialogs.length = 0;
+    await row.getByTestId('schedule-trigger').click();
+    await page.getByTestId('run-id').waitFor();
+    expect(dialogs).toEqual(['Start schedule "nightly-mail" (notify) now?']);
+    const started = (await page.getByTestId('run-id').textContent()) ?? '';
+    expect((await engine.client.getRun(started))?.workflow).toBe('notify');
+  });
 
   it('pauses live updates with a toggle', async () => {
     await open('#/runs');
