@@ -7,9 +7,10 @@ import { join } from 'node:path';
  * copies of the library sharing one connection never run each other's scripts. 3: the
  * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN. 5: a script's events share
  * one stream entry. 6: the `terminated` status (cleanup and prune take its index), `crashes`. 7: a Redis
- * Functions library; status indexes for ended statuses only, no `wf:<name>:runs`, `wfnames`.
+ * Functions library; status indexes for ended statuses only, no `wf:<name>:runs`, `wfnames`. 8: a scheduled run's `wait` field and the `waiting:` indexes,
+ * `prune-run-index` takes a wait.
  */
-export const SCRIPT_VERSION = 7;
+export const SCRIPT_VERSION = 8;
 
 /**
  * Scripts that must run on a Redis over `maxmemory`: they only delete (retention, prune, index

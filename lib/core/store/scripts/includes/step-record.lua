@@ -59,6 +59,19 @@ local function child_wait_id(record)
   return nil
 end
 
+-- What the waiting record `record` waits for, as the run's `wait` field names it: 'child', 'signal',
+-- 'event' or 'any' (a race), and the child run's id, the signal's or the event's name ('' for a
+-- race); nil when it is not a waiting record. Decoded in a protected call: a damaged record
+-- cannot raise an error after the script has written (its name is then '').
+local function waiting_target(record)
+  local head = string.sub(record, 1, 2)
+  local kind = ({ ['[3'] = 'child', ['[4'] = 'signal', ['[5'] = 'event', ['[6'] = 'any' })[head]
+  if not kind or kind == 'any' then return kind, '' end
+  local ok, decoded = pcall(cjson.decode, record)
+  if ok and type(decoded) == 'table' and type(decoded[4]) == 'string' then return kind, decoded[4] end
+  return kind, ''
+end
+
 -- True for the record of a step.waitForAny whose race no branch has won yet: [6, seq, attempt,
 -- deadline]. Its branches are in the run-hash field race_field(step field).
 local function is_race_wait(record)
