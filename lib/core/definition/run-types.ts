@@ -190,6 +190,10 @@ export interface StepState {
   seq: number;
   /** The attempt that ran it. */
   attempt: number;
+  /**
+   * When it started: a `step.run` its last try's start, a wait (sleep, signal, event, child run,
+   * race) when the wait began. `finishedAt`: when it ended (a sleep: its wake time).
+   */
   startedAt?: number;
   finishedAt?: number;
   /** For `waitFor` steps. */
@@ -207,6 +211,12 @@ export interface StepState {
   lastError?: StoredError;
   /** When the next try of a step retried by its own policy is due. */
   retryAt?: number;
+  /**
+   * Each try of a step whose function threw at least once (the try that then succeeded included),
+   * oldest first: the last 20 only. `attempt` is the run attempt it ran in; `error` the name and
+   * message of a failed try. Steps that never failed have none.
+   */
+  tries?: Array<{ startedAt: number; finishedAt: number; attempt: number; error?: { name: string; message: string } }>;
 }
 
 /** How a run ended, as `waitForRun(id, { throwOnFailure: false })` resolves. */
