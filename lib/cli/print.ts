@@ -60,3 +60,29 @@ export function table(rows: Array<Record<string, unknown>>, columns: string[]): 
 
 /** A timestamp in ISO 8601, or nothing when there is none. */
 export const time = (ms?: number): string => (ms ? new Date(ms).toISOString() : '');
+
+/** What a suspended run waits for, as `RunState.waitingFor` says (shape kept here: the CLI imports no engine type for it). */
+interface ShownWait {
+  kind: string;
+  name?: string;
+  until?: number;
+}
+
+/**
+ * A run's status, with what a scheduled run suspended in a step waits for:
+ * `scheduled · waiting for signal "approve"`, `scheduled · waiting for run <id>`,
+ * `scheduled · sleeping until <time>`, `scheduled · waiting for a race (waitForAny) until <time>`.
+ */
+export function statusText(status: string | undefined, waitingFor?: ShownWait): string {
+  if (status === undefined || !waitingFor) return status ?? '';
+  const until = waitingFor.until ? ` until ${time(waitingFor.until)}` : '';
+  const name = waitingFor.name ?? '';
+  const what: Record<string, string> = {
+    signal: `waiting for signal ${JSON.stringify(name)}${until}`,
+    event: `waiting for event ${JSON.stringify(name)}${until}`,
+    child: `waiting for run ${name}${until}`,
+    sleep: `sleeping${until}`,
+    any: `waiting for a race (waitForAny)${until}`,
+  };
+  return `${status} · ${what[waitingFor.kind] ?? `waiting (${waitingFor.kind})`}`;
+}

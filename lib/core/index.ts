@@ -2,7 +2,7 @@ export * from './errors';
 export { toMs, type Duration } from './definition/duration';
 export { systemClock, type Clock } from './definition/clock';
 export { createClient, WorkflowClient, type ClientOptions } from './client/workflow-client';
-export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions } from './definition/run-options';
+export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitingFilter } from './definition/run-options';
 export type { RunHandle } from './definition/run-types';
 export type { ScheduleOptions } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
@@ -69,6 +69,8 @@ export type {
   RunSummary,
   StepState,
   StoredError,
+  WaitingFor,
+  WaitKind,
 } from './definition/run-types';
 export type { WaitForRunOptions } from './definition/run-options';
 export type { QueueStats, QueueStatsOptions, RunStats, WorkerInfo } from './definition/stats-types';

@@ -402,6 +402,48 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(after.stdout).not.toContain('compensation error');
   });
 
+  it('runs list --waiting finds runs by what they wait for, and runs list and runs show say it', async () => {
+    const approval = engine.registry.define('cli-approval', {}, async ({ step }) => step.waitForSignal('approval', 'approve'));
+    const nap = engine.registry.define('cli-nap', {}, async ({ step }) => step.waitFor('nap', '1h'));
+    const waiting = await engine.client.start(approval, {});
+    const sleeping = await engine.client.start(nap, {});
+    await eventually(async () => (await engine.client.getRun(waiting.id))?.waitingFor && (await engine.client.getRun(sleeping.id))?.waitingFor);
+    const wakeAt = (await engine.client.getRun(sleeping.id))!.waitingFor!.until!;
+
+    const [bySignal, byName, byOtherName, bySleep, bad] = await Promise.all([
+      redflow('runs', 'list', '--waiting', 'signal'),
+      redflow('runs', 'list', '--waiting', 'signal:approve', '--json'),
+      redflow('runs', 'list', '--waiting', 'signal:reject'),
+      redflow('runs', 'list', '--waiting', 'sleep', '--workflow', 'cli-nap'),
+      redflow('runs', 'list', '--waiting', 'timer'),
+    ]);
+    expect(bySignal).toMatchObject({ code: 0, stderr: '' });
+    expect(
+      lines(bySignal.stdout)
+        .slice(2)
+        .map((line) => cells(line).slice(0, 3)),
+    ).toEqual([[waiting.id, 'cli-approval', 'scheduled · waiting for signal "approve"']]);
+    expect(json<RunState[]>(byName).map((r) => [r.id, r.waitingFor])).toEqual([[waiting.id, { kind: 'signal', name: 'approve' }]]);
+    expect(byOtherName).toEqual({ code: 0, stdout: 'No runs match.\n', stderr: '' });
+    expect(cells(lines(bySleep.stdout)[2]).slice(0, 3)).toEqual([sleeping.id, 'cli-nap', `scheduled · sleeping until ${new Date(wakeAt).toISOString()}`]);
+    expect(bad).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Unknown --waiting "timer". Use one of sleep, signal, event, child, any, signal:<name> or event:<name>.\n',
+    });
+
+    const shown = await redflow('runs', 'show', waiting.id);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(lines(shown.stdout)[0]).toBe(`${waiting.id}  cli-approval  scheduled · waiting for signal "approve"  attempt 1/1`);
+
+    await engine.client.signal(waiting.id, 'approve', 'yes');
+    await waiting.result({ timeoutMs: 5_000 });
+    await engine.client.cancelRun(sleeping.id);
+    expect(await redflow('runs', 'list', '--waiting', 'signal')).toEqual({ code: 0, stdout: 'No runs match.\n', stderr: '' });
+    const after = await redflow('runs', 'show', waiting.id);
+    expect(lines(after.stdout)[0]).toBe(`${waiting.id}  cli-approval  succeeded  attempt 1/1`);
+  });
+
   it('runs list reads summaries for its table (a run with an unreadable input lists fine); a corrupt run is a row marked corrupt, and one sentence with exit 1 where it must be read whole', async () => {
     const damaged = new TestEngine();
     try {

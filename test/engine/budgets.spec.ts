@@ -28,7 +28,12 @@ const ONE_STEP = {
 const TEN_STEP = {
   processing: { script: 10, lpop: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 4, xadd: 10, publish: 1 },
 };
-/** Commands per parent run that waits on a child run, the child included (the child is started by the parent's step). */
+/**
+ * Commands per parent run that waits on a child run, the child included (the child is started by the parent's step).
+ * The parent's suspension indexes its wait (`waiting:child`: 1 ZADD; the `wait` field rides in
+ * finish's HSET), and its wake-up, which moves it out of `scheduled`, reads the field and takes
+ * it and its entry away (1 HGET, 1 HDEL, 1 ZREM): what `waitingFor` and the `waiting` filter cost.
+ */
 const CHILD_WAIT = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
   processing: {
@@ -38,12 +43,12 @@ const CHILD_WAIT = {
     rpush: 1,
     exists: 1,
     hmget: 9,
-    hget: 5,
+    hget: 6,
     hgetall: 1,
     hset: 11,
-    hdel: 2,
-    zadd: 13,
-    zrem: 11,
+    hdel: 3,
+    zadd: 14,
+    zrem: 12,
     sadd: 3,
     smembers: 1,
     del: 1,

@@ -286,7 +286,21 @@ describe('listing runs by workflow and status', () => {
     expect(sent.map((c) => c.name)).toEqual([...RUN_STATUSES.map(() => 'zrevrange'), 'hmget', 'hmget', 'hmget']);
     const asked = sent.filter((c) => c.name === 'hmget').map((c) => c.args.slice(1));
     expect(asked).toEqual(
-      [0, 1, 2].map(() => ['workflow', 'queue', 'status', 'attempt', 'maxAttempts', 'createdAt', 'availableAt', 'startedAt', 'finishedAt', 'parent', 'error']),
+      // `wait`: what a scheduled run waits for (small: never input, output or step records).
+      [0, 1, 2].map(() => [
+        'workflow',
+        'queue',
+        'status',
+        'attempt',
+        'maxAttempts',
+        'createdAt',
+        'availableAt',
+        'startedAt',
+        'finishedAt',
+        'parent',
+        'error',
+        'wait',
+      ]),
     );
 
     expect(rows.map((r) => r.id).sort()).toEqual([ok, long, exact].sort());

@@ -40,7 +40,7 @@ describe('durable waits and child workflows', () => {
       const steps = await engine.client.getRunSteps(handle.id);
       expect(steps).toEqual([
         expect.objectContaining({ name: 'before', status: 'succeeded', seq: 1, attempt: 1, output: 1 }),
-        { name: 'nap', status: 'waiting', seq: 2, attempt: 1, wakeAt: expect.any(Number) },
+        { name: 'nap', status: 'waiting', seq: 2, attempt: 1, wakeAt: expect.any(Number), startedAt: expect.any(Number) },
       ]);
       const wakeAt = steps[1].wakeAt!;
       expect(wakeAt).toBeGreaterThanOrEqual(t0 + 400);
@@ -121,7 +121,17 @@ describe('durable waits and child workflows', () => {
       const resumedAt = await handle.result({ timeoutMs: 5000 });
       expect(reached).toHaveLength(2);
       const [nap] = await engine.client.getRunSteps(handle.id);
-      expect(nap).toEqual({ name: 'nap', status: 'succeeded', seq: 1, attempt: 1, wakeAt: expect.any(Number) });
+      expect(nap).toEqual({
+        name: 'nap',
+        status: 'succeeded',
+        seq: 1,
+        attempt: 1,
+        wakeAt: expect.any(Number),
+        startedAt: expect.any(Number),
+        finishedAt: nap.wakeAt,
+      });
+      // It lasted from when it began to its wake time.
+      expect(nap.finishedAt! - nap.startedAt!).toBeGreaterThanOrEqual(300);
       // wakeAt = (time of the first reach) + 300, and the replay did not move it.
       expect(nap.wakeAt! - reached[0]).toBeGreaterThanOrEqual(300);
       expect(nap.wakeAt! - reached[0]).toBeLessThan(350);
@@ -148,10 +158,13 @@ describe('durable waits and child workflows', () => {
       // One suspension only (for "until"): the handler ran twice, not three times.
       expect(executions).toHaveLength(2);
       expect(executions[1]).toBeGreaterThanOrEqual(until);
-      expect(await engine.client.getRunSteps(handle.id)).toEqual([
-        { name: 'past', status: 'succeeded', seq: 1, attempt: 1, wakeAt: until - 60_000 },
-        { name: 'until', status: 'succeeded', seq: 2, attempt: 1, wakeAt: until },
+      const [past, later] = await engine.client.getRunSteps(handle.id);
+      expect([past, later]).toEqual([
+        { name: 'past', status: 'succeeded', seq: 1, attempt: 1, wakeAt: until - 60_000, startedAt: expect.any(Number), finishedAt: expect.any(Number) },
+        { name: 'until', status: 'succeeded', seq: 2, attempt: 1, wakeAt: until, startedAt: expect.any(Number), finishedAt: until },
       ]);
+      // A Date already past ended as it began.
+      expect(past.finishedAt).toBe(past.startedAt);
     });
 
     it('survives every worker stopping: a new worker resumes the run after the wake time', async () => {
@@ -207,7 +220,9 @@ describe('durable waits and child workflows', () => {
       expect(worker.activeRunIds).toEqual([childId]);
       expect(await parentField(childId)).toBe(handle.id);
       expect(await stateOf(childId)).toMatchObject({ workflow: 'double', queue: 'children', status: 'running', input: { n: 21 }, attempt: 1 });
-      expect(await engine.client.getRunSteps(handle.id)).toEqual([{ name: 'invoke', status: 'waiting', seq: 1, attempt: 1, childRunId: childId }]);
+      expect(await engine.client.getRunSteps(handle.id)).toEqual([
+        { name: 'invoke', status: 'waiting', seq: 1, attempt: 1, childRunId: childId, startedAt: expect.any(Number) },
+      ]);
 
       release.resolve();
       await expect(handle.result({ timeoutMs: 5000 })).resolves.toEqual({ got: { doubled: 42 } });
@@ -351,8 +366,12 @@ describe('durable waits and child workflows', () => {
       const b = await engine.client.start(requester, {});
       await eventually(async () => (await statusOf(b.id)) === 'scheduled');
       const childId = `${a.id}.get-report`;
-      expect(await engine.client.getRunSteps(a.id)).toEqual([{ name: 'get-report', status: 'waiting', seq: 1, attempt: 1, childRunId: childId }]);
-      expect(await engine.client.getRunSteps(b.id)).toEqual([{ name: 'get-report', status: 'waiting', seq: 1, attempt: 1, childRunId: childId }]);
+      expect(await engine.client.getRunSteps(a.id)).toEqual([
+        { name: 'get-report', status: 'waiting', seq: 1, attempt: 1, childRunId: childId, startedAt: expect.any(Number) },
+      ]);
+      expect(await engine.client.getRunSteps(b.id)).toEqual([
+        { name: 'get-report', status: 'waiting', seq: 1, attempt: 1, childRunId: childId, startedAt: expect.any(Number) },
+      ]);
 
       release.resolve();
       await expect(a.result({ timeoutMs: 5000 })).resolves.toBe('report 2024-05');

@@ -133,6 +133,8 @@ describe('keys', () => {
       k_workflow_runs: (w) => keys.workflowRuns(w),
       k_workflow_names: () => keys.workflowNames(),
       k_workflow_status: (s, w) => keys.workflowStatusRuns(s, w),
+      k_waiting: (kind) => keys.waiting(kind),
+      k_waiting_for: (kind, name) => keys.waiting(kind, name),
       k_workflow_versions: (w) => keys.workflowVersions(w),
       k_workers: () => keys.workers(),
       k_idempotency: (w, k) => keys.idempotency(w, k),
@@ -234,25 +236,72 @@ describe('step records', () => {
       attempts: 1,
     });
     const future = Date.now() + 60_000;
-    expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, future))).toEqual({ name: 'nap', seq: 4, attempt: 1, status: 'waiting', wakeAt: future });
-    expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, 1_000))).toMatchObject({ status: 'succeeded', wakeAt: 1_000 });
+    expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, future, 500))).toEqual({
+      name: 'nap',
+      seq: 4,
+      attempt: 1,
+      status: 'waiting',
+      wakeAt: future,
+      startedAt: 500,
+    });
+    // A sleep that is over lasted from when it began to its wake time.
+    expect(parseStepRecord('r', 's:nap', encodeSleepRecord(4, 1, 1_000, 800))).toMatchObject({
+      status: 'succeeded',
+      wakeAt: 1_000,
+      startedAt: 800,
+      finishedAt: 1_000,
+    });
+    // Records written before a wait kept its start still read, without a start.
+    expect(parseStepRecord('r', 's:nap', '[2,4,1,1000]')).toEqual({ name: 'nap', seq: 4, attempt: 1, status: 'succeeded', wakeAt: 1_000 });
     expect(parseStepRecord('r', 's:kid', '[3,5,1,"r.kid",0]')).toEqual({ name: 'kid', seq: 5, attempt: 1, status: 'waiting', childRunId: 'r.kid' });
+    expect(parseStepRecord('r', 's:kid', '[3,5,1,"r.kid",0,700]')).toEqual({
+      name: 'kid',
+      seq: 5,
+      attempt: 1,
+      status: 'waiting',
+      childRunId: 'r.kid',
+      startedAt: 700,
+    });
+  });
+
+  it("a tries record keeps the step's last 20 tries; one written before tries were kept still reads", () => {
+    const error = '{"name":"Error","message":"down"}';
+    const many = Array.from({ length: 25 }, (_, i) => ({
+      startedAt: i * 10,
+      finishedAt: i * 10 + 5,
+      attempt: 1,
+      error: { name: 'Error', message: `try ${i + 1}` },
+    }));
+    const record = encodeTriesRecord({ failures: 25, runAttempt: 1, failuresInRunAttempt: 25, retryAt: 0 }, error, many);
+    const parsed = parseTriesRecord('r', 't:x', record);
+    expect(parsed.tries).toHaveLength(20);
+    expect(parsed.tries[0]).toEqual({ startedAt: 50, finishedAt: 55, attempt: 1, error: { name: 'Error', message: 'try 6' } });
+    const old = `[2,1,2,0,${error}]`;
+    expect(parseTriesRecord('r', 't:x', old)).toMatchObject({ failures: 2, tries: [] });
+    expect(parseStepRecord('r', 's:x', encodeSuccessRecord(3, 1, 5_000, 40, '1'), old)).not.toHaveProperty('tries');
+    expect(() => parseTriesRecord('r', 't:x', `[2,1,2,0,${error},[[1,"x",1]]]`)).toThrow(CorruptRunDataError);
   });
 
   it('counts the tries of a step that failed before, and shows its last error and next retry', () => {
     const error = '{"name":"Error","message":"card declined"}';
-    const tries = encodeTriesRecord({ failures: 2, runAttempt: 1, failuresInRunAttempt: 2, retryAt: 9_000 }, error);
+    const list = [
+      { startedAt: 10, finishedAt: 20, attempt: 1, error: { name: 'Error', message: 'card declined' } },
+      { startedAt: 30, finishedAt: 40, attempt: 1, error: { name: 'Error', message: 'card declined' } },
+    ];
+    const tries = encodeTriesRecord({ failures: 2, runAttempt: 1, failuresInRunAttempt: 2, retryAt: 9_000 }, error, list);
     expect(parseTriesRecord('r', 't:charge', tries)).toEqual({
       failures: 2,
       runAttempt: 1,
       failuresInRunAttempt: 2,
       retryAt: 9_000,
       lastError: JSON.parse(error),
+      tries: list,
     });
     expect(parseStepRecord('r', 's:charge', encodeSuccessRecord(3, 1, 5_000, 40, '1'), tries)).toMatchObject({
       status: 'succeeded',
       attempts: 3,
       lastError: { message: 'card declined' },
+      tries: list,
     });
     expect(parseStepRecord('r', 's:charge', encodeFailureRecord(3, 1, 5_000, 40, error), tries)).toMatchObject({
       status: 'failed',
@@ -293,7 +342,16 @@ describe('step records', () => {
       durationMs: 2,
       error: { name: 'Error', message: 'x' },
     });
-    expect(decodeStepRecord('r', 's:a', encodeSleepRecord(2, 1, 77))).toEqual({ kind: 'sleeping', seq: 2, attempt: 1, wakeAt: 77 });
+    expect(decodeStepRecord('r', 's:a', encodeSleepRecord(2, 1, 77, 7))).toEqual({ kind: 'sleeping', seq: 2, attempt: 1, wakeAt: 77, began: 7 });
+    expect(decodeStepRecord('r', 's:a', '[4,5,1,"approve",900,800]')).toEqual({
+      kind: 'signal',
+      seq: 5,
+      attempt: 1,
+      signal: 'approve',
+      deadline: 900,
+      began: 800,
+    });
+    expect(decodeStepRecord('r', 's:a', '[5,5,1,"paid",0,{},800]')).toMatchObject({ kind: 'event', began: 800 });
     expect(decodeStepRecord('r', 's:a', '[3,5,1,"r.kid",0]')).toEqual({ kind: 'child', seq: 5, attempt: 1, childRunId: 'r.kid', deadline: 0 });
     expect(decodeStepRecord('r', 's:a', '[4,5,1,"approve",900]')).toEqual({ kind: 'signal', seq: 5, attempt: 1, signal: 'approve', deadline: 900 });
     expect(decodeStepRecord('r', 's:a', '[5,5,1,"paid",0,{"order":1}]')).toEqual({

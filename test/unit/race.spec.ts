@@ -32,14 +32,20 @@ describe('step.waitForAny branches and race records', () => {
   });
 
   it('a race record decodes as a waiting step; its branches field is part of the journal', () => {
-    const race = encodeRaceRecord(3, 1, 5_000, [
-      ['approved', 's', 'approved'],
-      ['timeout', 't', 5_000],
-      ['child', 'c', 'r.x.child', 'cancel'],
-    ]);
-    expect(race).toEqual({ record: '[6,3,1,5000]', branches: '[["approved","s","approved"],["timeout","t",5000],["child","c","r.x.child","cancel"]]' });
-    expect(decodeStepRecord('r', 's:x', race.record)).toEqual({ seq: 3, attempt: 1, kind: 'race', deadline: 5_000 });
-    expect(parseStepRecord('r', 's:x', race.record)).toEqual({ name: 'x', seq: 3, attempt: 1, status: 'waiting', wakeAt: 5_000 });
+    const race = encodeRaceRecord(
+      3,
+      1,
+      5_000,
+      [
+        ['approved', 's', 'approved'],
+        ['timeout', 't', 5_000],
+        ['child', 'c', 'r.x.child', 'cancel'],
+      ],
+      1_000,
+    );
+    expect(race).toEqual({ record: '[6,3,1,5000,1000]', branches: '[["approved","s","approved"],["timeout","t",5000],["child","c","r.x.child","cancel"]]' });
+    expect(decodeStepRecord('r', 's:x', race.record)).toEqual({ seq: 3, attempt: 1, kind: 'race', deadline: 5_000, began: 1_000 });
+    expect(parseStepRecord('r', 's:x', race.record)).toEqual({ name: 'x', seq: 3, attempt: 1, status: 'waiting', wakeAt: 5_000, startedAt: 1_000 });
     expect(parseStepRecord('r', 's:x', '[6,3,1,0]')).toEqual({ name: 'x', seq: 3, attempt: 1, status: 'waiting' });
     expect(() => decodeStepRecord('r', 's:x', '[6,3,1,"soon"]')).toThrow(CorruptRunDataError);
     expect(isJournalField('r:x')).toBe(true);

@@ -2,7 +2,7 @@ import type { RunState, StepState } from '../../core/definition/run-types';
 import { runIdArgument } from '../args';
 import type { ClientCommand } from '../cli-command';
 import { runNotFound } from '../cli-error';
-import { cell, jsonText, table, time } from '../print';
+import { cell, jsonText, statusText, table, time } from '../print';
 import { shownRun } from '../redact-module';
 
 /** A step's output or error in one table cell: its first 60 characters (`--json` has it whole). */
@@ -28,7 +28,7 @@ function runText(run: RunState, steps: StepState[], children: string[]): string 
     'waits for': waitText(s),
   }));
   return [
-    `${cell(run.id)}  ${cell(run.workflow)}  ${cell(run.status)}  attempt ${run.attempt}/${run.maxAttempts}`,
+    `${cell(run.id)}  ${cell(run.workflow)}  ${cell(statusText(run.status, run.waitingFor))}  attempt ${run.attempt}/${run.maxAttempts}`,
     `created ${time(run.createdAt)}  finished ${time(run.finishedAt)}`,
     run.progress !== undefined ? `progress: ${jsonText(run.progress)}` : '',
     `input: ${jsonText(run.input)}`,

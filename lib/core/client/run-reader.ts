@@ -4,12 +4,13 @@ import {
   checkInteger,
   checkResourceName,
   checkWorkflowVersion,
+  controlCharIndex,
   COUNT_RUNS_OPTION_KEYS,
   LIST_RUNS_OPTION_KEYS,
   QUEUE_STATS_OPTION_KEYS,
 } from '../definition/option-checks';
 import { type CountRunsOptions, type ListRunsOptions } from '../definition/run-options';
-import { RUN_STATUSES, type AttemptState, type RunState, type RunSummary, type StepState } from '../definition/run-types';
+import { RUN_STATUSES, WAIT_KINDS, type AttemptState, type RunState, type RunSummary, type StepState, type WaitKind } from '../definition/run-types';
 import { type CronState, type ScheduleState } from '../definition/schedule-types';
 import { type QueueStats, type QueueStatsOptions, type RunStats, type WorkerInfo } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
@@ -35,7 +36,26 @@ function checkRunFilter(options: CountRunsOptions, what: string, known: readonly
     if (!options.workflow)
       throw new ConfigurationError(`${what} version needs a workflow: versions are per workflow, as in { workflow: "checkout", version: 1 }.`);
   }
-  return { workflow: options.workflow || undefined, status: options.status, version: options.version };
+  const waiting = options.waiting === undefined ? undefined : checkWaiting(options.waiting, what);
+  if (waiting && options.status !== undefined && options.status !== 'scheduled') {
+    throw new ConfigurationError(
+      `${what} waiting lists runs suspended in a step, which are "scheduled": leave status out or set it to "scheduled", got status ${JSON.stringify(options.status)}.`,
+    );
+  }
+  return { workflow: options.workflow || undefined, status: options.status, version: options.version, ...(waiting ? { waiting } : {}) };
+}
+
+/** The `waiting` filter of a list or count call, checked: a wait kind, or `signal:<name>` / `event:<name>`. */
+function checkWaiting(value: unknown, what: string): { kind: WaitKind; name?: string } {
+  if (typeof value === 'string') {
+    if ((WAIT_KINDS as readonly string[]).includes(value)) return { kind: value as WaitKind };
+    const m = /^(signal|event):(.+)$/s.exec(value);
+    if (m && controlCharIndex(m[2]) < 0) return { kind: m[1] as WaitKind, name: m[2] };
+  }
+  const shown = typeof value === 'string' ? JSON.stringify(value) : typeof value;
+  throw new ConfigurationError(
+    `${what} waiting must be one of ${WAIT_KINDS.map((k) => `"${k}"`).join(', ')}, "signal:<name>" or "event:<name>" (as in "signal:approve"), got ${shown}.`,
+  );
 }
 
 /** The filters of a list call, checked, with their defaults. */

@@ -158,13 +158,13 @@ export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idem
 export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempotencyKey', 'idempotencyTtl', 'emitAt']);
 
 /** Keys of `ListRunsOptions`. */
-export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'version', 'limit', 'offset']);
+export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'version', 'waiting', 'limit', 'offset']);
 
 /** Keys of `QueueStatsOptions` (`getQueueStats`). */
 export const QUEUE_STATS_OPTION_KEYS = optionKeys<QueueStatsOptions>()(['queues']);
 
 /** Keys of `CountRunsOptions`. */
-export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status', 'version']);
+export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow', 'status', 'version', 'waiting']);
 
 /** Keys of `PruneOptions`. */
 export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
@@ -289,7 +289,7 @@ export function checkIdempotencyKey(value: unknown, what: string): string {
 }
 
 /** Index of the first control character (C0, DEL or C1) in `s`, or -1. */
-function controlCharIndex(s: string): number {
+export function controlCharIndex(s: string): number {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) return i;

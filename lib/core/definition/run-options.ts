@@ -1,6 +1,6 @@
 /** Options of the client's calls on runs: starting, emitting events, listing, counting, waiting, pruning. */
 import type { Duration } from './duration-format';
-import type { EndedStatus, RunStatus } from './run-types';
+import type { EndedStatus, RunStatus, WaitKind } from './run-types';
 
 /** Options of starting a run. */
 export interface RunOptions {
@@ -31,12 +31,25 @@ export interface EmitEventOptions {
   emitAt?: Date | number;
 }
 
+/**
+ * A filter of runs suspended in a step, by what they wait for (`RunState.waitingFor`): a kind, or
+ * `signal:<name>` / `event:<name>` for one signal or event name. Such runs are `scheduled`.
+ */
+export type WaitingFilter = WaitKind | `signal:${string}` | `event:${string}`;
+
 /** Filters of `listRuns` and `listRunSummaries`; results are newest first. */
 export interface ListRunsOptions {
   workflow?: string;
   status?: RunStatus;
   /** Only runs that started on this version of `workflow` (needs `workflow`). */
   version?: number;
+  /**
+   * Only runs suspended waiting for this (`'signal'`, `'signal:approve'`, `'event:order.paid'`,
+   * `'child'`, `'sleep'`, `'any'`): read from an index of waiting runs, O(page). With `workflow`,
+   * the index is read in pipelines of 1,000 until the page is full. Its status is `scheduled`;
+   * another `status` is an error.
+   */
+  waiting?: WaitingFilter;
   /** @default 50 */
   limit?: number;
   /** @default 0 */
@@ -52,6 +65,8 @@ export interface CountRunsOptions {
    * filters this reads each run of the index (its `queue` field), in pipelines of 1,000.
    */
   version?: number;
+  /** Only runs suspended waiting for this, as in `ListRunsOptions.waiting`: one `ZCARD` without `workflow`. */
+  waiting?: WaitingFilter;
 }
 
 /** Options of `prune`. */

@@ -53,6 +53,21 @@ export interface StoredError {
   fields?: Record<string, unknown>;
 }
 
+/** What a suspended run waits for: a `waitFor` (sleep), a signal, an event, a child run, or a `waitForAny` race (any). */
+export type WaitKind = 'sleep' | 'signal' | 'event' | 'child' | 'any';
+
+/** Every wait kind. */
+export const WAIT_KINDS: readonly WaitKind[] = ['sleep', 'signal', 'event', 'child', 'any'];
+
+/** What a `scheduled` run suspended in a step waits for now (`RunState.waitingFor`, `RunSummary.waitingFor`). */
+export interface WaitingFor {
+  kind: WaitKind;
+  /** The signal's or the event's name, or the child run's id (kinds signal, event, child). */
+  name?: string;
+  /** When the run is due to wake (epoch ms, workflow clock): the sleep's end or the wait's timeout, when it has one. */
+  until?: number;
+}
+
 /** A run as stored. */
 export interface RunState<TOutput = unknown> {
   id: string;
@@ -91,6 +106,11 @@ export interface RunState<TOutput = unknown> {
   timeoutMs?: number;
   /** When the run's timeout passes (epoch ms, from its first start); set once it started. */
   deadline?: number;
+  /**
+   * What the run waits for, only while it is `scheduled` because a step suspended it (a sleep, a
+   * signal, an event, a child run, a race); a delayed run or one backing off before a retry has none.
+   */
+  waitingFor?: WaitingFor;
 }
 
 /** The error of a run in a list: its class name and the start of its message. */
@@ -106,7 +126,19 @@ export interface RunErrorSummary {
  */
 export interface IntactRunSummary extends Pick<
   RunState,
-  'id' | 'workflow' | 'queue' | 'version' | 'status' | 'attempt' | 'maxAttempts' | 'createdAt' | 'availableAt' | 'startedAt' | 'finishedAt' | 'parentId'
+  | 'id'
+  | 'workflow'
+  | 'queue'
+  | 'version'
+  | 'status'
+  | 'attempt'
+  | 'maxAttempts'
+  | 'createdAt'
+  | 'availableAt'
+  | 'startedAt'
+  | 'finishedAt'
+  | 'parentId'
+  | 'waitingFor'
 > {
   /** `finishedAt - startedAt`: how long an ended run took from its first start, waits and retries included. */
   durationMs?: number;
@@ -158,6 +190,10 @@ export interface StepState {
   seq: number;
   /** The attempt that ran it. */
   attempt: number;
+  /**
+   * When it started: a `step.run` its last try's start, a wait (sleep, signal, event, child run,
+   * race) when the wait began. `finishedAt`: when it ended (a sleep: its wake time).
+   */
   startedAt?: number;
   finishedAt?: number;
   /** For `waitFor` steps. */
@@ -175,6 +211,12 @@ export interface StepState {
   lastError?: StoredError;
   /** When the next try of a step retried by its own policy is due. */
   retryAt?: number;
+  /**
+   * Each try of a step whose function threw at least once (the try that then succeeded included),
+   * oldest first: the last 20 only. `attempt` is the run attempt it ran in; `error` the name and
+   * message of a failed try. Steps that never failed have none.
+   */
+  tries?: Array<{ startedAt: number; finishedAt: number; attempt: number; error?: { name: string; message: string } }>;
 }
 
 /** How a run ended, as `waitForRun(id, { throwOnFailure: false })` resolves. */

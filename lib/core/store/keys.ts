@@ -121,6 +121,14 @@ export class RedflowKeys {
   workflowStatusRuns(status: string, workflow: string): string {
     return `${this.base}wfstatus:${status}:${workflow}`;
   }
+  /**
+   * Scheduled runs waiting in a step, scored by creation time: `waiting:<kind>` every run waiting
+   * on that kind of step, `waiting:<kind>:<name>` (signals and events) those waiting on that name.
+   * The kind is a fixed word without `:` and the name ends the key; `waiting` is a first segment of its own.
+   */
+  waiting(kind: string, name?: string): string {
+    return name === undefined ? `${this.base}waiting:${kind}` : `${this.base}waiting:${kind}:${name}`;
+  }
   /** Set to the index version once the (workflow, status) index covers runs created before it existed. */
   workflowStatusIndexMarker(): string {
     return `${this.base}index:wfstatus`;

@@ -117,6 +117,14 @@ export class RedisScripts extends WaitScripts {
   /** Takes out of a (workflow, status) index those of `runIds` that left that status or no longer exist. */
   async pruneRunIndex(status: string, workflow: string, runIds: string[]): Promise<number> {
     const k = this.keys;
-    return Number(await this.call('prune-run-index', [k.workflowStatusRuns(status, workflow)], { base: k.base, status, runIds }));
+    return Number(await this.call('prune-run-index', [k.workflowStatusRuns(status, workflow)], { base: k.base, status, wait: '', runIds }));
+  }
+
+  /**
+   * Takes out of the waiting index `key` those of `runIds` that are no longer scheduled or whose
+   * `wait` field no longer starts with `waitStart`.
+   */
+  async pruneWaitIndex(key: string, waitStart: string, runIds: string[]): Promise<number> {
+    return Number(await this.call('prune-run-index', [key], { base: this.keys.base, status: 'scheduled', wait: waitStart, runIds }));
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { parseVersionQueue } from '../definition/option-checks';
-import { RUN_STATUSES, TERMINAL_STATUSES, type RunStatus } from '../definition/run-types';
+import { RUN_STATUSES, TERMINAL_STATUSES, type RunStatus, type WaitKind } from '../definition/run-types';
 import { type RunStats } from '../definition/stats-types';
 import { RedisWriteRefusedError } from '../errors';
 import type { RedisConnection } from './connection';
@@ -27,18 +27,28 @@ const VERSION_SCAN_CHUNK = 1_000;
 /** The statuses of runs that are not over: what a version without a worker still owes. */
 const UNFINISHED_STATUSES: readonly RunStatus[] = ['queued', 'scheduled', 'running', 'compensating'];
 
-/** The checked filters of a list or count: by workflow, status and version (with a workflow only). */
+/** The checked filters of a list or count: by workflow, status, version (with a workflow only) and wait. */
 export interface RunFilter {
   workflow?: string;
   status?: RunStatus;
   version?: number;
+  /** Runs suspended waiting for this kind (and signal or event name): they are `scheduled`. */
+  waiting?: { kind: WaitKind; name?: string };
 }
+
+/** How a run's `wait` field starts when it waits for `waiting` ("<kind>\n<name>\n<until>"). */
+function waitStart({ kind, name }: { kind: WaitKind; name?: string }): string {
+  return name === undefined ? `${kind}\n` : `${kind}\n${name}\n`;
+}
+
+/** An entry of an index, with its score. */
+type ScoredEntry = { id: string; indexStatus: RunStatus; score: number };
 
 /** The index entries of a page: run ids, each with the status of the index it was listed from. */
 type PageEntries = Array<{ id: string; indexStatus?: RunStatus }>;
 
 /** Entries of several indexes newest first (highest score), each id once, then one page of them. */
-function mergePage(entries: Array<{ id: string; indexStatus: RunStatus; score: number }>, limit: number, offset: number): PageEntries {
+function mergePage(entries: ScoredEntry[], limit: number, offset: number): PageEntries {
   entries.sort((a, b) => b.score - a.score);
   const seen = new Set<string>();
   const unique = entries.filter(({ id }) => !seen.has(id) && seen.add(id));
@@ -62,20 +72,24 @@ export class RunListQueries {
    * Ids whose run no longer exists are skipped. A (workflow, status) entry whose run has another
    * status was left by an older engine during a rolling deploy: it is skipped and pruned, and the
    * page read again so that it stays full. `toRow` gets the status of a (workflow, status) page
-   * (`pairStatus`) and the status of the index each run was listed from (`indexStatus`).
+   * (`pairStatus`) and the status of the index each run was listed from (`indexStatus`). With a
+   * `waiting` filter, `fields` must hold `status` and `wait`: an entry whose run no longer waits so
+   * (a `waiting:` index a crash or an edit left behind) is skipped and pruned the same way.
    */
   async page<F extends string, T>(
     filter: RunFilter & { limit: number; offset: number },
     fields: readonly F[],
     toRow: (id: string, values: Record<F, string | null>, pairStatus: RunStatus | undefined, indexStatus: RunStatus | undefined) => T | undefined,
   ): Promise<T[]> {
-    const { workflow, status, version, limit, offset } = filter;
+    const { workflow, status, version, waiting, limit, offset } = filter;
     if (limit === 0) return [];
-    const pairStatus = workflow ? status : undefined;
+    const pairStatus = workflow && !waiting ? status : undefined;
     const statusAt = fields.indexOf('status' as F);
+    const waitAt = fields.indexOf('wait' as F);
     for (let read = 1; ; read++) {
-      const entries =
-        workflow && version !== undefined
+      const entries = waiting
+        ? await this.waitingEntries(filter, waiting, limit, offset)
+        : workflow && version !== undefined
           ? await this.versionEntries(workflow, status, version, limit, offset)
           : await this.pageEntries(workflow, status, limit, offset);
       const values = await this.runs.fields(
@@ -87,22 +101,33 @@ export class RunListQueries {
       entries.forEach(({ id, indexStatus }, i) => {
         const v = values[i];
         const gone = v.every((value) => value === null);
-        if (pairStatus && (gone || (v[statusAt] !== pairStatus && isRunStatus(v[statusAt])))) stale.push(id);
+        // A waiting entry counts only while its run is scheduled with that wait (read in the same HMGET).
+        const notWaiting = waiting && (v[statusAt] !== 'scheduled' || !v[waitAt]?.startsWith(waitStart(waiting)));
+        if ((pairStatus && (gone || (v[statusAt] !== pairStatus && isRunStatus(v[statusAt])))) || notWaiting) stale.push(id);
         else if (!gone) {
           const row = toRow(id, Object.fromEntries(fields.map((f, j) => [f, v[j]])) as Record<F, string | null>, pairStatus, indexStatus);
           if (row !== undefined) rows.push(row);
         }
       });
-      if (!workflow || !pairStatus || !stale.length || read === 3 || !(await this.pruneRunIndex(pairStatus, workflow, stale))) return rows;
+      if (!stale.length || read === 3) return rows;
+      if (waiting) {
+        if (!(await this.pruneIndex(() => this.scripts.pruneWaitIndex(this.waitingKey(waiting), waitStart(waiting), stale)))) return rows;
+      } else if (!workflow || !pairStatus || !(await this.pruneIndex(() => this.scripts.pruneRunIndex(pairStatus, workflow, stale)))) return rows;
     }
   }
 
   /**
    * How many runs a filter holds: one `ZCARD` of its one index, else the `ZCARD`s of the indexes
    * whose union it is, added up in one round trip. With a version, the runs of that version,
-   * counted as `page` finds them.
+   * counted as `page` finds them. With `waiting`, the `ZCARD` of its `waiting:` index (with a
+   * workflow, its runs of that workflow, counted as `page` finds them).
    */
-  async count({ workflow, status, version }: RunFilter): Promise<number> {
+  async count(filter: RunFilter): Promise<number> {
+    const { workflow, status, version, waiting } = filter;
+    if (waiting) {
+      if (!workflow) return this.redis.zcard(this.waitingKey(waiting));
+      return (await this.waitingEntries(filter, waiting, Infinity, 0)).length;
+    }
     if (workflow && version !== undefined) return (await this.versionEntries(workflow, status, version, Infinity, 0)).length;
     const indexes = await this.indexesOf(workflow, status);
     if (indexes.length === 1) return this.redis.zcard(indexes[0].key);
@@ -203,41 +228,70 @@ export class RunListQueries {
 
   /**
    * The ids of a page of one workflow's runs of one version, newest first: no index holds runs by
-   * version, so each of the workflow's (status) indexes the filter names is read in chunks of
-   * 1,000 with the `queue` field of each run (version N > 1 waits in "<queue>@v<N>"), until it
-   * gave `offset + limit` runs of the version; then merged as `pageEntries` does. O(runs of the
-   * workflow in those statuses); `limit` Infinity reads them all (count).
+   * version, so each of the workflow's (status) indexes the filter names is read (`scanIndex`)
+   * until it gave `offset + limit` runs of the version; then merged as `pageEntries` does.
+   * O(runs of the workflow in those statuses); `limit` Infinity reads them all (count).
    */
   private async versionEntries(workflow: string, status: RunStatus | undefined, version: number, limit: number, offset: number): Promise<PageEntries> {
-    const merged: Array<{ id: string; indexStatus: RunStatus; score: number }> = [];
+    const merged: ScoredEntry[] = [];
     for (const index of await this.indexesOf(workflow, status)) {
-      let found = 0;
-      for (let start = 0; found < offset + limit; start += VERSION_SCAN_CHUNK) {
-        const flat = await this.redis.zrevrange(index.key, start, start + VERSION_SCAN_CHUNK - 1, 'WITHSCORES');
-        const ids = flat.filter((_, i) => i % 2 === 0);
-        const queues = await pipelineReplies(
-          this.redis,
-          ids.map((id) => ['hget', this.keys.run(id), 'queue']),
-        );
-        ids.forEach((id, i) => {
-          const queue = queues[i] as string | null;
-          if (queue === null || parseVersionQueue(queue).version !== version || found >= offset + limit) return;
-          found++;
-          merged.push({ id, indexStatus: index.status, score: Number(flat[2 * i + 1]) });
-        });
-        if (ids.length < VERSION_SCAN_CHUNK) break;
-      }
+      merged.push(...(await this.scanIndex(index, offset + limit, (_, queue) => queue !== null && parseVersionQueue(queue).version === version)));
     }
     return mergePage(merged, limit, offset);
   }
 
+  /** The `waiting:` index of a wait filter: of its kind, or of its signal or event name. */
+  private waitingKey(waiting: { kind: WaitKind; name?: string }): string {
+    return this.keys.waiting(waiting.kind, waiting.name);
+  }
+
   /**
-   * Prunes stale entries of a (workflow, status) index; false when none was taken out (or Redis
-   * refuses writes: the page is then shown without them, and pruned by a later read).
+   * The ids of a page of runs waiting as `waiting` says, newest first (by creation time): a page
+   * of its `waiting:` index; with a workflow (and a version), that index read by `scanIndex` until
+   * it gave `offset + limit` runs of the workflow (O(runs waiting so)).
    */
-  private async pruneRunIndex(status: RunStatus, workflow: string, ids: string[]): Promise<boolean> {
+  private async waitingEntries(filter: RunFilter, waiting: { kind: WaitKind; name?: string }, limit: number, offset: number): Promise<PageEntries> {
+    const index = { key: this.waitingKey(waiting), status: 'scheduled' as const };
+    const { workflow, version } = filter;
+    if (!workflow) return (await this.redis.zrevrange(index.key, offset, offset + limit - 1)).map((id) => ({ id, indexStatus: index.status }));
+    const keep = (runWorkflow: string | null, queue: string | null) =>
+      runWorkflow === workflow && (version === undefined || (queue !== null && parseVersionQueue(queue).version === version));
+    return mergePage(await this.scanIndex(index, offset + limit, keep), limit, offset);
+  }
+
+  /**
+   * The first `want` entries of an index, newest first, whose run's `workflow` and `queue` fields
+   * pass `keep`: read in chunks of 1,000, each with one pipeline of `HMGET`s (a run of version N >
+   * 1 waits in "<queue>@v<N>"). `want` Infinity reads the whole index.
+   */
+  private async scanIndex(
+    index: { key: string; status: RunStatus },
+    want: number,
+    keep: (workflow: string | null, queue: string | null) => boolean,
+  ): Promise<ScoredEntry[]> {
+    const found: ScoredEntry[] = [];
+    for (let start = 0; found.length < want; start += VERSION_SCAN_CHUNK) {
+      const flat = await this.redis.zrevrange(index.key, start, start + VERSION_SCAN_CHUNK - 1, 'WITHSCORES');
+      const ids = flat.filter((_, i) => i % 2 === 0);
+      const values = (await pipelineReplies(
+        this.redis,
+        ids.map((id) => ['hmget', this.keys.run(id), 'workflow', 'queue']),
+      )) as Array<[string | null, string | null]>;
+      ids.forEach((id, i) => {
+        if (found.length < want && keep(values[i][0], values[i][1])) found.push({ id, indexStatus: index.status, score: Number(flat[2 * i + 1]) });
+      });
+      if (ids.length < VERSION_SCAN_CHUNK) break;
+    }
+    return found;
+  }
+
+  /**
+   * Prunes stale entries of an index (`prune`: the script call); false when none was taken out (or
+   * Redis refuses writes: the page is then shown without them, and pruned by a later read).
+   */
+  private async pruneIndex(prune: () => Promise<number>): Promise<boolean> {
     try {
-      return (await this.scripts.pruneRunIndex(status, workflow, ids)) > 0;
+      return (await prune()) > 0;
     } catch (error) {
       if (error instanceof RedisWriteRefusedError) return false;
       throw error;

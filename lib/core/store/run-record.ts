@@ -5,7 +5,17 @@
  * codec in `step-record.ts`.
  */
 import { parseVersionQueue } from '../definition/option-checks';
-import { RUN_STATUSES, type CorruptRunSummary, type IntactRunSummary, type RunState, type RunStatus, type RunSummary } from '../definition/run-types';
+import {
+  RUN_STATUSES,
+  WAIT_KINDS,
+  type CorruptRunSummary,
+  type IntactRunSummary,
+  type RunState,
+  type RunStatus,
+  type RunSummary,
+  type WaitingFor,
+  type WaitKind,
+} from '../definition/run-types';
 import { checkTraceContext, type TraceContext } from '../definition/tracing';
 import { CorruptRunDataError } from '../errors';
 import { decodeJson } from './serialization';
@@ -32,7 +42,24 @@ export const RUN_FIELDS = [
   'compError',
   'timeout',
   'deadline',
+  'wait',
 ] as const;
+
+/**
+ * What a run waits for, from its `wait` field ("<kind>\n<name>\n<until>", written by `finish` when
+ * a step suspends the run, deleted when it leaves `scheduled`: `includes/index.lua`), only while
+ * it is `scheduled`; undefined otherwise, and for a field that is not one (a damaged field is left out).
+ */
+export function parseWait(status: string | null | undefined, wait: string | null | undefined): WaitingFor | undefined {
+  if (status !== 'scheduled' || !wait) return undefined;
+  const [kind, name, until] = wait.split('\n');
+  if (!(WAIT_KINDS as readonly string[]).includes(kind)) return undefined;
+  const waitingFor: WaitingFor = { kind: kind as WaitKind };
+  if (name) waitingFor.name = name;
+  const due = Number(until);
+  if (Number.isFinite(due) && due > 0) waitingFor.until = due;
+  return waitingFor;
+}
 
 /** A numeric field of a stored run: undefined when absent, `CorruptRunDataError` when not a number. */
 function num(value: string | null | undefined, id: string, field: string): number | undefined {
@@ -77,6 +104,8 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (timeoutMs !== undefined) run.timeoutMs = timeoutMs;
   const deadline = num(f.deadline, id, 'deadline');
   if (deadline !== undefined) run.deadline = deadline;
+  const waitingFor = parseWait(f.status, f.wait);
+  if (waitingFor) run.waitingFor = waitingFor;
   return run;
 }
 
@@ -93,6 +122,7 @@ export const SUMMARY_FIELDS = [
   'finishedAt',
   'parent',
   'error',
+  'wait',
 ] as const;
 
 /** Longest error message of a run summary, '…' included. */
@@ -117,7 +147,11 @@ function cutText(text: string, max: number): string {
  * read is left out and named in `corrupt`, and a bad status is replaced by the status of the
  * index the run was listed from, when there is one.
  */
-export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[number], string | null>, indexStatus?: RunStatus): RunSummary {
+export function summarizeRun(
+  id: string,
+  f: Record<Exclude<(typeof SUMMARY_FIELDS)[number], 'wait'>, string | null> & { wait?: string | null },
+  indexStatus?: RunStatus,
+): RunSummary {
   const problems: string[] = [];
   const row: Partial<IntactRunSummary> & { id: string } = { id };
   const text = (field: 'workflow' | 'queue') => {
@@ -150,6 +184,8 @@ export function summarizeRun(id: string, f: Record<(typeof SUMMARY_FIELDS)[numbe
   number('finishedAt', false);
   if (row.startedAt !== undefined && row.finishedAt !== undefined) row.durationMs = row.finishedAt - row.startedAt;
   if (f.parent) row.parentId = f.parent;
+  const waitingFor = parseWait(f.status, f.wait);
+  if (waitingFor) row.waitingFor = waitingFor;
   if (f.error !== null && f.status !== 'succeeded') {
     let error: unknown;
     try {

@@ -83,7 +83,7 @@ export const SCRIPT_ARGS = {
   prune: ['base', 'cutoff', 'batch', 'succeeded', 'failed', 'canceled', 'terminated'],
   'sync-registry': ['base', 'owner', 'now', 'prune', '...entries'],
   'backfill-run-index': ['base', 'token', 'leaseMs', 'cursor', 'count'],
-  'prune-run-index': ['base', 'status', '...runIds'],
+  'prune-run-index': ['base', 'status', 'wait', '...runIds'],
   signal: ['base', 'runId', 'name', 'payload', 'now', 'max'],
   'wait-signal': ['base', 'runId', 'token', 'field', 'seq', 'attempt', 'name', 'deadline', 'now'],
   'wait-event': ['base', 'runId', 'token', 'field', 'seq', 'attempt', 'event', 'deadline', 'now', 'matchShape', 'matchHash', 'matchJson'],

@@ -10,13 +10,19 @@ import { decodeJson } from './serialization';
  * hash encoding. By its first element:
  * - `[1, seq, attempt, finishedAt, durationMs, output?]`: succeeded (for child runs, the child's output)
  * - `[0, seq, attempt, finishedAt, durationMs, error]`: threw; runs again on the next attempt
- * - `[2, seq, attempt, wakeAt]`: a `waitFor`, done once `wakeAt` has passed
- * - `[3, seq, attempt, childRunId, deadline]`: waiting for a child run (deadline 0 = none)
- * - `[4, seq, attempt, signalName, deadline]`: waiting for a signal (deadline 0 = none)
- * - `[5, seq, attempt, eventName, deadline, match]`: waiting for an event (deadline 0 = none)
- * - `[6, seq, attempt, deadline]`: a `waitForAny` no branch has won yet (deadline: its earliest
+ * - `[2, seq, attempt, wakeAt, began?]`: a `waitFor`, done once `wakeAt` has passed
+ * - `[3, seq, attempt, childRunId, deadline, began?]`: waiting for a child run (deadline 0 = none)
+ * - `[4, seq, attempt, signalName, deadline, began?]`: waiting for a signal (deadline 0 = none)
+ * - `[5, seq, attempt, eventName, deadline, match, began?]`: waiting for an event (deadline 0 = none)
+ * - `[6, seq, attempt, deadline, began?]`: a `waitForAny` no branch has won yet (deadline: its earliest
  *   timer, 0 = none); its branches are in `r:<step name>` (RACE_FIELD_PREFIX). Once a branch wins,
  *   the record is `[1, ..., { key, value }]` (or `[0, ..., error]` for a child that failed).
+ *
+ * `began` (last, optional: records written before it was kept have none) is when the wait began
+ * (epoch ms, workflow clock, as every time a script writes). The script that ends a wait writes
+ * `[1 | 0, seq, attempt, end, end - began, ...]`, so a finished wait's `startedAt` is when it began
+ * and `finishedAt` when it ended (a record without `began` reads as taking 0 ms); a sleep that is
+ * over reads `startedAt` = `began`, `finishedAt` = `wakeAt`.
  */
 
 /** Prefix of step record fields in the run hash. */
@@ -72,8 +78,14 @@ export type RaceBranchRecord =
   | [key: string, kind: 'e', event: string, matchShape: string, matchHash: string];
 
 /** A race no branch has won yet, and its branches' JSON (the `r:` field). */
-export function encodeRaceRecord(seq: number, attempt: number, deadline: number, branches: RaceBranchRecord[]): { record: string; branches: string } {
-  return { record: `[6,${seq},${attempt},${deadline}]`, branches: JSON.stringify(branches) };
+export function encodeRaceRecord(
+  seq: number,
+  attempt: number,
+  deadline: number,
+  branches: RaceBranchRecord[],
+  began: number,
+): { record: string; branches: string } {
+  return { record: `[6,${seq},${attempt},${deadline},${began}]`, branches: JSON.stringify(branches) };
 }
 
 /** The run-hash fields a replay reads back: step, tries and compensation records, journaled values and patch answers. */
@@ -89,12 +101,29 @@ export function isJournalField(field: string): boolean {
 }
 
 /**
- * Prefix of a step's tries record, `t:<step name>`, written each time the step's function throws:
- * `[failures, runAttempt, failuresInRunAttempt, retryAt, lastError]`. `failures` counts every
- * failed try of the run; `failuresInRunAttempt` those of run attempt `runAttempt` (the step's own
- * retry budget is per run attempt); `retryAt` is when its next try is due (0: no retry pending).
+ * Prefix of a step's tries record, `t:<step name>`, written each time the step's function throws,
+ * and once more when it then succeeds: `[failures, runAttempt, failuresInRunAttempt, retryAt,
+ * lastError, tries?]`. `failures` counts every failed try of the run; `failuresInRunAttempt` those
+ * of run attempt `runAttempt` (the step's own retry budget is per run attempt); `retryAt` is when
+ * its next try is due (0: no retry pending). `tries` (last, optional: records written before it
+ * was kept have none) lists the step's last MAX_STORED_TRIES tries, oldest first, each
+ * `[startedAt, finishedAt, runAttempt, error?]` (`error`: `{ name, message }` of a failed try; none
+ * for the try that succeeded). A step that never threw has no tries record: the happy path writes
+ * nothing of this.
  */
 export const TRIES_FIELD_PREFIX = 't:';
+
+/** How many tries a tries record keeps (the last ones): bounded, so a step retried for days stays small. */
+export const MAX_STORED_TRIES = 20;
+
+/** One try of a step, as its tries record keeps it (see TRIES_FIELD_PREFIX). */
+export interface StepTry {
+  startedAt: number;
+  finishedAt: number;
+  /** The run attempt the try ran in. */
+  attempt: number;
+  error?: { name: string; message: string };
+}
 
 /** A decoded tries record (see TRIES_FIELD_PREFIX). */
 export interface StepTries {
@@ -103,21 +132,35 @@ export interface StepTries {
   failuresInRunAttempt: number;
   retryAt: number;
   lastError: unknown;
+  /** Its last tries, oldest first; empty for a record written before tries were kept. */
+  tries: StepTry[];
 }
 
-/** Encodes a tries record; `error` is the serialized error's JSON text. */
-export function encodeTriesRecord(t: Omit<StepTries, 'lastError'>, error: string): string {
-  return `[${t.failures},${t.runAttempt},${t.failuresInRunAttempt},${t.retryAt},${error}]`;
+/** Encodes a tries record; `error` is the last failed try's serialized error (JSON text). Keeps the last MAX_STORED_TRIES tries. */
+export function encodeTriesRecord(t: Omit<StepTries, 'lastError' | 'tries'>, error: string, tries: StepTry[]): string {
+  const kept = tries.slice(-MAX_STORED_TRIES).map((x) => (x.error ? [x.startedAt, x.finishedAt, x.attempt, x.error] : [x.startedAt, x.finishedAt, x.attempt]));
+  return `[${t.failures},${t.runAttempt},${t.failuresInRunAttempt},${t.retryAt},${error},${JSON.stringify(kept)}]`;
+}
+
+/** One stored try, checked; undefined when it is not one. */
+function stepTry(x: unknown): StepTry | undefined {
+  if (!Array.isArray(x) || x.length < 3 || !x.slice(0, 3).every(isNumber)) return undefined;
+  const [startedAt, finishedAt, attempt, error] = x as [number, number, number, { name?: unknown; message?: unknown } | undefined];
+  const t: StepTry = { startedAt, finishedAt, attempt };
+  if (error && typeof error === 'object') t.error = { name: String(error.name), message: String(error.message) };
+  return t;
 }
 
 /** Decodes a tries record; `CorruptRunDataError` when it is not one. */
 export function parseTriesRecord(runId: string, field: string, text: string): StepTries {
   const r = decodeJson(text, runId, field) as unknown[];
-  if (!Array.isArray(r) || r.length !== 5 || !r.slice(0, 4).every((n) => typeof n === 'number' && Number.isFinite(n))) {
-    throw new CorruptRunDataError(runId, `field "${field}" is not a step tries record`);
-  }
-  const [failures, runAttempt, failuresInRunAttempt, retryAt, lastError] = r as [number, number, number, number, unknown];
-  return { failures, runAttempt, failuresInRunAttempt, retryAt, lastError };
+  const corrupt = () => new CorruptRunDataError(runId, `field "${field}" is not a step tries record`);
+  if (!Array.isArray(r) || r.length < 5 || r.length > 6 || !r.slice(0, 4).every(isNumber)) throw corrupt();
+  const [failures, runAttempt, failuresInRunAttempt, retryAt, lastError, stored] = r as [number, number, number, number, unknown, unknown];
+  if (stored !== undefined && !Array.isArray(stored)) throw corrupt();
+  const tries = (stored ?? []).map(stepTry);
+  if (tries.some((t) => t === undefined)) throw corrupt();
+  return { failures, runAttempt, failuresInRunAttempt, retryAt, lastError, tries: tries as StepTry[] };
 }
 
 /** A succeeded step; `output` is its JSON text, or '' for `undefined` (kept out of the record). */
@@ -131,9 +174,9 @@ export function encodeFailureRecord(seq: number, attempt: number, finishedAt: nu
   return `[0,${seq},${attempt},${finishedAt},${durationMs},${error}]`;
 }
 
-/** A `waitFor` step that wakes at `wakeAt` (epoch ms). */
-export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number): string {
-  return `[2,${seq},${attempt},${wakeAt}]`;
+/** A `waitFor` step that wakes at `wakeAt` (epoch ms), begun at `began`. */
+export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number, began: number): string {
+  return `[2,${seq},${attempt},${wakeAt},${began}]`;
 }
 
 /** What every step record holds first: its order among the run's records and its run attempt. */
@@ -144,20 +187,26 @@ interface StoredStepBase {
 
 /**
  * A step record read back and checked: what replay and the public step state are built from.
- * `deadline` is 0 when the wait has none.
+ * `deadline` is 0 when the wait has none; `began` is when a wait began, undefined in a record
+ * written before it was kept.
  */
 export type StoredStep = StoredStepBase &
   (
     | { kind: 'succeeded'; finishedAt: number; durationMs: number; output: unknown }
     | { kind: 'failed'; finishedAt: number; durationMs: number; error: unknown }
-    | { kind: 'sleeping'; wakeAt: number }
-    | { kind: 'child'; childRunId: string; deadline: number }
-    | { kind: 'signal'; signal: string; deadline: number }
-    | { kind: 'event'; event: string; deadline: number; match: Record<string, unknown> }
-    | { kind: 'race'; deadline: number }
+    | { kind: 'sleeping'; wakeAt: number; began?: number }
+    | { kind: 'child'; childRunId: string; deadline: number; began?: number }
+    | { kind: 'signal'; signal: string; deadline: number; began?: number }
+    | { kind: 'event'; event: string; deadline: number; match: Record<string, unknown>; began?: number }
+    | { kind: 'race'; deadline: number; began?: number }
   );
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** `{ began }` when `v` (a wait record's last element) is a start time; `{}` when absent. */
+function beganOf(v: unknown): { began?: number } {
+  return isNumber(v) ? { began: v } : {};
+}
 /** A wait's deadline: a number, 0 for none. */
 const isDeadline = (v: unknown): boolean => v === undefined || isNumber(v);
 
@@ -177,8 +226,8 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
   const corrupt = () => new CorruptRunDataError(runId, `${where} is not a step record`);
   if (!Array.isArray(r) || r.length < 4 || !isNumber(r[1]) || !isNumber(r[2])) throw corrupt();
   if (r[0] === 6) {
-    if (r.length !== 4 || !isNumber(r[3])) throw corrupt();
-    return { seq: r[1], attempt: r[2], kind: 'race', deadline: r[3] };
+    if (r.length > 5 || !isNumber(r[3]) || (r.length === 5 && !isNumber(r[4]))) throw corrupt();
+    return { seq: r[1], attempt: r[2], kind: 'race', deadline: r[3], ...beganOf(r[4]) };
   }
   const base = { seq: r[1], attempt: r[2] };
   switch (r[0]) {
@@ -189,18 +238,20 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
         ? { ...base, kind: 'succeeded', finishedAt: r[3], durationMs: r[4], output: r[5] }
         : { ...base, kind: 'failed', finishedAt: r[3], durationMs: r[4], error: r[5] };
     case 2:
-      if (!isNumber(r[3])) throw corrupt();
-      return { ...base, kind: 'sleeping', wakeAt: r[3] };
+      if (!isNumber(r[3]) || !isDeadline(r[4])) throw corrupt();
+      return { ...base, kind: 'sleeping', wakeAt: r[3], ...beganOf(r[4]) };
     case 3:
     case 4:
     case 5: {
       if (typeof r[3] !== 'string' || !isDeadline(r[4])) throw corrupt();
       const deadline = (r[4] as number | undefined) ?? 0;
-      if (r[0] === 3) return { ...base, kind: 'child', childRunId: r[3], deadline };
-      if (r[0] === 4) return { ...base, kind: 'signal', signal: r[3], deadline };
+      const began = r[0] === 5 ? r[6] : r[5];
+      if (!isDeadline(began)) throw corrupt();
+      if (r[0] === 3) return { ...base, kind: 'child', childRunId: r[3], deadline, ...beganOf(began) };
+      if (r[0] === 4) return { ...base, kind: 'signal', signal: r[3], deadline, ...beganOf(began) };
       const match = r[5] ?? {};
       if (typeof match !== 'object' || match === null || Array.isArray(match)) throw corrupt();
-      return { ...base, kind: 'event', event: r[3], deadline, match: match as Record<string, unknown> };
+      return { ...base, kind: 'event', event: r[3], deadline, match: match as Record<string, unknown>, ...beganOf(began) };
     }
     default:
       throw corrupt();
@@ -209,7 +260,7 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
 
 /**
  * Reads a stored step record into its public form; with its tries record, when the step ever
- * failed, it also tells how many times the step ran and its last error.
+ * failed, it also tells how many times the step ran, its last error and its last tries.
  */
 export function parseStepRecord(runId: string, field: string, text: string, triesText?: string, now: number = Date.now()): StepState {
   const state = stepState(field.slice(STEP_FIELD_PREFIX.length), decodeStepRecord(runId, field, text), now);
@@ -217,7 +268,14 @@ export function parseStepRecord(runId: string, field: string, text: string, trie
   if (triesText === undefined) return { ...state, attempts: 1 };
   const tries = parseTriesRecord(runId, TRIES_FIELD_PREFIX + state.name, triesText);
   const retry = state.status === 'failed' && tries.retryAt > 0 ? { retryAt: tries.retryAt } : {};
-  return { ...state, attempts: tries.failures + (state.status === 'succeeded' ? 1 : 0), lastError: tries.lastError as StepState['lastError'], ...retry };
+  const list = tries.tries.length ? { tries: tries.tries } : {};
+  return {
+    ...state,
+    attempts: tries.failures + (state.status === 'succeeded' ? 1 : 0),
+    lastError: tries.lastError as StepState['lastError'],
+    ...retry,
+    ...list,
+  };
 }
 
 /**
@@ -225,7 +283,8 @@ export function parseStepRecord(runId: string, field: string, text: string, trie
  * child, a race, or a sleep not over by then) never completed, and has no pending wait.
  */
 export function stepOfEndedRun(step: StepState, finishedAt: number): StepState {
-  const sleptThrough = step.status === 'succeeded' && step.wakeAt !== undefined && step.finishedAt === undefined && step.wakeAt > finishedAt;
+  // Only a sleep's state has `wakeAt` once it succeeded.
+  const sleptThrough = step.status === 'succeeded' && step.wakeAt !== undefined && step.wakeAt > finishedAt;
   if (step.status !== 'waiting' && !sleptThrough) return step;
   const { name, seq, attempt, childRunId } = step;
   return { name, seq, attempt, status: 'interrupted', ...(childRunId ? { childRunId } : {}) };
@@ -233,17 +292,21 @@ export function stepOfEndedRun(step: StepState, finishedAt: number): StepState {
 
 function stepState(name: string, r: StoredStep, now: number): StepState {
   const base = { name, seq: r.seq, attempt: r.attempt };
+  // A wait started when it began (records written before that was kept: unknown).
+  const began = r.kind !== 'succeeded' && r.kind !== 'failed' && r.began !== undefined ? { startedAt: r.began } : {};
   switch (r.kind) {
     case 'sleeping':
-      return { ...base, status: r.wakeAt > now ? 'waiting' : 'succeeded', wakeAt: r.wakeAt };
+      if (r.wakeAt > now) return { ...base, status: 'waiting', wakeAt: r.wakeAt, ...began };
+      // A sleep until a time already past when it began ended at once.
+      return { ...base, status: 'succeeded', wakeAt: r.wakeAt, ...began, ...(r.began !== undefined ? { finishedAt: Math.max(r.wakeAt, r.began) } : {}) };
     case 'child':
-      return { ...base, status: 'waiting', childRunId: r.childRunId };
+      return { ...base, status: 'waiting', childRunId: r.childRunId, ...began };
     case 'signal':
-      return { ...base, status: 'waiting', signal: r.signal, ...(r.deadline ? { wakeAt: r.deadline } : {}) };
+      return { ...base, status: 'waiting', signal: r.signal, ...(r.deadline ? { wakeAt: r.deadline } : {}), ...began };
     case 'event':
-      return { ...base, status: 'waiting', event: r.event, match: r.match, ...(r.deadline ? { wakeAt: r.deadline } : {}) };
+      return { ...base, status: 'waiting', event: r.event, match: r.match, ...(r.deadline ? { wakeAt: r.deadline } : {}), ...began };
     case 'race':
-      return { ...base, status: 'waiting', ...(r.deadline ? { wakeAt: r.deadline } : {}) };
+      return { ...base, status: 'waiting', ...(r.deadline ? { wakeAt: r.deadline } : {}), ...began };
     case 'succeeded':
       return {
         ...base,

@@ -12,6 +12,7 @@ import {
   encodeTriesRecord,
   parseTriesRecord,
   TRIES_FIELD_PREFIX,
+  type StepTry,
 } from '../store/step-record';
 import { stopStep, type InflightStep, type RegisteredCompensation, type StepApiEntry, type StepHost } from './step-host';
 import { SiblingStepFailedError, SuspendSignal } from './step-signals';
@@ -44,6 +45,9 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
   const tries = stored === undefined ? undefined : parseTriesRecord(ctx.runId, triesField, stored);
   let failures = tries?.failures ?? 0;
   let inAttempt = tries?.runAttempt === ctx.attempt ? tries.failuresInRunAttempt : 0;
+  // The tries so far (a step that threw before), and the last error's JSON: kept in its tries record.
+  const history: StepTry[] = tries?.tries ?? [];
+  let lastError = tries === undefined ? '' : JSON.stringify(tries.lastError ?? null);
   // Woken before its retry was due (a sibling's wait ended first): wait again until it is.
   if (record?.kind === 'failed' && tries && tries.runAttempt === ctx.attempt && tries.retryAt > ctx.clock.now()) rt.suspend(tries.retryAt);
   for (;;) {
@@ -58,6 +62,12 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
         : execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable));
       span?.end({ outcome: 'succeeded' });
       ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
+      // A step that threw before: the try that succeeded joins its tries (same batch as its record).
+      if (failures > 0) {
+        history.push({ startedAt, finishedAt: Date.now(), attempt: ctx.attempt });
+        const counts = { failures, runAttempt: ctx.attempt, failuresInRunAttempt: inAttempt, retryAt: 0 };
+        rt.writer.record(triesField, encodeTriesRecord(counts, lastError, history));
+      }
       return output;
     } catch (error) {
       if (error instanceof SiblingStepFailedError || error instanceof CanceledError || error instanceof SuspendSignal || ctx.stopReason()) {
@@ -75,7 +85,10 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
           ? Math.max(0, dueAt(error.delay, ctx.clock.now(), 'RetryAfterError delay') - ctx.clock.now())
           : stepRetryDelayMs(policy, inAttempt);
       const retryAt = retry && delay >= SLOT_FREEING_RETRY_MS ? ctx.clock.now() + delay : 0;
-      rt.writer.record(triesField, encodeTriesRecord({ failures, runAttempt: ctx.attempt, failuresInRunAttempt: inAttempt, retryAt }, serializeError(error)));
+      lastError = serializeError(error);
+      const { name: errorName, message } = JSON.parse(lastError) as { name: string; message: string };
+      history.push({ startedAt, finishedAt: Date.now(), attempt: ctx.attempt, error: { name: errorName, message } });
+      rt.writer.record(triesField, encodeTriesRecord({ failures, runAttempt: ctx.attempt, failuresInRunAttempt: inAttempt, retryAt }, lastError, history));
       if (!retry) rt.failAt(field, startedAt, error);
       if (retryAt === 0) {
         await pause(rt, delay);

@@ -3,7 +3,9 @@
 -- worker has a free slot (so a busy worker needs no separate claim). Outcomes:
 --   succeeded / failed: terminal; parents waiting on this run get its result and wake up.
 --   retry: back to scheduled at the due time, for the next attempt.
---   wait:  back to scheduled (step.waitFor, or children to finish), the attempt not counted. When
+--   wait:  back to scheduled (step.waitFor, or children to finish), the attempt not counted, with
+--          the `wait` field naming what it waits for (index.lua: the first awaited step's target,
+--          else a sleep; none for a step retry) and the run in its `waiting:` indexes. When
 --          one of the waiting step records named in ARGV[10] was already resolved (a finished
 --          child, a signal), the run is queued again at once instead.
 --   compensate: the run failed for good and has compensations to run (saga): `compensating`, its
@@ -68,20 +70,24 @@ else
       table.insert(fields, 'resume'); table.insert(fields, '1')
       -- What the run waits for: the first awaited step's record, else a step retry or a timer.
       local waitingFor = (stepRetryAt > 0 and stepRetryAt == tonumber(ARGV[7])) and 'retry' or 'sleep'
-      local found = false
+      local found, waitName = false, ''
       for field in string.gmatch(ARGV[10], '[^\n]+') do
         local awaited = redis.call('HGET', runKey, field)
         if awaited and not is_waiting(awaited) then status = 'queued' end
         if not found and awaited then
           found = true
-          if is_child_wait(awaited) then waitingFor = 'child'
-          elseif is_signal_wait(awaited) then waitingFor = 'signal'
-          elseif is_event_wait(awaited) then waitingFor = 'event'
-          elseif is_race_wait(awaited) then waitingFor = 'race' end
+          local kind, name = waiting_target(awaited)
+          if kind then waitingFor, waitName = (kind == 'any' and 'race' or kind), name end
         end
       end
       emit_event(base, 'run.waiting', runId, run[4], now, { 'waitingFor', waitingFor,
         'retryAt', tonumber(ARGV[7]) > 0 and ARGV[7] or nil })
+      -- The run's `wait` (index.lua), written with its suspension; a step retry is no wait.
+      if status == 'scheduled' and waitingFor ~= 'retry' then
+        local wait = (waitingFor == 'race' and 'any' or waitingFor) .. '\n' .. waitName .. '\n' .. ARGV[7]
+        table.insert(fields, 'wait'); table.insert(fields, wait)
+        index_wait(base, runId, wait, run[3])
+      end
     end
     if tonumber(ARGV[7]) > 0 then table.insert(fields, 'availableAt'); table.insert(fields, ARGV[7]) end
     if status == 'queued' then

@@ -8,7 +8,8 @@ import { join } from 'node:path';
  * (workflow, status) index. 4: every call ends its ARGV with the event stream's MAXLEN. 5: a script's events share
  * one stream entry. 6: the `terminated` status (cleanup and prune take its index), `crashes`. 7: a Redis
  * Functions library; status indexes for ended statuses only, no `wf:<name>:runs`, `wfnames`. 8: `presence`
- * takes the worker's info and keeps the `workers` hash.
+ * takes the worker's info and keeps the `workers` hash; a scheduled run's `wait` field and the `waiting:` indexes,
+ * `prune-run-index` takes a wait; wait records end with when the wait began, tries records with the tries.
  */
 export const SCRIPT_VERSION = 8;
 

@@ -70,7 +70,7 @@ elseif ARGV[8] == 'emit' then
   record = step_done(true, seq, attempt, now, cjson.encode(childId))
 else
   redis.call('SADD', k_children(base, parentId), childId)
-  record = wait_on_child(base, parentId, field, childId, step_waiting_child(seq, attempt, childId, ARGV[17]), now)
+  record = wait_on_child(base, parentId, field, childId, step_waiting_child(seq, attempt, childId, ARGV[17], now), now)
 end
 redis.call('HSET', KEYS[1], field, record)
 return { 'ok', childId, record }

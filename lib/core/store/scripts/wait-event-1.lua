@@ -15,7 +15,7 @@
 
 local base, runId, token, field, event, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[7], ARGV[9]
 local shape, hash = ARGV[10], ARGV[11]
-local waiting, reply = begin_wait(base, KEYS[1], token, field, is_event_wait, step_waiting_event(ARGV[5], ARGV[6], event, ARGV[8], ARGV[12]))
+local waiting, reply = begin_wait(base, KEYS[1], token, field, is_event_wait, step_waiting_event(ARGV[5], ARGV[6], event, ARGV[8], ARGV[12], now))
 if not waiting then return reply end
 
 local record = wait_timed_out(KEYS[1], field, waiting, now)

@@ -14,7 +14,7 @@
 --!include step-wait.lua
 
 local base, token, field, name, now = ARGV[1], ARGV[3], ARGV[4], ARGV[7], ARGV[9]
-local waiting, reply = begin_wait(base, KEYS[1], token, field, is_waiting, step_waiting_signal(ARGV[5], ARGV[6], name, ARGV[8]))
+local waiting, reply = begin_wait(base, KEYS[1], token, field, is_waiting, step_waiting_signal(ARGV[5], ARGV[6], name, ARGV[8], now))
 if not waiting then return reply end
 
 local taken, payload = take_signal(KEYS[2], { [name] = true })

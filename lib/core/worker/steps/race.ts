@@ -84,7 +84,7 @@ async function runRace(rt: StepHost, options: StepOptions | string, branches: un
         stored.push([key, 'e', spec.event, shape, hash]);
       } else stored.push([key, 'c', await startRaceChild(rt, target, name, key, spec), spec.onLose]);
     }
-    race = encodeRaceRecord(target.seq, ctx.attempt, dues.size ? Math.min(...dues.values()) : 0, stored);
+    race = encodeRaceRecord(target.seq, ctx.attempt, dues.size ? Math.min(...dues.values()) : 0, stored, now);
   }
   const result = await ctx.call(() => ctx.scripts.waitAny(target, ctx.clock.now(), race));
   if (result.code === 'lost') rt.lost();

@@ -22,8 +22,9 @@ async function sleep(rt: StepHost, options: StepOptions | string, target: Durati
     const check = rt.replay.reachNew();
     if (check) await check;
     rt.throwIfStopped();
-    wakeAt = target instanceof Date ? timeOption(target, what) : rt.ctx.clock.now() + toMs(target, what);
-    rt.writer.record(field, encodeSleepRecord(rt.replay.nextSeq(), rt.ctx.attempt, wakeAt));
+    const began = rt.ctx.clock.now();
+    wakeAt = target instanceof Date ? timeOption(target, what) : began + toMs(target, what);
+    rt.writer.record(field, encodeSleepRecord(rt.replay.nextSeq(), rt.ctx.attempt, wakeAt, began));
   }
   if (rt.ctx.clock.now() >= wakeAt) return;
   rt.suspend(wakeAt);

@@ -44,6 +44,11 @@ local function k_event_wait(base, event, hash) return base .. 'evwait:' .. hash 
 local function k_event_shapes(base, event) return base .. 'evshapes:' .. event end
 -- A run's event-wait registrations, to drop when the run ends: '<field>\n<hash>\n<event>\n<shape>'.
 local function k_event_waits_of(base, runId) return base .. 'evwaits:' .. runId end
+-- Scheduled runs waiting in a step, by what they wait for (score: creation ms): 'waiting:<kind>'
+-- for every kind (sleep, signal, event, child, any), 'waiting:<kind>:<name>' for a signal's or an
+-- event's name. The kind is a fixed word without ':', and the name ends the key.
+local function k_waiting(base, kind) return base .. 'waiting:' .. kind end
+local function k_waiting_for(base, kind, name) return base .. 'waiting:' .. kind .. ':' .. name end
 local function k_leases(base) return base .. 'leases' end
 -- Leases of compensating runs a worker holds: apart, so `leases` lists only running runs.
 local function k_comp_leases(base) return base .. 'comp-leases' end

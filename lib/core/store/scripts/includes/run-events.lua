@@ -91,11 +91,11 @@ local function emit_step_events(base, runId, workflow, now, fields, first)
           'error', failed_step_message(value) })
       end
     elseif kind == 't:' then
-      local attempt, due, rest = tries_retry(value)
+      local attempt, due, message = tries_retry(value)
       if due and tonumber(due) > 0 then
         retryAt = tonumber(due)
         emit_event(base, 'retry.scheduled', runId, workflow, now, { 'step', step, 'attempt', attempt,
-          'retryAt', due, 'error', error_message(rest) })
+          'retryAt', due, 'error', message })
       end
     end
   end

@@ -1,29 +1,55 @@
 -- step-record.lua: the step records scripts write; the Lua twin of store/step-record.ts, which
 -- documents the format. A step record is the run-hash field "s:<step name>", a JSON array.
 
--- A step done by a script at `finishedAt` (it took no time of the handler's): [1, seq, attempt,
--- finishedAt, 0, output] when `ok`, [0, seq, attempt, finishedAt, 0, error] otherwise. `payload`
--- is JSON text; '' leaves the output out (undefined).
-local function step_done(ok, seq, attempt, finishedAt, payload)
-  local head = '[' .. (ok and 1 or 0) .. ',' .. seq .. ',' .. attempt .. ',' .. finishedAt .. ',0'
+-- A step done by a script at `finishedAt`: [1, seq, attempt, finishedAt, durationMs, output] when
+-- `ok`, [0, seq, attempt, finishedAt, durationMs, error] otherwise. `durationMs` (default 0: it
+-- took no time) is how long its wait lasted. `payload` is JSON text; '' leaves the output out
+-- (undefined).
+local function step_done(ok, seq, attempt, finishedAt, payload, durationMs)
+  local head = '[' .. (ok and 1 or 0) .. ',' .. seq .. ',' .. attempt .. ',' .. finishedAt .. ',' .. (durationMs or 0)
   if payload == '' then return head .. ']' end
   return head .. ',' .. payload .. ']'
 end
 
--- A step waiting for child run `childId` until `deadline` (ms, 0 = no deadline).
-local function step_waiting_child(seq, attempt, childId, deadline)
-  return '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. deadline .. ']'
+-- A step waiting for child run `childId` until `deadline` (ms, 0 = no deadline), since `began` (ms).
+local function step_waiting_child(seq, attempt, childId, deadline, began)
+  return '[3,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(childId) .. ',' .. deadline .. ',' .. began .. ']'
 end
 
--- A step waiting for signal `name` until `deadline` (ms, 0 = no deadline).
-local function step_waiting_signal(seq, attempt, name, deadline)
-  return '[4,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(name) .. ',' .. deadline .. ']'
+-- A step waiting for signal `name` until `deadline` (ms, 0 = no deadline), since `began` (ms).
+local function step_waiting_signal(seq, attempt, name, deadline, began)
+  return '[4,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(name) .. ',' .. deadline .. ',' .. began .. ']'
 end
 
 -- A step waiting for event `event` whose payload matches `matchJson` (an object's JSON text) until
--- `deadline` (ms, 0 = no deadline).
-local function step_waiting_event(seq, attempt, event, deadline, matchJson)
-  return '[5,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(event) .. ',' .. deadline .. ',' .. matchJson .. ']'
+-- `deadline` (ms, 0 = no deadline), since `began` (ms).
+local function step_waiting_event(seq, attempt, event, deadline, matchJson, began)
+  return '[5,' .. seq .. ',' .. attempt .. ',' .. cjson.encode(event) .. ',' .. deadline .. ',' .. matchJson .. ',' .. began .. ']'
+end
+
+-- The positions (1-based) of the deadline and of the start time of each waiting record: [3, seq,
+-- attempt, childId, deadline, began], [4, ..., name, deadline, began], [5, ..., event, deadline,
+-- match, began], [6, seq, attempt, deadline, began]. `began` is missing from records written
+-- before it was kept.
+local WAIT_FIELDS = { ['[3'] = { 5, 6 }, ['[4'] = { 5, 6 }, ['[5'] = { 5, 7 }, ['[6'] = { 4, 5 } }
+
+-- The deadline and the start time (ms) of a waiting record, each 0 when it has none (or the record
+-- is not one). Decoded in a protected call: a damaged record cannot raise an error after the
+-- script has written.
+local function wait_times(record)
+  local at = WAIT_FIELDS[string.sub(record, 1, 2)]
+  if not at then return 0, 0 end
+  local ok, decoded = pcall(cjson.decode, record)
+  if not ok or type(decoded) ~= 'table' then return 0, 0 end
+  local deadline, began = decoded[at[1]], decoded[at[2]]
+  return type(deadline) == 'number' and deadline or 0, type(began) == 'number' and began or 0
+end
+
+-- How long a wait lasted when it ends at `now`: from its record's start time, 0 when unknown.
+local function wait_duration(record, now)
+  local _, began = wait_times(record)
+  if began <= 0 then return 0 end
+  return string.format('%.0f', math.max(0, tonumber(now) - began))
 end
 
 -- True for the record of a step still waiting for something else to happen: a child run ([3),
@@ -57,6 +83,19 @@ local function child_wait_id(record)
   local ok, decoded = pcall(cjson.decode, record)
   if ok and type(decoded) == 'table' and type(decoded[4]) == 'string' then return decoded[4] end
   return nil
+end
+
+-- What the waiting record `record` waits for, as the run's `wait` field names it: 'child', 'signal',
+-- 'event' or 'any' (a race), and the child run's id, the signal's or the event's name ('' for a
+-- race); nil when it is not a waiting record. Decoded in a protected call: a damaged record
+-- cannot raise an error after the script has written (its name is then '').
+local function waiting_target(record)
+  local head = string.sub(record, 1, 2)
+  local kind = ({ ['[3'] = 'child', ['[4'] = 'signal', ['[5'] = 'event', ['[6'] = 'any' })[head]
+  if not kind or kind == 'any' then return kind, '' end
+  local ok, decoded = pcall(cjson.decode, record)
+  if ok and type(decoded) == 'table' and type(decoded[4]) == 'string' then return kind, decoded[4] end
+  return kind, ''
 end
 
 -- True for the record of a step.waitForAny whose race no branch has won yet: [6, seq, attempt,
@@ -103,9 +142,10 @@ end
 local function race_won(waiting, key, ok, payload, now)
   local seq, attempt = string.match(waiting, '^%[6,(%d+),(%d+),')
   if not seq then return nil end
-  if not ok then return step_done(false, seq, attempt, now, payload) end
+  local duration = wait_duration(waiting, now)
+  if not ok then return step_done(false, seq, attempt, now, payload, duration) end
   if payload == '' then payload = 'null' end
-  return step_done(true, seq, attempt, now, '{"key":' .. cjson.encode(key) .. ',"value":' .. payload .. '}')
+  return step_done(true, seq, attempt, now, '{"key":' .. cjson.encode(key) .. ',"value":' .. payload .. '}', duration)
 end
 
 -- The record that replaces a waiting record once what it waited for happened (the child ended,
@@ -115,19 +155,13 @@ end
 local function resolved_record(waiting, ok, payload, now)
   local seq, attempt = string.match(waiting, '^%[[345],(%d+),(%d+),')
   if not seq then return nil end
-  return step_done(ok, seq, attempt, now, payload)
+  return step_done(ok, seq, attempt, now, payload, wait_duration(waiting, now))
 end
 
--- The deadline (ms) of a waiting record ([3, [4, [5 or [6), 0 when it has none or is not one. Read with
--- a pattern, not cjson, so a damaged record cannot raise an error after the script has written.
+-- The deadline (ms) of a waiting record ([3, [4, [5 or [6), 0 when it has none or is not one.
 local function record_deadline(record)
-  local head, deadline = string.sub(record, 1, 2), nil
-  if head == '[5' then
-    deadline = string.match(record, '^%[5,%d+,%d+,"[^"]*",(%d+),')
-  elseif head == '[3' or head == '[4' or head == '[6' then
-    deadline = string.match(record, ',(%d+)%]$')
-  end
-  return tonumber(deadline or '0')
+  local deadline = wait_times(record)
+  return deadline
 end
 
 -- A finished step record ([1 or [0): '1' when it succeeded, '0' when it threw, then its attempt
@@ -147,8 +181,12 @@ local function failed_step_message(record)
 end
 
 -- A tries record "t:<step name>" = [failures, runAttempt, failuresInRunAttempt, retryAt,
--- lastError] (store/step-record.ts): its run attempt and retryAt as text, and its last error's
--- JSON; nil when it is not one.
+-- lastError, tries?] (store/step-record.ts): its run attempt and retryAt as text, and its last
+-- error's message; nil when it is not one. Decoded in a protected call: a damaged record cannot
+-- raise an error after the script has written.
 local function tries_retry(record)
-  return string.match(record, '^%[%d+,(%d+),%d+,(%d+),(.*)%]$')
+  local ok, r = pcall(cjson.decode, record)
+  if not ok or type(r) ~= 'table' or type(r[2]) ~= 'number' or type(r[4]) ~= 'number' then return nil end
+  local message = type(r[5]) == 'table' and type(r[5].message) == 'string' and r[5].message or nil
+  return string.format('%.0f', r[2]), string.format('%.0f', r[4]), message
 end
