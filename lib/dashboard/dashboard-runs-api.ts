@@ -1,5 +1,5 @@
 import { isPossibleRunId } from '../core/client/client-context';
-import type { ListRunsOptions } from '../core/definition/run-options';
+import type { ListRunsOptions, WaitingFilter } from '../core/definition/run-options';
 import { RUN_STATUSES, type RunStatus, type RunSummary } from '../core/definition/run-types';
 import type { BrowseIndex } from '../core/store/run-browse-queries';
 import { summarizeRun, SUMMARY_FIELDS } from '../core/store/run-record';
@@ -204,8 +204,8 @@ export class RunsBrowser {
       version: filter.version,
       limit: count,
       offset: at,
+      waiting: filter.waiting as WaitingFilter,
     };
-    Object.assign(options, { waiting: filter.waiting }); // PASS-THROUGH: listRunSummaries({ waiting }) is the engine's (its own branch)
     return this.ctx.read(() => this.ctx.client.listRunSummaries(options));
   }
 
