@@ -1,4 +1,3 @@
-import type { FunctionComponent } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 
 import { get } from './api';
@@ -13,17 +12,8 @@ import { VersionsPage } from './pages/versions';
 import { WorkersPage } from './pages/workers';
 import { WorkflowsPage } from './pages/workflows';
 import { usePoll } from './poller';
-import { currentRoute, type Route } from './router';
+import { currentRoute, type PageDef, type Route } from './router';
 import type { Meta } from './types';
-
-/** A page: what it reads, whether it keeps reading, and how it draws what it read. */
-export interface PageDef<D> {
-  title: (route: Route) => string;
-  load: (route: Route) => Promise<D>;
-  /** Whether the page reads again (an ended run's page does not). */
-  live?: (data: D) => boolean;
-  View: FunctionComponent<{ data: D; route: Route }>;
-}
 
 /** A page of any data, in the table of pages. */
 const any = <D,>(page: PageDef<D>) => page as unknown as PageDef<unknown>;

@@ -1,3 +1,5 @@
+import type { FunctionComponent } from 'preact';
+
 // The page's address is its state: `#/runs?workflow=checkout&status=failed` can be shared.
 
 export interface Route {
@@ -23,4 +25,13 @@ export const runHref = (id: string): string => `#/runs/${encodeURIComponent(id)}
 
 export function navigate(hash: string): void {
   if (location.hash !== hash) location.hash = hash;
+}
+
+/** A page: what it reads, whether it keeps reading, and how it draws what it read. */
+export interface PageDef<D> {
+  title: (route: Route) => string;
+  load: (route: Route) => Promise<D>;
+  /** Whether the page reads again (an ended run's page does not). */
+  live?: (data: D) => boolean;
+  View: FunctionComponent<{ data: D; route: Route }>;
 }

@@ -1,8 +1,8 @@
 import { get } from '../api';
-import type { PageDef } from '../app';
 import { StatusBadge } from '../components/status';
 import { usePage } from '../context';
 import { clock } from '../format';
+import type { PageDef } from '../router';
 import { link } from '../router';
 import { STATUSES, type Status } from '../types';
 

@@ -1,13 +1,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
 import { get, query } from '../api';
-import type { PageDef } from '../app';
 import { ErrorBlock } from '../components/error-block';
 import { JsonView } from '../components/json-view';
 import { RunLink, StatusBadge } from '../components/status';
 import { usePage } from '../context';
 import { duration, time } from '../format';
-import type { Route } from '../router';
+import type { PageDef, Route } from '../router';
 import { LIVE, type RunDetail, type Step } from '../types';
 import { RunActions, SignalForm } from './run-actions';
 import { RunHistory } from './run-history';

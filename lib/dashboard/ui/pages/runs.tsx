@@ -1,10 +1,10 @@
 import { useState } from 'preact/hooks';
 
 import { get, query } from '../api';
-import type { PageDef } from '../app';
 import { Empty, RunLink, StatusBadge } from '../components/status';
 import { usePage } from '../context';
 import { duration, fromInputTime, time, toInputTime } from '../format';
+import type { PageDef } from '../router';
 import { link, navigate, type Route } from '../router';
 import { STATUSES, type RunsPage as Page, type RunRow, type WaitingFor } from '../types';
 import { BulkBar } from './runs-bulk';

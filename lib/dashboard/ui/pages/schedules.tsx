@@ -1,10 +1,10 @@
 import { useState } from 'preact/hooks';
 
 import { act, get, query } from '../api';
-import type { PageDef } from '../app';
 import { Empty, RunLink, StatusBadge } from '../components/status';
 import { usePage } from '../context';
 import { time } from '../format';
+import type { PageDef } from '../router';
 import { navigate, runHref } from '../router';
 import type { ScheduleRow } from '../types';
 import { schedule } from './workflows';

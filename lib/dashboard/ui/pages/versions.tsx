@@ -1,6 +1,6 @@
 import { get } from '../api';
-import type { PageDef } from '../app';
 import { Empty } from '../components/status';
+import type { PageDef } from '../router';
 import { link } from '../router';
 import type { VersionsRow } from '../types';
 

@@ -1,8 +1,8 @@
 import { get } from '../api';
-import type { PageDef } from '../app';
 import { Empty } from '../components/status';
 import { usePage } from '../context';
 import { ago, time } from '../format';
+import type { PageDef } from '../router';
 import type { WorkerRow } from '../types';
 
 const versionsText = (v: WorkerRow['versions']) => (v ?? []).map(({ workflow, version }) => `${workflow} v${version}`).join(', ');

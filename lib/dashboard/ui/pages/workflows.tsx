@@ -1,8 +1,8 @@
 import { get } from '../api';
-import type { PageDef } from '../app';
 import { Empty } from '../components/status';
 import { usePage } from '../context';
 import { interval, time } from '../format';
+import type { PageDef } from '../router';
 import { link } from '../router';
 
 interface WorkflowRow {
