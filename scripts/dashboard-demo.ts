@@ -67,7 +67,7 @@ export async function startDemo(): Promise<Demo> {
   // Runs of billing v1 wait while only a v2 worker is left: the Versions page's banner.
   const billing = (version: number) => {
     const r = new WorkflowRegistry();
-    r.define('billing', { version }, async ({ step }) => step.waitForSignal('go', 'go'));
+    r.define('billing', { version, queue: 'billing' }, async ({ step }) => step.waitForSignal('go', 'go'));
     return r;
   };
   const v1 = await engine.worker({ registry: billing(1) });

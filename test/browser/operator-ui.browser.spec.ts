@@ -106,7 +106,7 @@ describeBrowser('the operator UI in chromium', () => {
     // billing v1 has a run waiting, and only a v2 worker is left: "no worker for billing v1".
     const billing = (version: number) => {
       const r = new WorkflowRegistry();
-      r.define('billing', { version }, async ({ step }) => step.waitForSignal('go', 'go'));
+      r.define('billing', { version, queue: 'billing' }, async ({ step }) => step.waitForSignal('go', 'go'));
       return r;
     };
     const v1 = await engine.worker({ registry: billing(1) });

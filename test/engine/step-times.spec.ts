@@ -83,7 +83,7 @@ describe('step times: waits from their start, and every try of a retried step', 
     await engine.client.signal(waiting.id, 'approve', 'yes');
     await waiting.result({ timeoutMs: 5_000 });
     const signaled = await stepOf(waiting.id, 'approval');
-    expect(signaled.status).toBe('succeeded');
+    expect(signaled).toMatchObject({ status: 'succeeded', signal: 'approve', output: 'yes' });
     expect(signaled.startedAt).toBe(waitStep.startedAt);
     expect(signaled.finishedAt).toBeGreaterThanOrEqual(sentAt);
     expect(signaled.finishedAt! - signaled.startedAt!).toBeGreaterThanOrEqual(150);
@@ -96,9 +96,30 @@ describe('step times: waits from their start, and every try of a retried step', 
     await expect(run.result({ timeoutMs: 5_000 })).resolves.toBe('child done');
     const childRun = (await engine.client.getRun(childId))!;
     const childStep = await stepOf(run.id, 'child');
-    expect(childStep.status).toBe('succeeded');
+    expect(childStep).toMatchObject({ status: 'succeeded', childRunId: childId, output: 'child done' });
     expect(childStep.startedAt).toBeLessThanOrEqual(childRun.createdAt);
     expect(childStep.finishedAt).toBeGreaterThanOrEqual(childRun.finishedAt!);
     expect(childStep.finishedAt! - childStep.startedAt!).toBeGreaterThanOrEqual(100);
+  });
+
+  it('a finished wait still names what it waited for, and a child without output replays as undefined', async () => {
+    const seen: string[] = [];
+    const quiet = engine.registry.define('quiet-child', {}, async ({ step }) => {
+      await step.run('work', () => 1);
+    });
+    const parent = engine.registry.define('parent-of-quiet', {}, async ({ step }) => {
+      const output = await step.runWorkflow('child', quiet, {});
+      seen.push(typeof output);
+      return step.run('after', () => typeof output);
+    });
+    await engine.worker({ concurrency: 2 });
+    const run = await engine.client.start(parent, {});
+    await expect(run.result({ timeoutMs: 5_000 })).resolves.toBe('undefined');
+    const step = await stepOf(run.id, 'child');
+    expect(step).toMatchObject({ status: 'succeeded', childRunId: `${run.id}.child` });
+    expect('output' in step).toBe(false);
+    // Every time the parent ran past the wait (once after it ended, replayed from its record), the output was undefined.
+    expect(seen.length).toBeGreaterThan(0);
+    expect(new Set(seen)).toEqual(new Set(['undefined']));
   });
 });

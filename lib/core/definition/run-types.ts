@@ -198,11 +198,14 @@ export interface StepState {
   finishedAt?: number;
   /** For `waitFor` steps. */
   wakeAt?: number;
-  /** For `runWorkflow` steps still waiting. */
+  /** For `runWorkflow` steps: the child run it waits (or waited) for. */
   childRunId?: string;
-  /** For `waitForSignal` steps still waiting: the signal name (`wakeAt` is the timeout, if any). */
+  /**
+   * For `waitForSignal` steps: the signal name it waits (or waited) for; while it waits, `wakeAt`
+   * is the timeout, if any. `status` tells whether it still waits.
+   */
   signal?: string;
-  /** For `waitForEvent` steps still waiting: the event name and the match (`wakeAt` is the timeout, if any). */
+  /** For `waitForEvent` steps: the event name it waits (or waited) for, and the match while it waits (`wakeAt` is the timeout, if any). */
   event?: string;
   match?: Record<string, unknown>;
   /** Times its function ran: failed tries plus the one that succeeded. Set once it ran at all. */

@@ -20,9 +20,12 @@ import { decodeJson } from './serialization';
  *
  * `began` (last, optional: records written before it was kept have none) is when the wait began
  * (epoch ms, workflow clock, as every time a script writes). The script that ends a wait writes
- * `[1 | 0, seq, attempt, end, end - began, ...]`, so a finished wait's `startedAt` is when it began
- * and `finishedAt` when it ended (a record without `began` reads as taking 0 ms); a sleep that is
- * over reads `startedAt` = `began`, `finishedAt` = `wakeAt`.
+ * `[1 | 0, seq, attempt, end, end - began, output | error, via]`, so a finished wait's `startedAt`
+ * is when it began and `finishedAt` when it ended (a record without `began` reads as taking 0 ms);
+ * a sleep that is over reads `startedAt` = `began`, `finishedAt` = `wakeAt`. `via` names what the
+ * wait waited for: `["s", signal]`, `["e", event]` or `["c", childRunId]`, with a third element `0`
+ * when the output was undefined (the output is then stored as `null`). Records written before `via`
+ * was kept have none.
  */
 
 /** Prefix of step record fields in the run hash. */
@@ -179,6 +182,22 @@ export function encodeSleepRecord(seq: number, attempt: number, wakeAt: number, 
   return `[2,${seq},${attempt},${wakeAt},${began}]`;
 }
 
+/** What a finished wait waited for (the `via` of its record). */
+export interface WaitVia {
+  kind: 'signal' | 'event' | 'child';
+  /** The signal's or the event's name, or the child run's id. */
+  name: string;
+}
+
+const VIA_KINDS: Record<string, WaitVia['kind']> = { s: 'signal', e: 'event', c: 'child' };
+
+/** The `via` of a finished wait's record and whether its output was undefined; undefined when `v` is not one. */
+function decodeVia(v: unknown): { via: WaitVia; voidOutput: boolean } | undefined {
+  if (!Array.isArray(v) || v.length < 2 || v.length > 3 || typeof v[1] !== 'string' || (v.length === 3 && v[2] !== 0)) return undefined;
+  const kind = VIA_KINDS[v[0] as string];
+  return kind ? { via: { kind, name: v[1] }, voidOutput: v.length === 3 } : undefined;
+}
+
 /** What every step record holds first: its order among the run's records and its run attempt. */
 interface StoredStepBase {
   seq: number;
@@ -192,8 +211,8 @@ interface StoredStepBase {
  */
 export type StoredStep = StoredStepBase &
   (
-    | { kind: 'succeeded'; finishedAt: number; durationMs: number; output: unknown }
-    | { kind: 'failed'; finishedAt: number; durationMs: number; error: unknown }
+    | { kind: 'succeeded'; finishedAt: number; durationMs: number; output: unknown; via?: WaitVia }
+    | { kind: 'failed'; finishedAt: number; durationMs: number; error: unknown; via?: WaitVia }
     | { kind: 'sleeping'; wakeAt: number; began?: number }
     | { kind: 'child'; childRunId: string; deadline: number; began?: number }
     | { kind: 'signal'; signal: string; deadline: number; began?: number }
@@ -232,11 +251,15 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
   const base = { seq: r[1], attempt: r[2] };
   switch (r[0]) {
     case 0:
-    case 1:
-      if (r.length < 5 || r.length > 6 || !isNumber(r[3]) || !isNumber(r[4]) || (r[0] === 0 && r.length !== 6)) throw corrupt();
+    case 1: {
+      if (r.length < 5 || r.length > 7 || !isNumber(r[3]) || !isNumber(r[4]) || (r[0] === 0 && r.length < 6)) throw corrupt();
+      const ended = r.length === 7 ? decodeVia(r[6]) : undefined;
+      if (r.length === 7 && !ended) throw corrupt();
+      const via = ended ? { via: ended.via } : {};
       return r[0] === 1
-        ? { ...base, kind: 'succeeded', finishedAt: r[3], durationMs: r[4], output: r[5] }
-        : { ...base, kind: 'failed', finishedAt: r[3], durationMs: r[4], error: r[5] };
+        ? { ...base, kind: 'succeeded', finishedAt: r[3], durationMs: r[4], output: ended?.voidOutput ? undefined : r[5], ...via }
+        : { ...base, kind: 'failed', finishedAt: r[3], durationMs: r[4], error: r[5], ...via };
+    }
     case 2:
       if (!isNumber(r[3]) || !isDeadline(r[4])) throw corrupt();
       return { ...base, kind: 'sleeping', wakeAt: r[3], ...beganOf(r[4]) };
@@ -314,6 +337,7 @@ function stepState(name: string, r: StoredStep, now: number): StepState {
         finishedAt: r.finishedAt,
         startedAt: r.finishedAt - r.durationMs,
         ...(r.output !== undefined ? { output: r.output } : {}),
+        ...waitedFor(r.via),
       };
     case 'failed':
       return {
@@ -322,6 +346,15 @@ function stepState(name: string, r: StoredStep, now: number): StepState {
         finishedAt: r.finishedAt,
         startedAt: r.finishedAt - r.durationMs,
         error: r.error as { name: string; message: string; stack?: string },
+        ...waitedFor(r.via),
       };
   }
+}
+
+/** The fields of a finished wait's state naming what it waited for: its signal, event or child run. */
+function waitedFor(via: WaitVia | undefined): Pick<StepState, 'signal' | 'event' | 'childRunId'> {
+  if (!via) return {};
+  if (via.kind === 'signal') return { signal: via.name };
+  if (via.kind === 'event') return { event: via.name };
+  return { childRunId: via.name };
 }

@@ -17,6 +17,12 @@ import {
 import { stopStep, type InflightStep, type RegisteredCompensation, type StepApiEntry, type StepHost } from './step-host';
 import { SiblingStepFailedError, SuspendSignal } from './step-signals';
 
+/** When the try that succeeded ran: the times its step record stores, so its tries record agrees. */
+interface StepTimes {
+  startedAt: number;
+  finishedAt: number;
+}
+
 /** Default retries of a compensation: three tries, 1 s then 2 s apart. */
 const DEFAULT_COMPENSATE_RETRIES = { maxAttempts: 3 };
 
@@ -57,14 +63,15 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
     ctx.hooks.emit('onStepStart', hook);
     const span = ctx.span?.startStep({ step: name, stepAttempt: failures + 1 });
     try {
+      const times: StepTimes = { startedAt, finishedAt: startedAt };
       const output = await (span
-        ? span.activate(() => execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable))
-        : execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable));
+        ? span.activate(() => execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable, times))
+        : execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable, times));
       span?.end({ outcome: 'succeeded' });
       ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
       // A step that threw before: the try that succeeded joins its tries (same batch as its record).
       if (failures > 0) {
-        history.push({ startedAt, finishedAt: Date.now(), attempt: ctx.attempt });
+        history.push({ ...times, attempt: ctx.attempt });
         const counts = { failures, runAttempt: ctx.attempt, failuresInRunAttempt: inAttempt, retryAt: 0 };
         rt.writer.record(triesField, encodeTriesRecord(counts, lastError, history));
       }
@@ -152,10 +159,12 @@ async function execute<T>(
   timeoutMs: number | undefined,
   heartbeatMs: number | undefined,
   fn: (ctx: StepRunContext) => T | Promise<T>,
-  compensable = false,
+  compensable: boolean,
+  times: StepTimes,
 ): Promise<T> {
   const { ctx } = rt;
   const startedAt = Date.now();
+  times.startedAt = startedAt;
   const step: InflightStep = { reject: noop };
   let heartbeatTimer: NodeJS.Timeout | undefined;
   let running = false;
@@ -201,6 +210,7 @@ async function execute<T>(
     rt.inflight.delete(step);
     const encoded = encodeJson(result, `The output of step "${name}"`, ctx.maxPayloadBytes);
     const finishedAt = Date.now();
+    times.finishedAt = finishedAt;
     rt.writer.record(field, encodeSuccessRecord(rt.replay.nextSeq(), ctx.attempt, finishedAt, finishedAt - startedAt, encoded));
     // In the same batch as the step's record: a stored step is never without its compensation.
     if (compensable) rt.writer.record(COMPENSATION_FIELD_PREFIX + name, COMPENSATION_PENDING);

@@ -9,7 +9,8 @@ import { join } from 'node:path';
  * one stream entry. 6: the `terminated` status (cleanup and prune take its index), `crashes`. 7: a Redis
  * Functions library; status indexes for ended statuses only, no `wf:<name>:runs`, `wfnames`. 8: `presence`
  * takes the worker's info and keeps the `workers` hash; a scheduled run's `wait` field and the `waiting:` indexes,
- * `prune-run-index` takes a wait; wait records end with when the wait began, tries records with the tries.
+ * `prune-run-index` takes a wait; wait records end with when the wait began, tries records with the tries, the record of a finished wait with what it
+ * waited for.
  */
 export const SCRIPT_VERSION = 8;
 

@@ -4,9 +4,15 @@
 -- A step done by a script at `finishedAt`: [1, seq, attempt, finishedAt, durationMs, output] when
 -- `ok`, [0, seq, attempt, finishedAt, durationMs, error] otherwise. `durationMs` (default 0: it
 -- took no time) is how long its wait lasted. `payload` is JSON text; '' leaves the output out
--- (undefined).
-local function step_done(ok, seq, attempt, finishedAt, payload, durationMs)
+-- (undefined). `via` (optional) names the wait that ended, as the JSON text of the head of the
+-- record's last element: '"s","<signal>"', '"e","<event>"' or '"c","<child run id>"'; the record
+-- then always has 7 elements, the output `null` and the last element [..., 0] when it was undefined.
+local function step_done(ok, seq, attempt, finishedAt, payload, durationMs, via)
   local head = '[' .. (ok and 1 or 0) .. ',' .. seq .. ',' .. attempt .. ',' .. finishedAt .. ',' .. (durationMs or 0)
+  if via then
+    if payload == '' then return head .. ',null,[' .. via .. ',0]]' end
+    return head .. ',' .. payload .. ',[' .. via .. ']]'
+  end
   if payload == '' then return head .. ']' end
   return head .. ',' .. payload .. ']'
 end
@@ -149,13 +155,15 @@ local function race_won(waiting, key, ok, payload, now)
 end
 
 -- The record that replaces a waiting record once what it waited for happened (the child ended,
--- the signal came, or the wait timed out). Parsed with a pattern, not
+-- the signal came, or the wait timed out), naming what it waited for (step_done's `via`). Parsed with a pattern, not
 -- cjson, so a damaged record cannot raise an error after this script has written: it returns nil
 -- and the record is left for the run's replay to report as corrupt.
 local function resolved_record(waiting, ok, payload, now)
   local seq, attempt = string.match(waiting, '^%[[345],(%d+),(%d+),')
   if not seq then return nil end
-  return step_done(ok, seq, attempt, now, payload, wait_duration(waiting, now))
+  local kind, name = waiting_target(waiting)
+  local via = '"' .. string.sub(kind, 1, 1) .. '",' .. cjson.encode(name)
+  return step_done(ok, seq, attempt, now, payload, wait_duration(waiting, now), via)
 end
 
 -- The deadline (ms) of a waiting record ([3, [4, [5 or [6), 0 when it has none or is not one.
