@@ -70,10 +70,10 @@ export async function startDemo(): Promise<Demo> {
     r.define('billing', { version, queue: 'billing' }, async ({ step }) => step.waitForSignal('go', 'go'));
     return r;
   };
-  const v1 = await engine.worker({ registry: billing(1) });
+  const v1 = await engine.worker({ app: 'billing-service', registry: billing(1) });
   const bill = await client.runByName('billing', {});
   await until(async () => (await client.getRun(bill.id))?.status === 'scheduled');
-  await engine.worker({ registry: billing(2) });
+  await engine.worker({ app: 'billing-service', registry: billing(2) });
   await v1.stop();
 
   const handler = createDashboardHandler(client, { path: '/redflow', authorize: () => true, readOnly: false });

@@ -103,16 +103,17 @@ describeBrowser('the operator UI in chromium', () => {
     await eventually(async () => (await statusOf(ids.shipped)) === 'succeeded' && (await statusOf(ids.compensated)) === 'failed', 15_000);
     await eventually(async () => (await client.countRuns({ workflow: 'import-batch', status: 'failed' })) === 200, 15_000);
 
-    // billing v1 has a run waiting, and only a v2 worker is left: "no worker for billing v1".
+    // billing v1 has a run waiting, and only a v2 worker is left: "no worker for billing v1". Its
+    // workers are another app's (an app's registry is its own: a worker syncs it, pruning the rest).
     const billing = (version: number) => {
       const r = new WorkflowRegistry();
       r.define('billing', { version, queue: 'billing' }, async ({ step }) => step.waitForSignal('go', 'go'));
       return r;
     };
-    const v1 = await engine.worker({ registry: billing(1) });
+    const v1 = await engine.worker({ app: 'billing-service', registry: billing(1) });
     const bill = await client.runByName('billing', {});
     await eventually(async () => (await statusOf(bill.id)) === 'scheduled', 10_000);
-    await engine.worker({ registry: billing(2) });
+    await engine.worker({ app: 'billing-service', registry: billing(2) });
     await v1.stop();
 
     main = await serve(createDashboardHandler(client, { path: '/redflow', authorize: () => true, readOnly: false }));
@@ -268,7 +269,9 @@ describeBrowser('the operator UI in chromium', () => {
     try {
       await small.setViewportSize({ width: 1000, height: 400 });
       await small.goto(`${url}#/runs?workflow=import-batch`);
-      const target = ids.imports[ids.imports.length - 11]; // the 11th row: newest first
+      const eleventh = small.getByTestId('run-row').nth(10);
+      await eleventh.waitFor();
+      const target = (await eleventh.getAttribute('data-run-id'))!;
       const box = small.locator(`[data-testid="run-row"][data-run-id="${target}"] [data-testid="select-row"]`);
       await box.check();
       await box.focus();
@@ -358,11 +361,18 @@ describeBrowser('the operator UI in chromium', () => {
         const tab = await newPage(themed);
         const found: Record<string, string[]> = {};
         const check = async (origin: string, hash: string, ready: string) => {
+          const where = `${origin === bare.origin ? 'empty ' : ''}${hash}`;
           await tab.goto(`${origin}/redflow/${hash}`);
-          await tab.locator('main h1').first().waitFor();
-          await tab.locator(ready).first().waitFor();
+          try {
+            await tab.locator('main h1').first().waitFor();
+            await tab.locator('main [aria-busy="true"]').waitFor({ state: 'detached' });
+            await tab.locator(ready).first().waitFor();
+          } catch {
+            found[where] = [`did not show ${ready}: ${(await tab.locator('main').textContent()) ?? ''}`];
+            return;
+          }
           const violations = await axeViolations(tab);
-          if (violations.length) found[`${origin === bare.origin ? 'empty ' : ''}${hash}`] = violations;
+          if (violations.length) found[where] = violations;
         };
         for (const hash of PAGES) await check(main.origin, hash, 'main h1');
         await check(main.origin, `#/runs/${encodeURIComponent(ids.shipped)}`, '[data-testid="waterfall"]');
@@ -386,6 +396,7 @@ describeBrowser('the operator UI in chromium', () => {
       for (const hash of [...PAGES, `#/runs/${encodeURIComponent(ids.shipped)}`, `#/runs/${encodeURIComponent(ids.awaiting[2])}`]) {
         await tab.goto(`${url}${hash}`);
         await tab.locator('main h1').first().waitFor();
+        await tab.locator('main [aria-busy="true"]').waitFor({ state: 'detached' });
         const { scrollWidth, clientWidth } = await tab.evaluate(() => {
           const { scrollWidth, clientWidth } = (globalThis as unknown as Win).document.documentElement;
           return { scrollWidth, clientWidth };

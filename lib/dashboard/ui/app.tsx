@@ -142,20 +142,21 @@ export function App() {
         {said}
       </div>
       <main id="main" ref={main} tabIndex={-1}>
-        {metaError ? (
-          <p class="error" data-testid="page-error">
-            {metaError}
-          </p>
-        ) : current?.error ? (
-          <p class="error" data-testid="page-error">
-            {current.error.message}
-          </p>
-        ) : current?.data !== undefined ? (
+        {current?.data !== undefined && !metaError && !current.error ? (
           <page.View data={current.data} route={route} />
         ) : (
-          <p class="muted" aria-busy="true">
-            Loading…
-          </p>
+          <>
+            <h1>{page.title(route)}</h1>
+            {metaError || current?.error ? (
+              <p class="error" data-testid="page-error">
+                {metaError ?? current!.error!.message}
+              </p>
+            ) : (
+              <p class="muted" aria-busy="true">
+                Loading…
+              </p>
+            )}
+          </>
         )}
       </main>
     </Ctx.Provider>
