@@ -186,6 +186,10 @@ describeBrowser('the operator UI in chromium', () => {
     const [childBar] = await segmentsOf('step-notify-customer');
     expect(childBar.to - childBar.from).toBeGreaterThanOrEqual(120);
 
+    // The steps table: a retried step took from its first try to its last (two 80 ms delays), not its last try's time.
+    const chargeRow = page.getByTestId('step-row').filter({ has: page.getByTestId('step-open').getByText('charge-card', { exact: true }) });
+    expect(Number(await chargeRow.getByTestId('step-duration').getAttribute('data-ms'))).toBeGreaterThanOrEqual(160);
+
     // Selecting a step shows its output and every try with its error.
     await page.getByTestId('wf-step').filter({ hasText: 'charge-card' }).click();
     const panel = page.getByTestId('step-panel');

@@ -18,12 +18,18 @@ function waitText(s: StepState): string {
   return until.trim();
 }
 
+/** How long a step took: from its first try's start (a retried step) or its wait's to its end. */
+function stepDuration(s: StepState): string {
+  const from = s.tries?.[0]?.startedAt ?? s.startedAt;
+  return s.finishedAt !== undefined && from !== undefined ? `${s.finishedAt - from} ms` : '';
+}
+
 /** The run's lines (id, times, progress, input, output or error, children), a blank line and its steps' table. */
 function runText(run: RunState, steps: StepState[], children: string[]): string {
   const stepRows = steps.map((s) => ({
     ...s,
     tries: s.attempts ?? '',
-    duration: s.finishedAt !== undefined && s.startedAt !== undefined ? `${s.finishedAt - s.startedAt} ms` : '',
+    duration: stepDuration(s),
     output: preview(s.output !== undefined ? jsonText(s.output) : s.error ? `${s.error.name}: ${s.error.message}` : ''),
     'waits for': waitText(s),
   }));

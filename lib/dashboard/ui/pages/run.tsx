@@ -11,7 +11,7 @@ import { LIVE, type RunDetail, type Step } from '../types';
 import { RunActions, SignalForm } from './run-actions';
 import { RunHistory } from './run-history';
 import { StepPanel } from './step-panel';
-import { stepKind, Waterfall } from './waterfall';
+import { stepKind, stepSpan, Waterfall } from './waterfall';
 
 const runIdOf = (route: Route) => decodeURIComponent(route.path.slice('/runs/'.length));
 
@@ -97,7 +97,8 @@ function Steps({ d, onSelect }: { d: RunDetail; onSelect: (name: string) => void
         </thead>
         <tbody>
           {steps.map((s) => {
-            const took = s.finishedAt && s.startedAt !== undefined ? s.finishedAt - s.startedAt : undefined;
+            const span = stepSpan(s);
+            const took = span.to !== undefined && span.from !== undefined ? span.to - span.from : undefined;
             return (
               <tr key={s.name} data-testid="step-row">
                 <td>{s.seq}</td>
@@ -124,7 +125,9 @@ function Steps({ d, onSelect }: { d: RunDetail; onSelect: (name: string) => void
                     </div>
                   ) : null}
                 </td>
-                <td>{took !== undefined ? duration(took) : <WaitText step={s} />}</td>
+                <td data-testid="step-duration" data-ms={took}>
+                  {took !== undefined ? duration(took) : <WaitText step={s} />}
+                </td>
               </tr>
             );
           })}

@@ -4,7 +4,7 @@ import { RunLink, StatusBadge } from '../components/status';
 import { usePage } from '../context';
 import { clock, duration, time } from '../format';
 import type { Step } from '../types';
-import { stepKind } from './waterfall';
+import { stepKind, stepSpan } from './waterfall';
 
 /** One step in full: output, every try with its error, duration and attempt; what it waits for. */
 export function StepPanel({ step, runId, onClose }: { step: Step; runId: string; onClose: () => void }) {
@@ -37,7 +37,7 @@ export function StepPanel({ step, runId, onClose }: { step: Step; runId: string;
             <dt>Finished</dt>
             <dd>
               {time(step.finishedAt, zone)}
-              {step.startedAt !== undefined ? ` (${duration(step.finishedAt - step.startedAt)})` : ''}
+              {step.startedAt !== undefined ? ` (${triesSpan(step) ? 'last try ' : ''}${duration(step.finishedAt - step.startedAt)}${triesSpan(step)})` : ''}
             </dd>
           </>
         ) : null}
@@ -107,4 +107,11 @@ export function StepPanel({ step, runId, onClose }: { step: Step; runId: string;
       ) : null}
     </section>
   );
+}
+
+/** For a retried step: how long all its tries took, from the first one's start. */
+function triesSpan(step: Step): string {
+  const { from, to } = stepSpan(step);
+  if (!step.tries || step.tries.length < 2 || from === undefined || to === undefined) return '';
+  return `; ${step.tries.length} tries over ${duration(to - from)}`;
 }

@@ -39,6 +39,11 @@ export function stepKind(s: Step): string {
   return '';
 }
 
+/** When a step began (its first try, for a retried step) and ended: what its duration spans. */
+export function stepSpan(s: Step): { from?: number; to?: number } {
+  return { from: s.tries?.[0]?.startedAt ?? s.startedAt, to: s.finishedAt };
+}
+
 function stepSegments(s: Step, now: number): Segment[] {
   const out: Segment[] = [];
   if (s.tries?.length) {
@@ -98,8 +103,7 @@ export function waterfallRows(d: RunDetail, now: number): Row[] {
     });
     previousEnd = to;
     for (const s of steps.filter((step) => step.attempt === n).sort((a, b) => a.seq - b.seq)) {
-      const from = s.tries?.[0]?.startedAt ?? s.startedAt;
-      const to = s.finishedAt ?? (s.status === 'waiting' ? now : undefined);
+      const { from, to = s.status === 'waiting' ? now : undefined } = stepSpan(s);
       rows.push({
         key: `step-${s.name}`,
         label: s.name,
