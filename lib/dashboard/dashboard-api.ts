@@ -12,7 +12,7 @@ import { outageKind, redisAddress, withTimeout } from '../core/store/redis-healt
 import type { RunExtras } from '../core/store/run-extras';
 import { BulkActions } from './dashboard-bulk-api';
 import { FleetPages } from './dashboard-fleet-api';
-import { DashboardHttpError } from './dashboard-http-error';
+import { DashboardHttpError, echo, runNotFound } from './dashboard-http-error';
 import type { DashboardRun, ResolvedDashboardOptions } from './dashboard-options';
 import { flag, param, type DashboardContext, type DashboardQuery } from './dashboard-query';
 import { RunPages } from './dashboard-run-api';
@@ -56,10 +56,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
-function runNotFound(id: string): DashboardHttpError {
-  return new DashboardHttpError(404, 'RUN_NOT_FOUND', `Run "${id}" does not exist.`);
-}
 
 export class DashboardApi implements DashboardContext {
   private readonly tokens: CsrfTokens;
@@ -182,7 +178,7 @@ export class DashboardApi implements DashboardContext {
     if (field === 'input' || field === 'output' || field === 'error' || field === 'progress') value = run[field];
     else if (field.startsWith('step:')) value = run.steps.find((s) => s.name === field.slice(5))?.output;
     else throw new DashboardHttpError(400, 'BAD_REQUEST', 'The query parameter "field" must be input, output, error, progress or step:<name>.');
-    if (value === undefined) throw new DashboardHttpError(404, 'NOT_FOUND', `Run "${id}" has no ${field}.`);
+    if (value === undefined) throw new DashboardHttpError(404, 'NOT_FOUND', `Run "${echo(id)}" has no ${field}.`);
     const safe = (text: string) => text.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 100);
     return { body: JSON.stringify(value, null, 2), filename: `${safe(id)}-${safe(field)}.json` };
   }

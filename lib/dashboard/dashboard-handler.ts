@@ -4,7 +4,7 @@ import type { WorkflowClient } from '../core/client/workflow-client';
 import type { RedflowLogger } from '../core/definition/logger';
 import { ConfigurationError } from '../core/errors';
 import { DashboardApi, SECURITY_HEADERS } from './dashboard-api';
-import { DashboardHttpError } from './dashboard-http-error';
+import { DashboardHttpError, echo } from './dashboard-http-error';
 import { resolveDashboardOptions, type DashboardDenial, type DashboardOptions } from './dashboard-options';
 import { checkNotCrossSiteRead, checkRawPath } from './request-checks';
 
@@ -86,7 +86,7 @@ export function createDashboardHandler(client: WorkflowClient, options: Dashboar
       const route = ROUTES[path.slice(base.length)];
       const method = req.method === 'HEAD' ? 'GET' : req.method;
       const handler = route?.[method as 'GET' | 'POST'];
-      if (!handler) throw new DashboardHttpError(route ? 405 : 404, route ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND', `Nothing at ${req.method} ${path}.`);
+      if (!handler) throw new DashboardHttpError(route ? 405 : 404, route ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND', `Nothing at ${req.method} ${echo(path)}.`);
       const verdict = await authorize(req);
       if (verdict !== true) throw denied(verdict);
       if (path.startsWith(`${base}/api/`)) checkNotCrossSiteRead(req.headers);

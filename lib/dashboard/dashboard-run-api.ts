@@ -4,7 +4,7 @@ import type { AttemptState, StepState, StoredError } from '../core/definition/ru
 import { ConfigurationError, PayloadTooLargeError, SignalBufferFullError } from '../core/errors';
 import { entriesBefore } from '../core/store/event-stream-reads';
 import type { RunExtras } from '../core/store/run-extras';
-import { DashboardHttpError } from './dashboard-http-error';
+import { DashboardHttpError, runNotFound } from './dashboard-http-error';
 import type { DashboardRun } from './dashboard-options';
 import { badRequest, param, type DashboardContext, type DashboardQuery } from './dashboard-query';
 import { maskSecrets } from './redact';
@@ -146,7 +146,7 @@ export class RunPages {
    * start of the stream.
    */
   async history(id: string) {
-    if (!isPossibleRunId(id)) throw new DashboardHttpError(404, 'RUN_NOT_FOUND', `Run "${id}" does not exist.`);
+    if (!isPossibleRunId(id)) throw runNotFound(id);
     const { client } = this.ctx;
     const key = client.keys.events();
     const events: RunEvent[] = [];

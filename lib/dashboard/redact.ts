@@ -1,4 +1,5 @@
 import type { RunState, RunSummary } from '../core/definition/run-types';
+import { cutText } from '../core/store/run-record';
 import type { DashboardRun } from './dashboard-options';
 
 /**
@@ -51,14 +52,6 @@ const ROW_FIELDS = [
   'waitingFor',
 ] as const;
 
-function cut(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max - 1;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end--; // never split a surrogate pair
-  return `${text.slice(0, end)}…`;
-}
-
 /** A run as a person may see it: the default masking, then the `redact` option, if any. */
 export function redactRun(run: DashboardRun, redact?: (run: DashboardRun) => DashboardRun): DashboardRun {
   const masked = maskSecrets(run);
@@ -85,6 +78,6 @@ export function redactSummary(row: RunSummary, redact?: (run: DashboardRun) => D
   const result: Record<string, unknown> = { id: row.id };
   for (const field of ROW_FIELDS) if (shown[field] !== undefined) result[field] = shown[field];
   if (shown.error)
-    result.error = { name: cut(String(shown.error.name), ROW_ERROR_NAME_CHARS), message: cut(String(shown.error.message), ROW_ERROR_MESSAGE_CHARS) };
+    result.error = { name: cutText(String(shown.error.name), ROW_ERROR_NAME_CHARS), message: cutText(String(shown.error.message), ROW_ERROR_MESSAGE_CHARS) };
   return result as unknown as RunSummary;
 }

@@ -32,7 +32,7 @@ export interface RedflowMetrics {
 }
 
 /** The outcome label of a run: `retried` is an attempt that failed with another one scheduled. */
-export type RunOutcomeLabel = 'completed' | 'failed' | 'retried' | 'canceled';
+export type RunOutcomeLabel = 'succeeded' | 'failed' | 'retried' | 'canceled';
 
 const RUN_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600];
 const STEP_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
@@ -77,10 +77,10 @@ function checkOptions(options: RedflowMetricsOptions): void {
 /**
  * Prometheus metrics of Redflow on a prom-client registry:
  *
- * - `redflow_runs_total{workflow, status}`: attempts that ended here, `status` one of completed,
+ * - `redflow_runs_total{workflow, status}`: attempts that ended here, `status` one of succeeded,
  *   failed, retried (failed with another attempt scheduled) and canceled;
  * - `redflow_run_duration_seconds{workflow, status}`: how long those attempts ran (not canceled ones);
- * - `redflow_step_duration_seconds{workflow, step, status}`: `step.run` functions, completed, failed
+ * - `redflow_step_duration_seconds{workflow, step, status}`: `step.run` functions, succeeded, failed
  *   or retried (by the step's own retry policy); a repeated step's `#n` suffix is dropped;
  * - `redflow_queue_runs{queue, status}`: queued, scheduled and running runs, read from Redis at
  *   scrape time (`client.getQueueStats()`: counting commands only);
@@ -112,7 +112,7 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
 
   const runs = new Counter({
     name: names.runs,
-    help: 'Run attempts that ended on this worker, by workflow and outcome (completed, failed, retried, canceled).',
+    help: 'Run attempts that ended on this worker, by workflow and outcome (succeeded, failed, retried, canceled).',
     labelNames: ['workflow', 'status'],
     registers: [registry],
   });
@@ -173,10 +173,10 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
   return {
     registry,
     hooks: {
-      onRunComplete: (e) => ended(e.workflow, 'completed', e.durationMs),
+      onRunComplete: (e) => ended(e.workflow, 'succeeded', e.durationMs),
       onRunFailed: (e) => ended(e.workflow, e.willRetry ? 'retried' : 'failed', e.durationMs),
       onRunCanceled: (e) => ended(e.workflow, 'canceled'),
-      onStepComplete: (e) => stepDuration.observe({ workflow: e.workflow, step: stepLabel(e.step), status: 'completed' }, e.durationMs / 1000),
+      onStepComplete: (e) => stepDuration.observe({ workflow: e.workflow, step: stepLabel(e.step), status: 'succeeded' }, e.durationMs / 1000),
       onStepFailed: (e) =>
         stepDuration.observe({ workflow: e.workflow, step: stepLabel(e.step), status: e.willRetry ? 'retried' : 'failed' }, e.durationMs / 1000),
     },

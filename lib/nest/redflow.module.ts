@@ -65,13 +65,14 @@ export class RedflowModule extends RedflowConfigurableModule implements NestModu
   /**
    * Provides a typed `WorkflowRef` for every `@Workflow` method of the given classes, injected with
    * `@InjectWorkflow(Class, 'method')` in the importing module. Needs `RedflowModule.forRoot` in the
-   * app (global by default).
+   * app (global by default). Takes the classes as an array, as `TypeOrmModule.forFeature([User])`
+   * does, or one by one: `forFeature([A, B])` and `forFeature(A, B)` are the same.
    */
-  static forFeature(...workflowClasses: Array<Type<unknown>>): DynamicModule {
-    const providers: Provider[] = workflowClasses.flatMap((workflowClass) => {
+  static forFeature(...workflowClasses: Array<Type<unknown> | Array<Type<unknown>>>): DynamicModule {
+    const providers: Provider[] = workflowClasses.flat().flatMap((workflowClass) => {
       if (typeof workflowClass !== 'function') {
         throw new ConfigurationError(
-          `RedflowModule.forFeature() takes provider classes with @Workflow methods, got ${workflowClass === null ? 'null' : typeof workflowClass}.`,
+          `RedflowModule.forFeature() takes provider classes with @Workflow methods (forFeature([A, B]) or forFeature(A, B)), got ${workflowClass === null ? 'null' : typeof workflowClass}.`,
         );
       }
       const methods = workflowMethodsOf(workflowClass);

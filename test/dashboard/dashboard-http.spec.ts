@@ -203,6 +203,12 @@ describe('dashboard HTTP API (seeded runs)', () => {
       // Inside the path, an unknown route is the dashboard's JSON 404, with a code.
       const missing = await get('/redflow/api/nope').expect(404);
       expect(missing.body).toEqual({ statusCode: 404, code: 'NOT_FOUND', message: 'Nothing at GET /redflow/api/nope.' });
+      // A long path is not echoed whole: the message repeats its first 120 characters.
+      const long = `/redflow/api/${'x'.repeat(4000)}`;
+      const cut = await get(long).expect(404);
+      expect(cut.body.message).toBe(`Nothing at GET ${long.slice(0, 119)}….`);
+      const run = await get(`/redflow/api/run?id=${'r'.repeat(4000)}`).expect(404);
+      expect(run.body.message).toBe(`Run "${'r'.repeat(119)}…" does not exist.`);
     });
 
     it('answers 400 BAD_PATH for a raw path with "..", "//", a backslash or an encoded "." or "/", before any routing', async () => {

@@ -73,11 +73,11 @@ describe('README: health checks and metrics', () => {
 
     const metrics = await eventually(async () => {
       const text = (await request(app!.getHttpServer()).get('/metrics').expect(200)).text;
-      return text.includes('redflow_runs_total{workflow="greet",status="completed"} 1') ? text : '';
+      return text.includes('redflow_runs_total{workflow="greet",status="succeeded"} 1') ? text : '';
     });
-    expect(metrics).toContain('redflow_step_duration_seconds_count{workflow="greet",step="compose",status="completed"} 1');
+    expect(metrics).toContain('redflow_step_duration_seconds_count{workflow="greet",step="compose",status="succeeded"} 1');
     expect(metrics).toContain('redflow_queue_runs{queue="default",status="queued"} 0');
     // The default registry: whatever else serves it sees the same metrics.
-    expect(await register.getSingleMetricAsString('redflow_runs_total')).toContain('status="completed"} 1');
+    expect(await register.getSingleMetricAsString('redflow_runs_total')).toContain('status="succeeded"} 1');
   });
 });

@@ -114,27 +114,27 @@ describe('RedflowMetricsModule in a Nest app', () => {
     const text: string = await eventually(async () => {
       const body = await scrape();
       return sample(body, 'redflow_runs_total{workflow="hold-funds",status="canceled"}') === 1 &&
-        sample(body, 'redflow_runs_total{workflow="flaky-refund",status="completed"}') === 1
+        sample(body, 'redflow_runs_total{workflow="flaky-refund",status="succeeded"}') === 1
         ? body
         : '';
     });
 
-    expect(sample(text, 'redflow_runs_total{workflow="charge-card",status="completed"}')).toBe(2);
+    expect(sample(text, 'redflow_runs_total{workflow="charge-card",status="succeeded"}')).toBe(2);
     expect(sample(text, 'redflow_runs_total{workflow="charge-card",status="failed"}')).toBe(1);
     expect(sample(text, 'redflow_runs_total{workflow="flaky-refund",status="retried"}')).toBe(1);
-    expect(sample(text, 'redflow_runs_total{workflow="flaky-refund",status="completed"}')).toBe(1);
+    expect(sample(text, 'redflow_runs_total{workflow="flaky-refund",status="succeeded"}')).toBe(1);
     expect(sample(text, 'redflow_runs_total{workflow="flaky-refund",status="failed"}')).toBeUndefined();
     expect(sample(text, 'redflow_runs_total{workflow="hold-funds",status="canceled"}')).toBe(1);
 
-    expect(sample(text, 'redflow_run_duration_seconds_count{workflow="charge-card",status="completed"}')).toBe(2);
+    expect(sample(text, 'redflow_run_duration_seconds_count{workflow="charge-card",status="succeeded"}')).toBe(2);
     expect(sample(text, 'redflow_run_duration_seconds_count{workflow="charge-card",status="failed"}')).toBe(1);
     expect(sample(text, 'redflow_run_duration_seconds_count{workflow="flaky-refund",status="retried"}')).toBe(1);
-    expect(sample(text, 'redflow_run_duration_seconds_bucket{le="+Inf",workflow="charge-card",status="completed"}')).toBe(2);
-    expect(sample(text, 'redflow_run_duration_seconds_sum{workflow="charge-card",status="completed"}')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'redflow_run_duration_seconds_bucket{le="+Inf",workflow="charge-card",status="succeeded"}')).toBe(2);
+    expect(sample(text, 'redflow_run_duration_seconds_sum{workflow="charge-card",status="succeeded"}')).toBeGreaterThanOrEqual(0);
 
-    expect(sample(text, 'redflow_step_duration_seconds_count{workflow="charge-card",step="authorize",status="completed"}')).toBe(2);
+    expect(sample(text, 'redflow_step_duration_seconds_count{workflow="charge-card",step="authorize",status="succeeded"}')).toBe(2);
     expect(sample(text, 'redflow_step_duration_seconds_count{workflow="charge-card",step="authorize",status="failed"}')).toBe(1);
-    expect(sample(text, 'redflow_step_duration_seconds_count{workflow="charge-card",step="capture",status="completed"}')).toBe(2);
+    expect(sample(text, 'redflow_step_duration_seconds_count{workflow="charge-card",step="capture",status="succeeded"}')).toBe(2);
 
     expect(sample(text, 'redflow_queue_runs{queue="exports",status="queued"}')).toBe(2);
     expect(sample(text, 'redflow_queue_runs{queue="exports",status="scheduled"}')).toBe(1);
@@ -157,7 +157,7 @@ describe('RedflowMetricsModule in a Nest app', () => {
     const client = nest.app!.get(RedflowClient);
     expect(await (await client.run(PaymentWorkflows, 'charge', {})).result()).toBe('captured');
     await eventually(async () =>
-      (await register.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="charge-card",status="completed"} 1'),
+      (await register.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="charge-card",status="succeeded"} 1'),
     );
     await nest.app!.close();
     nest.app = undefined;
@@ -209,10 +209,10 @@ describe('redflowMetrics without Nest', () => {
     try {
       expect(await (await client.start(send, undefined)).result()).toBe('html');
       await eventually(async () =>
-        (await promRegistry.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="send-mail",status="completed"} 1'),
+        (await promRegistry.getSingleMetricAsString('redflow_runs_total')).includes('redflow_runs_total{workflow="send-mail",status="succeeded"} 1'),
       );
       const text = await promRegistry.metrics();
-      expect(sample(text, 'redflow_step_duration_seconds_count{workflow="send-mail",step="render",status="completed"}')).toBe(2);
+      expect(sample(text, 'redflow_step_duration_seconds_count{workflow="send-mail",step="render",status="succeeded"}')).toBe(2);
       expect(text).not.toContain('render#2');
       expect(sample(text, 'redflow_queue_runs{queue="mail",status="queued"}')).toBe(0);
       metrics.remove();
@@ -242,8 +242,8 @@ describe('redflowMetrics while Redis is down', () => {
       const started = Date.now();
       const text = await promRegistry.metrics();
       expect(Date.now() - started).toBeLessThan(300 + 1_000);
-      expect(sample(text, 'redflow_runs_total{workflow="send-mail",status="completed"}')).toBe(1);
-      expect(sample(text, 'redflow_run_duration_seconds_sum{workflow="send-mail",status="completed"}')).toBe(0.02);
+      expect(sample(text, 'redflow_runs_total{workflow="send-mail",status="succeeded"}')).toBe(1);
+      expect(sample(text, 'redflow_run_duration_seconds_sum{workflow="send-mail",status="succeeded"}')).toBe(0.02);
       expect(text).not.toContain('redflow_queue_runs{');
       expect(text).not.toContain('redflow_queue_oldest_queued_age_seconds{');
 

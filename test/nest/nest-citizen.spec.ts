@@ -55,7 +55,8 @@ class Orders {
   constructor(@InjectWorkflow(OrderWorkflows, 'place') readonly place: WorkflowRefOf<OrderWorkflows, 'place'>) {}
 }
 
-@Module({ imports: [RedflowModule.forFeature(OrderWorkflows)], providers: [Orders] })
+// The array form, as TypeOrmModule.forFeature([User]) (forFeature(OrderWorkflows) is the same).
+@Module({ imports: [RedflowModule.forFeature([OrderWorkflows])], providers: [Orders] })
 class OrdersModule {}
 
 /** A feature module that imports nothing of this library. */
@@ -182,6 +183,15 @@ describe('a first-class Nest citizen', () => {
     class NotWorkflows {}
     expect(() => RedflowModule.forFeature(NotWorkflows)).toThrow(
       'NotWorkflows, given to RedflowModule.forFeature(), has no @Workflow method. Decorate its workflow methods with @Workflow().',
+    );
+  });
+
+  it('forFeature takes an array of classes or the classes one by one, and names a wrong entry', () => {
+    const tokens = (m: ReturnType<typeof RedflowModule.forFeature>) => m.exports;
+    expect(tokens(RedflowModule.forFeature([OrderWorkflows]))).toEqual(tokens(RedflowModule.forFeature(OrderWorkflows)));
+    expect(tokens(RedflowModule.forFeature([OrderWorkflows]))).toHaveLength(3); // place, limited, other
+    expect(() => RedflowModule.forFeature([OrderWorkflows, 'orders' as never])).toThrow(
+      'RedflowModule.forFeature() takes provider classes with @Workflow methods (forFeature([A, B]) or forFeature(A, B)), got string.',
     );
   });
 

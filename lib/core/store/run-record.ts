@@ -134,7 +134,7 @@ export function isRunStatus(value: string | null | undefined): value is RunStatu
 }
 
 /** `text` cut to `max` characters, the last one '…', without splitting a surrogate pair. */
-function cutText(text: string, max: number): string {
+export function cutText(text: string, max: number): string {
   if (text.length <= max) return text;
   let end = max - 1;
   const last = text.charCodeAt(end - 1);
