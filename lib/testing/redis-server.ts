@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +21,9 @@ export class RedisServerStartError extends Error {
 /**
  * A throwaway `redis-server` of one test engine: no persistence, a private directory, listening
  * on a Unix socket in that directory only (no TCP port, so parallel test files never collide).
- * Started synchronously, so `createTestEngine()` can stay synchronous.
+ * Started synchronously, so `createTestEngine()` can stay synchronous. Its life is tied to the
+ * process that started it: a small watchdog (`sh`) stops the server and deletes its directory
+ * once that process is gone, even when it was killed and never called `close()`.
  */
 export class TestRedisServer {
   private constructor(
@@ -30,6 +32,7 @@ export class TestRedisServer {
     /** The server's process id. */
     readonly pid: number,
     private readonly dir: string,
+    private readonly watchdog: ChildProcess | undefined,
   ) {}
 
   /** Starts a server and waits (at most 10 s) until it accepts connections. */
@@ -51,11 +54,13 @@ export class TestRedisServer {
       // A short synchronous pause: the daemon needs a few ms to create its socket.
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
-    return new TestRedisServer(socket, Number(readFileSync(pidfile, 'utf8').trim()), dir);
+    const pid = Number(readFileSync(pidfile, 'utf8').trim());
+    return new TestRedisServer(socket, pid, dir, watch(process.pid, pid, dir));
   }
 
   /** Stops the server, waits until its process is gone and deletes its directory. */
   async stop(): Promise<void> {
+    this.watchdog?.kill('SIGKILL');
     try {
       process.kill(this.pid, 'SIGTERM');
     } catch {
@@ -70,6 +75,24 @@ export class TestRedisServer {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Starts the watchdog of a server: a detached `sh` that checks every half second whether process
+ * `owner` still exists and, once it does not, stops the server `pid` and deletes `dir`. Unref'd:
+ * it never keeps the owner alive. Undefined where there is no `sh` (the server is then stopped by
+ * `close()` only).
+ */
+function watch(owner: number, pid: number, dir: string): ChildProcess | undefined {
+  const script = 'while kill -0 "$1" 2>/dev/null; do sleep 0.5; done; kill "$2" 2>/dev/null; sleep 1; kill -9 "$2" 2>/dev/null; rm -rf "$3"';
+  try {
+    const child = spawn('sh', ['-c', script, 'redflow-test-redis-watchdog', String(owner), String(pid), dir], { detached: true, stdio: 'ignore' });
+    child.on('error', () => undefined);
+    child.unref();
+    return child;
+  } catch {
+    return undefined;
   }
 }
 

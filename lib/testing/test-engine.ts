@@ -12,6 +12,7 @@ import {
   type WorkflowClient,
   type WorkflowDefinition,
 } from '../core';
+import { assertKnownKeys } from '../core/definition/option-checks';
 import { openConnection } from '../core/store/connection';
 import { TestRedisServer } from './redis-server';
 import { TestRunner, type TestRunOptions, type TestRunResult } from './test-runner';
@@ -32,6 +33,9 @@ export interface TestEngineOptions {
   /** The key prefix; give none to get a unique one, so tests never see each other's runs. */
   prefix?: string;
 }
+
+/** The keys of `TestEngineOptions`. */
+const TEST_ENGINE_OPTION_KEYS = ['redis', 'url', 'prefix'] as const satisfies ReadonlyArray<keyof TestEngineOptions>;
 
 /**
  * Worker timings for tests: a stalled run is recovered after about a second, and scheduled runs
@@ -59,6 +63,9 @@ export class RedflowTestEngine {
   private defaultWorker: Promise<Worker> | undefined;
 
   constructor(options: TestEngineOptions = {}) {
+    assertKnownKeys('createTestEngine options', options, TEST_ENGINE_OPTION_KEYS, {
+      registry: 'The engine has a registry of its own: define workflows with engine.define(...) or engine.registry.define(...).',
+    });
     const url = options.url ?? (options.redis ? undefined : process.env.REDIS_URL);
     if (!options.redis && !url) this.server = TestRedisServer.start();
     const connection = this.server ? openConnection({ redisOptions: { path: this.server.socket } }) : openConnection({ redis: options.redis, url });

@@ -1,6 +1,8 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { ConfigurationError } from '../../lib/core';
 import { createTestEngine, RedisServerNotFoundError } from '../../lib/testing/core';
 import { isAlive } from '../../lib/testing/redis-server';
 
@@ -42,5 +44,46 @@ describe('createTestEngine without REDIS_URL', () => {
     const error = JSON.parse(out.trim().split('\n').pop()!) as { name: string; message: string };
     expect(error.name).toBe(RedisServerNotFoundError.name);
     expect(error.message).toMatch(/no redis-server binary and no REDIS_URL.*apt-get install -y redis-server.*brew install redis.*REDIS_URL/);
+  });
+
+  it('stops its redis-server when the process that started it is killed without closing it', async () => {
+    const script = `
+      const { createTestEngine } = require('./lib/testing/core');
+      const engine = createTestEngine();
+      console.log(JSON.stringify({ pid: engine.server.pid, socket: engine.server.socket }));
+      setInterval(() => undefined, 1000);`;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.REDIS_URL;
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', '-e', script], {
+      cwd: join(__dirname, '..', '..'),
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0]);
+      });
+      child.once('exit', (code) => reject(new Error(`the child exited (${code}) before starting its engine`)));
+    });
+    const server = JSON.parse(line) as { pid: number; socket: string };
+    expect(isAlive(server.pid)).toBe(true);
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+    // Its watchdog notices within half a second, stops the server and deletes its directory.
+    const deadline = Date.now() + 10_000;
+    while ((isAlive(server.pid) || existsSync(server.socket)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(isAlive(server.pid)).toBe(false);
+    expect(existsSync(server.socket)).toBe(false);
+  }, 30_000);
+
+  it('refuses an unknown option, naming it and the fix', () => {
+    expect(() => createTestEngine({ registry: {} } as never)).toThrow(ConfigurationError);
+    expect(() => createTestEngine({ registry: {} } as never)).toThrow(
+      'Unknown option "registry" in createTestEngine options. The engine has a registry of its own: define workflows with engine.define(...) or engine.registry.define(...). Known options: redis, url, prefix.',
+    );
+    expect(() => createTestEngine({ prefx: 'a' } as never)).toThrow('Unknown option "prefx" in createTestEngine options. Did you mean "prefix"?');
   });
 });
