@@ -13,7 +13,7 @@ const stepApis = new AsyncLocalStorage<StepApi>();
 const currentStepRun = new AsyncLocalStorage<StepRunContext>();
 
 /**
- * The `signal` and `heartbeat()` of the `@Step` method running now (what a `step.run` function
+ * The `signal`, `heartbeat()` and `idempotencyKey` of the `@Step` method running now (what a `step.run` function
  * receives), or `undefined` outside one: a `@Step({ heartbeatTimeout })` method calls
  * `currentStep()?.heartbeat()` as it makes progress.
  */

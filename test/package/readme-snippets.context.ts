@@ -11,7 +11,11 @@ declare global {
   var runId: string;
   var handle: RunHandle<unknown>;
   /** The user's payment provider. */
-  var payments: { charge(order: string): Promise<{ chargeId: string }>; refund(chargeId: string): Promise<void>; createLink(): Promise<string> };
+  var payments: {
+    charge(order: string, options?: { idempotencyKey: string }): Promise<{ chargeId: string }>;
+    refund(chargeId: string): Promise<void>;
+    createLink(): Promise<string>;
+  };
   /** The user's stock service. */
   var inventory: { reserve(order: string): Promise<{ reservationId: string }>; release(reservationId: string): Promise<void> };
   /** The user's carrier. */

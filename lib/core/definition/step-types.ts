@@ -41,6 +41,13 @@ export interface StepRunContext {
   signal: AbortSignal;
   /** Tells the step's `heartbeatTimeout` that the function is still making progress. Free to call often. */
   heartbeat(): void;
+  /**
+   * A key that names this step of this run, the same for each of its tries, retries and replays
+   * after a crash: `<run id>:<step name>` (a repeated name has its `#2`, `#3`, ... suffix). Pass it
+   * to payment and mail APIs as their idempotency key: a step's function can run twice (a worker
+   * killed after the call and before the step was stored), its effect then happens once.
+   */
+  readonly idempotencyKey: string;
 }
 
 /** What a compensation function gets besides its step's output. */

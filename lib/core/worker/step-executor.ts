@@ -182,6 +182,7 @@ async function execute<T>(
       return (step.controller ??= new AbortController()).signal;
     },
     heartbeat,
+    idempotencyKey: `${ctx.runId}:${name}`,
   };
   let timer: NodeJS.Timeout | undefined;
   try {
