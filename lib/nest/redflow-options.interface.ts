@@ -26,6 +26,12 @@ export interface RedflowWorkerOptions {
   runtime?: WorkerRuntimeOptions;
   /** @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30 */
   retentionDays?: number;
+  /**
+   * Logs one error line (Nest's Logger, context `Redflow`) for each run that ends `failed` or
+   * `compensation_failed` on this app's worker: workflow, run id, error. `false` turns it off.
+   * @default true
+   */
+  logFailedRuns?: boolean;
 }
 
 /** Checks of the Redis server made at startup. */
@@ -109,7 +115,7 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
 ]);
 
 /** Keys of `RedflowWorkerOptions` (the `worker` option). */
-export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()(['enabled', 'queues', 'concurrency', 'runtime', 'retentionDays']);
+export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()(['enabled', 'queues', 'concurrency', 'runtime', 'retentionDays', 'logFailedRuns']);
 
 /** Keys of `RedflowWorkflowDefaults` (the `defaults` option). */
 export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['maxConcurrency']);
@@ -164,6 +170,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   assertKnownKeys('RedflowModule option "worker"', worker, REDFLOW_WORKER_OPTION_KEYS);
   assertKnownKeys('RedflowModule option "worker.runtime"', worker.runtime, WORKER_RUNTIME_KEYS);
   checkBoolean(worker.enabled, 'RedflowModule option "worker.enabled"');
+  checkBoolean(worker.logFailedRuns, 'RedflowModule option "worker.logFailedRuns"');
   const concurrency = worker.concurrency === undefined ? 10 : checkPositiveCount(worker.concurrency, 'RedflowModule option "worker.concurrency"');
   if (worker.queues !== undefined) {
     if (!Array.isArray(worker.queues)) {

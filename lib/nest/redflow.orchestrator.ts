@@ -113,6 +113,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       concurrency: worker.concurrency,
       runtime: worker.runtime,
       retentionDays: worker.retentionDays,
+      logFailedRuns: worker.logFailedRuns,
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
       logger: this.logger,
       hooks: this.hooks(),

@@ -83,13 +83,18 @@ export class RedflowTestEngine {
     return this.registry.define.bind(this.registry);
   }
 
-  /** Starts a worker for this engine's workflows, with `TEST_RUNTIME` timings unless overridden. */
+  /**
+   * Starts a worker for this engine's workflows, with `TEST_RUNTIME` timings unless overridden.
+   * Runs that fail are what many tests assert: it does not log them (`logFailedRuns: false`)
+   * unless asked to.
+   */
   async worker(options: Partial<WorkerOptions> = {}): Promise<Worker> {
     const worker = await startWorker({
       app: 'test-app',
       client: this.client,
       registry: this.registry,
       concurrency: 4,
+      logFailedRuns: false,
       stepMocks: this.runner.stepMocks,
       ...options,
       runtime: { ...TEST_RUNTIME, ...options.runtime },

@@ -174,7 +174,10 @@ export class AttemptFinisher {
       durationMs: this.duration(),
     });
     if (retry) this.host.runScheduled(info.queue, decision.dueAt);
-    else await this.runOnFailure(error, info, input);
+    else {
+      if (!(this.attempt.state.stopReason instanceof CanceledError)) this.logEnd(info, `failed after attempt ${info.attempt}: ${errorLine(error)}`);
+      await this.runOnFailure(error, info, input);
+    }
     return result.next;
   }
 
@@ -207,6 +210,15 @@ export class AttemptFinisher {
     const finished = result.ok
       ? await this.finish({ outcome: target, payload: reasonJson, claimNext: !hook, fields: ['compensated', '1'], span })
       : await this.finish({ outcome: 'compensation_failed', payload: reasonJson, claimNext: !hook, fields: ['compError', serializeError(result.error)], span });
+    if (finished.code === 'ok') {
+      const reason = errorLine(deserializeError(reasonJson));
+      if (!result.ok) {
+        this.logEnd(
+          info,
+          `is compensation_failed and needs a person: a compensation failed after its retries with ${errorLine(result.error)} (the run ${target === 'canceled' ? 'was canceled' : `failed with ${reason}`}). Fix the cause, then resume it (client.resume or the dashboard) to run the compensations left.`,
+        );
+      } else if (target === 'failed') this.logEnd(info, `failed after attempt ${info.attempt}: ${reason}; its compensations ran`);
+    }
     if (finished.code === 'ok' && hook) {
       const compensation: CompensationOutcome = result.ok
         ? { status: 'compensated', steps: result.ran }
@@ -229,6 +241,11 @@ export class AttemptFinisher {
     }
   }
 
+  /** One line for a run that ended failed or compensation_failed, unless `logFailedRuns` is off. */
+  private logEnd(info: RunInfo, what: string): void {
+    if (this.host.logFailedRuns) this.host.logger.error(`Run "${this.attempt.runId}" of workflow "${info.workflow}" ${what}`);
+  }
+
   /** The attempt's record (`a:<attempt>`), written by its finish call: see store/attempt-record.ts. */
   private attemptRecord(info: RunInfo, outcome: 'retry' | 'failed' | 'succeeded', errorJson?: string): string[] {
     return attemptRecordFields(info.attempt, this.host.clock.now(), outcome, errorJson);
@@ -237,4 +254,11 @@ export class AttemptFinisher {
   private duration(): number {
     return Date.now() - this.attempt.startedAt;
   }
+}
+
+/** An error as one line: its name and message. */
+function errorLine(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  const e = error as { name?: unknown; message?: unknown } | null;
+  return e && typeof e === 'object' && typeof e.message === 'string' ? `${String(e.name ?? 'Error')}: ${e.message}` : String(error);
 }

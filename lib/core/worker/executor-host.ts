@@ -29,6 +29,8 @@ export interface ExecutorHost {
   readonly stepMocks?: StepMocks;
   readonly maxPayloadBytes: number;
   readonly logger: RedflowLogger;
+  /** Whether a run that ends failed or compensation_failed here is logged (the `logFailedRuns` option). */
+  readonly logFailedRuns: boolean;
   /** False while the worker is stopping: finishing then claims no next run. */
   readonly claiming: boolean;
   /** Per list, the workflows whose runs a claim leaves there for another version; finishing a run of such a list claims no next run (the queue loop's claim does). */

@@ -77,6 +77,14 @@ export interface WorkerOptions extends ConnectionOptions {
    * @default the client's `tracing` (none)
    */
   tracing?: RedflowTracing;
+  /**
+   * Logs one line through `logger.error` for each run that ends `failed` (for good: no attempt
+   * left) or `compensation_failed` (a compensation failed after its retries: the run needs a
+   * person) on this worker: the workflow, the run id and the error. `false` turns it off, when
+   * your `onRunFailed` hook (`@OnRunEvent('run.failed')`) or alerts already tell you.
+   * @default true
+   */
+  logFailedRuns?: boolean;
   /** @internal Step mocks of `nestjs-redflow/testing`; not for production use. */
   stepMocks?: StepMocks;
 }
@@ -123,6 +131,7 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'requireNoEviction',
   'hooks',
   'tracing',
+  'logFailedRuns',
   'stepMocks',
 ]);
 
@@ -167,6 +176,7 @@ export interface ResolvedWorkerOptions {
   defaultMaxConcurrency: number | undefined;
   maxPayloadBytes: number;
   logger: RedflowLogger;
+  logFailedRuns: boolean;
   hooks: HookRunner;
   /** The worker's tracing option, else its client's; undefined when off. */
   tracing: GuardedTracing | undefined;
@@ -217,6 +227,9 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
   }
   const maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? client.maxPayloadBytes, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
   const logger = options.logger ?? client.logger ?? stderrLogger;
+  if (options.logFailedRuns !== undefined && typeof options.logFailedRuns !== 'boolean') {
+    throw new ConfigurationError(`startWorker logFailedRuns must be true or false, got ${typeof options.logFailedRuns}.`);
+  }
   const hooks = new HookRunner(checkHooks(options.hooks), logger);
   const tracing = checkTracingOption(options.tracing, 'startWorker option');
   return {
@@ -235,6 +248,7 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
     defaultMaxConcurrency: options.defaultMaxConcurrency,
     maxPayloadBytes,
     logger,
+    logFailedRuns: options.logFailedRuns ?? true,
     hooks,
     tracing: tracing ? new GuardedTracing(tracing, logger) : client.tracing,
     stepMocks: options.stepMocks,

@@ -50,6 +50,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
   readonly leaseMs: number;
   readonly maxPayloadBytes: number;
   readonly logger: RedflowLogger;
+  readonly logFailedRuns: boolean;
   readonly health: RedisHealth;
   readonly hooks: HookRunner;
   /** Tracing, guarded: the worker's option, else its client's; undefined when off. */
@@ -95,6 +96,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
     this.leaseMs = settings.leaseMs;
     this.maxPayloadBytes = settings.maxPayloadBytes;
     this.logger = settings.logger;
+    this.logFailedRuns = settings.logFailedRuns;
     this.hooks = settings.hooks;
     this.tracing = settings.tracing;
     this.stepMocks = settings.stepMocks;
