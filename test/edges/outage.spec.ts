@@ -142,6 +142,31 @@ describe('Redis unreachable', () => {
   });
 });
 
+describe('Redis refusing connections, with the default commandTimeoutMs (10 s)', () => {
+  it('once the client knows its connection is down, a call rejects at once with RedisUnavailableError; it works again when Redis is back', async () => {
+    const server = await OwnRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+    const registry = new WorkflowRegistry();
+    registry.define('w', {}, () => 1);
+    const logger = captureLogger();
+    const client = createClient({ url: server.url, prefix: `outage:${randomBytes(4).toString('hex')}`, registry, logger });
+    try {
+      const handle = await client.runByName('w', {});
+      await server.kill();
+      // The connection's own error (ECONNREFUSED on reconnect) tells the client Redis is down.
+      await eventually(() => !client.health.healthy, 5_000);
+      const call = await timed(client.getRun(handle.id));
+      expect(call.error).toBeInstanceOf(RedisUnavailableError);
+      expect((call.error as Error).message).toContain('the connection is down');
+      expect(call.ms).toBeLessThan(200);
+      await server.restart();
+      await eventually(async () => (await client.getRun(handle.id).catch(() => null))?.id === handle.id, 10_000);
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  }, 30_000);
+});
+
 describe('Redis paused under a running worker', () => {
   it('the worker logs once when Redis stops answering and once when it answers again, and the run completes', async () => {
     const server = await OwnRedis.start();

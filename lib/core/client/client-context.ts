@@ -198,9 +198,14 @@ export class ClientContext {
 
   /**
    * Runs one client call against Redis: after the first-connection check, within
-   * `commandTimeoutMs`, with connection failures turned into `RedisUnavailableError`.
+   * `commandTimeoutMs`, with connection failures turned into `RedisUnavailableError`; at once
+   * `RedisUnavailableError` while the client knows its connection is down.
    */
   async call<T>(fn: () => Promise<T>): Promise<T> {
+    // Known down (its connection lost, not yet back): reject at once rather than after commandTimeoutMs.
+    if (this.health.state === 'unreachable' && this.redis.status !== 'ready') {
+      throw new RedisUnavailableError(this.health.address, `the connection is down (${this.redis.status}) since an outage began; it reconnects by itself`);
+    }
     try {
       await this.ready();
       return await withTimeout(fn(), this.commandTimeoutMs, this.health.address);

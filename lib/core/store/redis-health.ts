@@ -22,15 +22,17 @@ const UNAVAILABLE_MESSAGE =
 export function outageKind(error: unknown): OutageKind | undefined {
   if (error instanceof RedisWriteRefusedError) return 'write-refused';
   if (error instanceof RedisUnavailableError) return 'unreachable';
-  if (!(error instanceof Error)) return undefined;
+  // Duck-typed, not `instanceof Error`: a socket error made in another realm (a VM context, as in
+  // Jest) is an Error all the same.
+  if (typeof error !== 'object' || error === null || typeof (error as Error).message !== 'string') return undefined;
+  const { message, name, code } = error as Error & { code?: unknown };
   if (error instanceof ReplyError) {
-    if (isWriteRefusedReply(error.message)) return 'write-refused';
-    return UNAVAILABLE_MESSAGE.test(error.message) ? 'unreachable' : undefined;
+    if (isWriteRefusedReply(message)) return 'write-refused';
+    return UNAVAILABLE_MESSAGE.test(message) ? 'unreachable' : undefined;
   }
-  const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return 'unreachable';
-  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return 'unreachable';
-  return UNAVAILABLE_MESSAGE.test(error.message) ? 'unreachable' : undefined;
+  if (name === 'MaxRetriesPerRequestError' || name === 'ClusterAllFailedError') return 'unreachable';
+  return UNAVAILABLE_MESSAGE.test(message) ? 'unreachable' : undefined;
 }
 
 /** "host:port" of a connection (the first startup node of a cluster), never with its password. */
