@@ -115,7 +115,7 @@ export class RedflowClient extends WorkflowClient {
     }
     let valid: unknown;
     try {
-      valid = await validateInput(workflowClass.name, schema, payload);
+      valid = await validateInput(workflowClass.name, schema, payload, `Signal "${name}" of ${workflowClass.name} validates its payload`);
     } catch (error) {
       if (error instanceof InputValidationError)
         throw new InputValidationError(error.workflow, error.issues, `The payload of signal "${name}" of ${workflowClass.name}`);

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 
-import { ConfigurationError, type WorkflowContext, type WorkflowRegistry } from '../core';
+import { ConfigurationError, type InputSchema, type WorkflowContext, type WorkflowRegistry } from '../core';
+import { checkSchemaUsable } from '../core/definition/validation';
 import type { RunEventListenerMetadata } from './decorators/on-run-event.decorator';
 import { workflowName } from './decorators/workflow.decorator';
 import { RedflowMetadataAccessor } from './redflow-metadata.accessor';
@@ -64,6 +65,7 @@ export class RedflowExplorer {
         explored.add(instance);
       }
       const className = (prototype as { constructor?: { name?: string } }).constructor?.name || String(wrapper.name);
+      checkSignalSchemas(prototype, className);
       for (const method of this.scanner.getAllMethodNames(prototype)) {
         const handler = (prototype as Record<string, Handler>)[method];
         const where = `${className}.${method}`;
@@ -104,6 +106,7 @@ export class RedflowExplorer {
             `onFailure of ${where} names "${onFailure}", which is not a method of ${className}. Name a method of the same provider.`,
           );
         }
+        checkSchemaUsable(`Workflow "${name}" validates its input`, input);
         registry.define(
           name,
           {
@@ -118,5 +121,18 @@ export class RedflowExplorer {
       }
     }
     return listeners;
+  }
+}
+
+/**
+ * At startup, the DTO classes of a workflow provider's static `signals` (see RedflowClient.signal)
+ * can validate: class-validator and class-transformer are installed (`ConfigurationError` naming
+ * the signal otherwise, instead of an error at the first signal sent).
+ */
+function checkSignalSchemas(prototype: object, className: string): void {
+  const signals = (prototype as { constructor?: { signals?: unknown } }).constructor?.signals;
+  if (!signals || typeof signals !== 'object') return;
+  for (const [signal, schema] of Object.entries(signals as Record<string, InputSchema>)) {
+    checkSchemaUsable(`Signal "${signal}" of ${className} validates its payload`, schema);
   }
 }

@@ -14,31 +14,44 @@ interface DtoValidator {
 
 let dtoValidator: DtoValidator | undefined;
 
+/** Loads an optional peer the app installs (a computed name, resolved from here at run time). */
+const requirePeer = (name: string): Record<string, unknown> => require(name) as Record<string, unknown>;
+
 /**
- * class-validator and class-transformer, loaded the first time a DTO class validates an input:
+ * class-validator and class-transformer, loaded the first time a DTO class validates something:
  * they are optional peer dependencies, so an app has one copy of each (the copy its DTOs'
  * decorators registered with) and an engine user with Standard Schema validators needs neither.
+ * `subject` says what validates with `dto`, as in 'Workflow "signup" validates its input':
+ * `ConfigurationError` naming it and what to install when they are missing.
  */
-function loadDtoValidator(workflow: string, dto: string): DtoValidator {
-  if (dtoValidator) return dtoValidator;
-  const load = (name: string): Record<string, unknown> => {
+export function loadDtoValidator(subject: string, dto: string, load: (name: string) => Record<string, unknown> = requirePeer): DtoValidator {
+  if (dtoValidator && load === requirePeer) return dtoValidator;
+  const peer = (name: string): Record<string, unknown> => {
     try {
-      // A computed name: these are peers the app installs, resolved from here at run time.
-      return require(name) as Record<string, unknown>;
+      return load(name);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
       throw new ConfigurationError(
-        `Workflow "${workflow}" validates its input with the DTO class ${dto}, which needs class-validator and class-transformer: run "npm install class-validator class-transformer", or give a Standard Schema validator (zod, valibot, arktype) as its schema instead.`,
+        `${subject} with the DTO class ${dto}, which needs class-validator and class-transformer: run "npm install class-validator class-transformer", or give a Standard Schema validator (zod, valibot, arktype) as its schema instead.`,
       );
     }
   };
-  const transformer = load('class-transformer');
-  const validator = load('class-validator');
-  dtoValidator = {
+  const transformer = peer('class-transformer');
+  const validator = peer('class-validator');
+  const loaded: DtoValidator = {
     plainToInstance: transformer.plainToInstance as DtoValidator['plainToInstance'],
     validate: validator.validate as DtoValidator['validate'],
   };
-  return dtoValidator;
+  if (load === requirePeer) dtoValidator = loaded;
+  return loaded;
+}
+
+/**
+ * Checks at startup that a schema can validate: a DTO class needs class-validator and
+ * class-transformer installed (`ConfigurationError` naming `subject` and what to install).
+ */
+export function checkSchemaUsable(subject: string, schema: InputSchema | undefined): void {
+  if (schema && !isStandardSchema(schema)) loadDtoValidator(subject, schema.name);
 }
 
 /** A Standard Schema issue (https://standardschema.dev). */
@@ -85,9 +98,15 @@ function flattenClassValidatorErrors(errors: ClassValidatorError[], path: string
 
 /**
  * Validates a workflow input. Returns the value the handler receives: the schema's output for a
- * Standard Schema, an instance of the class for a DTO. Throws `InputValidationError`.
+ * Standard Schema, an instance of the class for a DTO. Throws `InputValidationError`. `subject`
+ * names what validates in the error when a DTO class's libraries are missing.
  */
-export async function validateInput(workflow: string, schema: InputSchema | undefined, value: unknown): Promise<unknown> {
+export async function validateInput(
+  workflow: string,
+  schema: InputSchema | undefined,
+  value: unknown,
+  subject = `Workflow "${workflow}" validates its input`,
+): Promise<unknown> {
   if (!schema) return value;
   if (isStandardSchema(schema)) {
     const result = await schema['~standard'].validate(value);
@@ -104,7 +123,7 @@ export async function validateInput(workflow: string, schema: InputSchema | unde
       { message: `expected an object for ${schema.name}, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}` },
     ]);
   }
-  const { plainToInstance, validate } = loadDtoValidator(workflow, schema.name);
+  const { plainToInstance, validate } = loadDtoValidator(subject, schema.name);
   const instance = plainToInstance(schema as unknown as new () => object, value);
   const errors = await validate(instance);
   if (errors.length) throw new InputValidationError(workflow, flattenClassValidatorErrors(errors));
