@@ -42,7 +42,7 @@ export interface RedflowRedisOptions {
 
 /** Defaults for workflows that do not set them. */
 export interface RedflowWorkflowDefaults {
-  /** @default 1 */
+  /** Most runs of a workflow running at once across the fleet. @default Infinity (bounded by the workers' concurrency) */
   maxConcurrency?: number;
 }
 

@@ -106,8 +106,8 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(rows.map((r) => r.split(' ')[0])).toEqual(['explode', 'greet', 'nightly', 'parked-job']);
     const row = (name: string) => rows.find((r) => r.startsWith(`${name} `))!;
     expect(cells(row('greet'))).toEqual(['greet', 'default', '1', 'unlimited', 'user.signed-up', 'test-app']);
-    expect(cells(row('explode'))).toEqual(['explode', 'default', '2', '1', 'test-app']);
-    expect(cells(row('nightly'))).toEqual(['nightly', 'parked', '1', '1', 'nightly#0', 'test-app']);
+    expect(cells(row('explode'))).toEqual(['explode', 'default', '2', 'unlimited', 'test-app']);
+    expect(cells(row('nightly'))).toEqual(['nightly', 'parked', '1', 'unlimited', 'nightly#0', 'test-app']);
     // Columns line up under their headers.
     expect(row('greet').indexOf('user.signed-up')).toBe(header.indexOf('events'));
     expect(row('nightly').indexOf('nightly#0')).toBe(header.indexOf('crons'));
@@ -134,7 +134,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
       version: 1,
       versions: [{ version: 1, workers: [expect.any(String)], updatedAt: expect.any(Number) }],
     });
-    expect(byName.explode).toMatchObject({ queue: 'default', maxAttempts: 2, maxConcurrency: 1, events: [], crons: [] });
+    expect(byName.explode).toMatchObject({ queue: 'default', maxAttempts: 2, maxConcurrency: null, events: [], crons: [] });
     expect(byName['parked-job']).toMatchObject({ queue: 'parked' });
     expect(byName.nightly).toMatchObject({ queue: 'parked', crons: ['nightly#0'] });
     // A version's updatedAt is its workers' last heartbeat, which may tick between the two calls.

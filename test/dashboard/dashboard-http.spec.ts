@@ -282,7 +282,7 @@ describe('dashboard HTTP API (seeded runs)', () => {
       expect(workflows.map((w) => w.name)).toEqual(['boom', 'child', 'hold', 'idle', 'ok', 'parent', 'ticker']);
       const byName = Object.fromEntries(workflows.map((w) => [w.name, w]));
       expect(byName.ok).toMatchObject({ queue: 'default', maxAttempts: 1, maxConcurrency: null, events: ['order.placed'], crons: [], owner: 'test-app' });
-      expect(byName.boom).toMatchObject({ queue: 'default', maxConcurrency: 1, events: [], crons: [] });
+      expect(byName.boom).toMatchObject({ queue: 'default', maxConcurrency: null, events: [], crons: [] });
       expect(byName.idle).toMatchObject({ queue: 'parked', events: [] });
       expect(byName.ticker).toMatchObject({ queue: 'parked', crons: ['ticker-yearly'] });
       expect(res.body.crons).toEqual([

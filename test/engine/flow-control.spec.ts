@@ -98,7 +98,7 @@ describe('flow control', () => {
       expect(await parked('limited')).toEqual([]);
     });
 
-    it('defaults to 1', async () => {
+    it("has no limit by default: the workers' concurrency bounds the runs, as a BullMQ queue", async () => {
       const gate = deferred();
       const inside = tracker();
       const wf = engine.registry.define('default-limit', {}, async () => {
@@ -109,19 +109,19 @@ describe('flow control', () => {
           inside.exit();
         }
       });
-      await engine.worker({ concurrency: 4 });
-      expect(await engine.redis.hget(engine.client.keys.workflow('default-limit'), 'maxConcurrency')).toBe('1');
+      await engine.worker({ concurrency: 3 });
+      expect(await engine.redis.hget(engine.client.keys.workflow('default-limit'), 'maxConcurrency')).toBe('0');
       const handles: RunHandle<unknown>[] = [];
       for (let n = 0; n < 4; n++) handles.push(await engine.client.start(wf, { n }));
 
-      await eventually(async () => (await active('default-limit')).length === 1 && (await parked('default-limit')).length === 3);
-      await eventually(() => inside.current === 1);
+      // Three run at once (the worker's concurrency), the fourth waits in the queue.
+      await eventually(() => inside.current === 3);
       const waiting = await statuses(handles);
-      expect([count(waiting, 'running'), count(waiting, 'queued')]).toEqual([1, 3]);
+      expect([count(waiting, 'running'), count(waiting, 'queued')]).toEqual([3, 1]);
 
       gate.resolve();
       await Promise.all(handles.map((h) => h.result({ timeoutMs: 5_000 })));
-      expect(inside.peak).toBe(1);
+      expect(inside.peak).toBe(3);
       expect((await Promise.all(handles.map((h) => h.getState()))).map((s) => s?.attempt)).toEqual([1, 1, 1, 1]);
     });
 

@@ -22,7 +22,7 @@ export async function syncRegistry(ctx: ClientContext, registry: WorkflowRegistr
   }
   const now = ctx.clock.now();
   const entries = registry.list().map((d) => {
-    const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? 1;
+    const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? Infinity;
     const ids = cronIds(d);
     const crons = (d.options.cron ?? []).map((trigger, i) => {
       return { id: ids[i], def: encodeCron(d.name, trigger), next: nextCronTick(d.name, trigger, now) };

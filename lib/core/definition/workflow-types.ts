@@ -238,8 +238,8 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   onFailure?: (ctx: { error: unknown; run: RunInfo; input: unknown; compensation?: CompensationOutcome }) => unknown;
   /**
    * Most runs of this workflow running at once, across all workers; more wait as `queued`
-   * without using an attempt. `Infinity` for no limit.
-   * @default 1, or the worker's `defaultMaxConcurrency`
+   * without using an attempt. `Infinity` for no limit: the workers' concurrency bounds it.
+   * @default Infinity, or the worker's `defaultMaxConcurrency`
    */
   maxConcurrency?: number;
   /** Collapse starts with the same key into one run (trailing edge, latest input wins). */

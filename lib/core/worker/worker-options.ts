@@ -57,7 +57,7 @@ export interface WorkerOptions extends ConnectionOptions {
   logger?: RedflowLogger;
   /** Largest step output in bytes. @default the client's (1 MiB) */
   maxPayloadBytes?: ClientOptions['maxPayloadBytes'];
-  /** maxConcurrency of workflows that do not set one. `Infinity` for no limit. @default 1 */
+  /** maxConcurrency of workflows that do not set one. `Infinity` for no limit. @default Infinity (bounded by the workers' concurrency) */
   defaultMaxConcurrency?: number;
   /**
    * Ended runs are deleted this many days after they finished (fractions allowed).
