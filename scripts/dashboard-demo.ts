@@ -28,7 +28,7 @@ export async function startDemo(): Promise<Demo> {
   let declines = 0;
   const notify = registry.define('notify', { queue: 'mail' }, async ({ input, step }) => {
     await step.run('render', () => `Your order ${(input as { order: string }).order} is on its way`);
-    await step.waitFor('throttle', '150ms');
+    await step.sleep('throttle', '150ms');
     return step.run('send', () => ({ sent: true }));
   });
   const checkout = registry.define('checkout', { maxConcurrency: Infinity }, async ({ input, step, setEvent }) => {
@@ -40,7 +40,7 @@ export async function startDemo(): Promise<Demo> {
       if (amount > 1000) throw new NonRetriableError(`amount ${amount} is over the limit`);
       return { charged: amount };
     });
-    await step.waitFor('cool-off', '200ms');
+    await step.sleep('cool-off', '200ms');
     const approval = await step.waitForSignal('approval', 'approve', { timeout: '1h' });
     await step.runWorkflow('notify-customer', notify, { order });
     return { order, approvedBy: approval };

@@ -66,7 +66,7 @@ describeBrowser('the operator UI in chromium', () => {
     empty = new TestEngine();
     const { registry, client } = engine;
     const notify = registry.define('notify', { queue: 'mail' }, async ({ step }) => {
-      await step.waitFor('throttle', '120ms');
+      await step.sleep('throttle', '120ms');
       return step.run('send', () => ({ sent: true }));
     });
     const checkout = registry.define('checkout', { maxConcurrency: Infinity }, async ({ input, step }) => {
@@ -77,7 +77,7 @@ describeBrowser('the operator UI in chromium', () => {
         if (amount > 1000) throw new NonRetriableError(`amount ${amount} is over the limit`);
         return { charged: amount };
       });
-      await step.waitFor('cool-off', '150ms');
+      await step.sleep('cool-off', '150ms');
       const approval = await step.waitForSignal('approval', 'approve', { timeout: '1h' });
       await step.runWorkflow('notify-customer', notify, { order });
       return { order, approvedBy: approval };

@@ -404,7 +404,7 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
 
   it('runs list --waiting finds runs by what they wait for, and runs list and runs show say it', async () => {
     const approval = engine.registry.define('cli-approval', {}, async ({ step }) => step.waitForSignal('approval', 'approve'));
-    const nap = engine.registry.define('cli-nap', {}, async ({ step }) => step.waitFor('nap', '1h'));
+    const nap = engine.registry.define('cli-nap', {}, async ({ step }) => step.sleep('nap', '1h'));
     const waiting = await engine.client.start(approval, {});
     const sleeping = await engine.client.start(nap, {});
     await eventually(async () => (await engine.client.getRun(waiting.id))?.waitingFor && (await engine.client.getRun(sleeping.id))?.waitingFor);

@@ -573,16 +573,16 @@ addStep('step.run timeoutMs -1', ConfigurationError, ['timeoutMs of step.run mus
 addStep('step.run timeoutMs NaN', ConfigurationError, ['timeoutMs of step.run must be a duration > 0', 'got NaN'], (step) =>
   step.run({ name: 's', timeoutMs: NaN }, () => 1),
 );
-const WAIT = 'waitFor target of step "w" must be';
-addStep('step.waitFor 1e20', ConfigurationError, [WAIT, 'at most 10 years', 'got 100000000000000000000'], (step) => step.waitFor('w', 1e20));
-addStep('step.waitFor -5', ConfigurationError, [WAIT, 'got -5'], (step) => step.waitFor('w', -5));
-addStep('step.waitFor "abc"', ConfigurationError, [WAIT, 'got "abc"'], (step) => step.waitFor('w', 'abc'));
-addStep('step.waitFor new Date(NaN)', ConfigurationError, [WAIT, 'got an invalid Date'], (step) => step.waitFor('w', new Date(NaN)));
+const WAIT = 'sleep target of step "w" must be';
+addStep('step.waitFor 1e20', ConfigurationError, [WAIT, 'at most 10 years', 'got 100000000000000000000'], (step) => step.sleep('w', 1e20));
+addStep('step.waitFor -5', ConfigurationError, [WAIT, 'got -5'], (step) => step.sleep('w', -5));
+addStep('step.waitFor "abc"', ConfigurationError, [WAIT, 'got "abc"'], (step) => step.sleep('w', 'abc'));
+addStep('step.waitFor new Date(NaN)', ConfigurationError, [WAIT, 'got an invalid Date'], (step) => step.sleep('w', new Date(NaN)));
 addStep('step.waitFor a Date 11 years ahead', ConfigurationError, [WAIT, 'at most 10 years from now'], (step) =>
-  step.waitFor('w', new Date(Date.now() + ELEVEN_YEARS_MS)),
+  step.sleep('w', new Date(Date.now() + ELEVEN_YEARS_MS)),
 );
 addStep('step.waitFor name "w#2"', ConfigurationError, ['The step name of step.waitFor must not contain "#" or "|"', 'got "w#2"'], (step) =>
-  step.waitFor('w#2', 10),
+  step.sleep('w#2', 10),
 );
 addStep('step.runWorkflow idempotencyKey ""', ConfigurationError, ['idempotencyKey of step "c" is an empty string'], (step) =>
   step.runWorkflow({ name: 'c', idempotencyKey: '' }, plain, {}),

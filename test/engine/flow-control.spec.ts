@@ -318,7 +318,7 @@ describe('flow control', () => {
         { maxConcurrency: Infinity, debounce: { period: '50ms', key: 'k' } },
         async ({ input, step }: WorkflowContext<{ v: string }>) => {
           await step.run('first', () => seen.push(`first:${input.v}`));
-          await step.waitFor('pause', '300ms');
+          await step.sleep('pause', '300ms');
           await step.run('second', () => seen.push(`second:${input.v}`));
           return input.v;
         },
@@ -399,7 +399,7 @@ describe('flow control', () => {
     it("does not count a run's own start against it when it resumes after step.waitFor", async () => {
       let resumed = 0;
       const wf = engine.registry.define('rate-limited-wait', { rateLimit: { limit: 1, period: '1m' } }, async ({ step }) => {
-        await step.waitFor('pause', 50);
+        await step.sleep('pause', 50);
         resumed++;
         return 'done';
       });
@@ -627,7 +627,7 @@ describe('flow control', () => {
       const pair = defineMutexPair({
         a: async ({ input, step }) => {
           await step.run('before', () => g.hold('a1-before'));
-          await step.waitFor('pause', 200);
+          await step.sleep('pause', 200);
           return step.run('after', () => input.label);
         },
         b: async ({ input }) => {

@@ -49,7 +49,7 @@ describe('progress and run events', () => {
 
   it('getRunEvent waits for a value the run publishes, and returns null when the run ends without it', async () => {
     const checkout = engine.registry.define('checkout', {}, async ({ step, setEvent }: WorkflowContext<unknown>) => {
-      await step.waitFor('pause', 100);
+      await step.sleep('pause', 100);
       await setEvent('payment-url', { url: 'https://pay.example/abc' });
       await setEvent('status', 'pending');
       await setEvent('status', 'paid');

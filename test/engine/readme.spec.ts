@@ -79,7 +79,7 @@ describe('README example', () => {
 
     const checkout = defineWorkflow('checkout', { maxConcurrency: 10 }, async ({ input, step }: WorkflowContext<{ orderId: string }>) => {
       await step.run('charge', () => charge(input.orderId));
-      await step.waitFor('cooldown', '1s'); // the run is `scheduled` meanwhile: no worker slot, no attempt used
+      await step.sleep('cooldown', '1s'); // the run is `scheduled` meanwhile: no worker slot, no attempt used
       const receipt = await step.runWorkflow({ name: 'receipt', timeoutMs: 60_000 }, sendReceipt, { orderId: input.orderId });
       const childId = await step.emitWorkflow('audit', 'audit-log', { orderId: input.orderId }); // don't wait
       const runIds = await step.emitEvent('announce', 'order.paid', { orderId: input.orderId }); // fan-out

@@ -111,7 +111,7 @@ describe('resume', () => {
     const calls = { before: 0, after: 0 };
     const nap = engine.registry.define('nap', {}, async ({ step }) => {
       await step.run('before', () => ++calls.before);
-      await step.waitFor('nap', 200);
+      await step.sleep('nap', 200);
       return step.run('after', () => ++calls.after);
     });
     await engine.worker();

@@ -51,7 +51,7 @@ describe('run event stream', () => {
     let tries = 0;
     const order = engine.registry.define('order', { retries: { maxAttempts: 2, delay: 20 } }, async ({ step }: WorkflowContext<unknown>) => {
       await step.run('reserve', () => 'r');
-      await step.waitFor('nap', 30);
+      await step.sleep('nap', 30);
       const ok = await step.waitForSignal<boolean>('approve', 'approval');
       await step.run('charge', () => {
         tries++;

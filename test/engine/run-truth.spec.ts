@@ -38,7 +38,7 @@ describe('run state tells the truth', () => {
   it('after a cancel, steps that waited (a signal, a sleep, a child) read interrupted, with no pending wait', async () => {
     const child = engine.registry.define('child-waits', {}, async ({ step }) => step.waitForSignal('never', 'go', { timeout: '1h' }));
     const bySignal = engine.registry.define('waits-for-signal', {}, async ({ step }) => step.waitForSignal('approval', 'approve', { timeout: '1h' }));
-    const bySleep = engine.registry.define('waits-for-time', {}, async ({ step }) => step.waitFor('cool-off', 3_600_000));
+    const bySleep = engine.registry.define('waits-for-time', {}, async ({ step }) => step.sleep('cool-off', 3_600_000));
     const byChild = engine.registry.define('waits-for-child', {}, async ({ step }) => step.runWorkflow('sub', child, {}));
     await engine.worker({ concurrency: 4 });
     const runs = await Promise.all([bySignal, bySleep, byChild].map((wf) => engine.client.start(wf, {})));
@@ -66,7 +66,7 @@ describe('run state tells the truth', () => {
   it('startedAt is the first start: a run that waited and retried reports how long it took in all', async () => {
     let attempts = 0;
     const slow = engine.registry.define('waits-then-retries', { retries: { maxAttempts: 2, delay: 10 } }, async ({ step }) => {
-      await step.waitFor('pause', 300);
+      await step.sleep('pause', 300);
       if (++attempts === 1) throw new Error('first attempt fails after the wait');
       return 'done';
     });

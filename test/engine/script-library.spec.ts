@@ -80,7 +80,7 @@ describeStandalone('the script library (Redis Functions)', () => {
       const e = newEngine();
       const wf = e.registry.define('triple', { maxConcurrency: Infinity }, async ({ input, step }) => {
         const tripled = await step.run('x', () => (input as number) * 3);
-        await step.waitFor('pause', 1);
+        await step.sleep('pause', 1);
         return step.run('y', () => tripled + 1);
       });
       await e.worker();

@@ -38,7 +38,7 @@ describe('signals', () => {
 
   it('buffers signals sent before the wait and hands them out oldest first, each to one wait', async () => {
     const collect = engine.registry.define('collect', {}, async ({ step }) => {
-      await step.waitFor('let-signals-arrive', 1);
+      await step.sleep('let-signals-arrive', 1);
       const first = await step.waitForSignal('first', 'item');
       const second = await step.waitForSignal('second', 'item');
       const other = await step.waitForSignal('other', 'note');

@@ -54,7 +54,7 @@ describe('step times: waits from their start, and every try of a retried step', 
 
   it("a waitFor('200ms') step starts when its wait began and finishes when it ended", async () => {
     const nap = engine.registry.define('nap', {}, async ({ step }) => {
-      await step.waitFor('nap', '200ms');
+      await step.sleep('nap', '200ms');
       return 'rested';
     });
     await engine.worker();
@@ -121,5 +121,21 @@ describe('step times: waits from their start, and every try of a retried step', 
     // Every time the parent ran past the wait (once after it ended, replayed from its record), the output was undefined.
     expect(seen.length).toBeGreaterThan(0);
     expect(new Set(seen)).toEqual(new Set(['undefined']));
+  });
+
+  it('step.waitFor, the former name of step.sleep, is the same step: a run that slept with one resumes with the other', async () => {
+    const gate = { renamed: false };
+    const nap = engine.registry.define('renamed-nap', {}, async ({ step }) => {
+      // The first attempt runs the old code, the replay after the wake the new one.
+      if (gate.renamed) await step.sleep('nap', '80ms');
+      else await step.waitFor('nap', '80ms');
+      return step.run('after', () => 'rested');
+    });
+    await engine.worker();
+    const run = await engine.client.start(nap, {});
+    await eventually(async () => (await engine.client.getRun(run.id))?.waitingFor?.kind === 'sleep');
+    gate.renamed = true;
+    await expect(run.result({ timeoutMs: 5_000 })).resolves.toBe('rested');
+    expect((await stepOf(run.id, 'nap')).status).toBe('succeeded');
   });
 });

@@ -26,7 +26,7 @@ describe('run timeout', () => {
   // Every kind of wait: the run must wake at its deadline to fail, whatever it waits for.
   const waits: Array<[string, (step: StepApi) => Promise<unknown>]> = [
     ['a signal that never comes', (step) => step.waitForSignal('await-approval', 'approval')],
-    ['a timer longer than the timeout', (step) => step.waitFor('sleep', '1h')],
+    ['a timer longer than the timeout', (step) => step.sleep('sleep', '1h')],
     ['an event that never comes', (step) => step.waitForEvent('await-shipment', 'order.shipped', { match: { orderId: 'o-1' } })],
     ['a child run that never ends', (step) => step.runWorkflow('child', 'never-ending-child', {})],
   ];
@@ -93,7 +93,7 @@ describe('run timeout', () => {
 
   it('a run that ends before its timeout succeeds', async () => {
     const quick = engine.registry.define('quick', { timeout: '5s' }, async ({ step }) => {
-      await step.waitFor('pause', 50);
+      await step.sleep('pause', 50);
       return step.run('work', () => 'done');
     });
     await engine.worker();

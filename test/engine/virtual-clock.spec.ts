@@ -12,7 +12,7 @@ describe('virtual clock', () => {
 
   it('fires a waitFor of an hour when the clock advances an hour', async () => {
     const wf = engine.define('cooldown', {}, async ({ step }) => {
-      await step.waitFor('cool down', '1h');
+      await step.sleep('cool down', '1h');
       return 'done';
     });
     const waiting = await engine.run(wf, {});
@@ -30,7 +30,7 @@ describe('virtual clock', () => {
       return 'worked';
     });
     const sleepy = engine.define('sleepy-child', {}, async ({ step }) => {
-      await step.waitFor('nap', '1h');
+      await step.sleep('nap', '1h');
       return 'rested';
     });
     const parent = engine.define('parent', {}, async ({ step, input }) => step.runWorkflow('child', (input as { sleepy: boolean }).sleepy ? sleepy : busy, {}));
@@ -54,7 +54,7 @@ describe('virtual clock', () => {
       const t1 = step.now();
       const r = step.random();
       const id = step.uuid();
-      await step.waitFor('nap', '1h');
+      await step.sleep('nap', '1h');
       const t2 = step.now(); // the second call: its own value, read after the nap
       seen.push({ t1, t2, r, id });
       return { t1, t2, r, id };
@@ -94,7 +94,7 @@ describe('virtual clock', () => {
       } else {
         await step.run('charge', () => ran.push(`${tag}:charge`));
       }
-      await step.waitFor('cool down', '1h');
+      await step.sleep('cool down', '1h');
       await step.run('ship', () => ran.push(`${tag}:ship`));
       return deployed && step.patched('split-charge') ? 'new path' : 'old path';
     });
@@ -117,7 +117,7 @@ describe('virtual clock', () => {
   it('step.patched: a run that started before the deploy but had not reached the patch point takes the new path', async () => {
     let deployed = false;
     const wf = engine.define('patched-late', {}, async ({ step }) => {
-      await step.waitFor('cool down', '1h'); // the run waits here, before the patch point
+      await step.sleep('cool down', '1h'); // the run waits here, before the patch point
       return deployed && step.patched('new-receipt') ? 'new path' : 'old path';
     });
     const waiting = await engine.run(wf, {});
@@ -130,7 +130,7 @@ describe('virtual clock', () => {
   it('a damaged journaled value fails the run with CorruptRunDataError naming the field', async () => {
     const wf = engine.define('journaled-damaged', {}, async ({ step }) => {
       step.uuid();
-      await step.waitFor('nap', '1h');
+      await step.sleep('nap', '1h');
       return 'unreachable';
     });
     const waiting = await engine.run(wf, {});

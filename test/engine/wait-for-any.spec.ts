@@ -59,7 +59,7 @@ describe('step.waitForAny', () => {
   it('the timer wins: a signal sent afterwards stays buffered, and a later waitForSignal of the same name receives it', async () => {
     const patient = engine.registry.define('patient', {}, async ({ step }) => {
       const race = await step.waitForAny('decision', { approved: step.signal<string>('approved'), timeout: step.timer(150) });
-      await step.waitFor('pause', 400);
+      await step.sleep('pause', 400);
       const later = await step.waitForSignal<string>('later', 'approved');
       return { race, later };
     });
@@ -195,7 +195,7 @@ describe('step.waitForAny', () => {
         timeout: step.timer('1h'),
       });
       const approved = await step.waitForAny('approved', { approved: step.signal<string>('approved'), payment: step.event('payment.received') });
-      await step.waitFor('pause', 1_000);
+      await step.sleep('pause', 1_000);
       return { paid, approved };
     });
     await engine.worker();

@@ -213,7 +213,7 @@ describe('waitForEvent and cancelOn', () => {
       'order',
       { maxConcurrency: Infinity, cancelOn: [{ event: 'order.deleted', match: 'orderId' }] },
       async ({ step, input }: WorkflowContext<{ orderId: string }>) => {
-        await step.waitFor('grace', '1h');
+        await step.sleep('grace', '1h');
         return input.orderId;
       },
     );

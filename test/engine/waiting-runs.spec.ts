@@ -18,7 +18,7 @@ describe('waiting runs: what a scheduled run waits for, shown and filtered on', 
     const byOtherSignal = engine.registry.define('by-other-signal', {}, async ({ step }) => step.waitForSignal('rejection', 'reject'));
     const byEvent = engine.registry.define('by-event', {}, async ({ step }) => step.waitForEvent('payment', 'order.paid', { match: { orderId: 'o-1' } }));
     const byChild = engine.registry.define('by-child', {}, async ({ step }) => step.runWorkflow('child', child, {}));
-    const bySleep = engine.registry.define('by-sleep', {}, async ({ step }) => step.waitFor('nap', '1h'));
+    const bySleep = engine.registry.define('by-sleep', {}, async ({ step }) => step.sleep('nap', '1h'));
     const byRace = engine.registry.define('by-race', {}, async ({ step }) =>
       step.waitForAny('decision', { approved: step.signal('approve'), timeout: step.timer('1h') }),
     );

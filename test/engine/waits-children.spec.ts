@@ -24,7 +24,7 @@ describe('durable waits and child workflows', () => {
       const napper = engine.registry.define('napper', {}, async ({ step, run }) => {
         seenAttempts.push(run.attempt);
         const before = await step.run('before', () => ++beforeRuns);
-        await step.waitFor('nap', 400);
+        await step.sleep('nap', 400);
         resumedAt = Date.now();
         const after = await step.run('after', () => ++afterRuns);
         return { before, after, attempt: run.attempt };
@@ -88,7 +88,7 @@ describe('durable waits and child workflows', () => {
       });
       const wf = engine.registry.define('waits-twice', {}, async ({ step }) => {
         await step.run('first', () => 1);
-        await step.waitFor('nap', 300);
+        await step.sleep('nap', 300);
         return step.runWorkflow('sub', held, {});
       });
       await engine.worker({ concurrency: 2 });
@@ -113,7 +113,7 @@ describe('durable waits and child workflows', () => {
       const reached: number[] = [];
       const wf = engine.registry.define('nap-string', {}, async ({ step }) => {
         reached.push(Date.now());
-        await step.waitFor({ name: 'nap' }, '300ms');
+        await step.sleep({ name: 'nap' }, '300ms');
         return Date.now();
       });
       await engine.worker({ concurrency: 1 });
@@ -144,8 +144,8 @@ describe('durable waits and child workflows', () => {
       const executions: number[] = [];
       const wf = engine.registry.define('nap-date', {}, async ({ step, input }: WorkflowContext<{ until: number }>) => {
         executions.push(Date.now());
-        await step.waitFor('past', new Date(input.until - 60_000));
-        await step.waitFor('until', new Date(input.until));
+        await step.sleep('past', new Date(input.until - 60_000));
+        await step.sleep('until', new Date(input.until));
         return Date.now();
       });
       await engine.worker({ concurrency: 1 });
@@ -172,7 +172,7 @@ describe('durable waits and child workflows', () => {
       let resumedAt = 0;
       const wf = engine.registry.define('nap-restart', {}, async ({ step }) => {
         await step.run('before', () => ++beforeRuns);
-        await step.waitFor('nap', 600);
+        await step.sleep('nap', 600);
         resumedAt = Date.now();
         return 'woke up';
       });

@@ -15,7 +15,7 @@ class ApprovalWorkflows {
   async approval({ step, input }: WorkflowContext<{ doc: string }>) {
     const reviewer = await this.pickReviewer(input.doc);
     const verdict = await step.waitForSignal<{ ok: boolean }>('decision', 'decided', { timeout: '2d' });
-    await step.waitFor('grace', '1h');
+    await step.sleep('grace', '1h');
     return { reviewer, ok: verdict?.ok ?? false };
   }
 

@@ -11,9 +11,13 @@ import { compileSnippets, extractSnippets } from '../support/readme-snippets';
 
 const ROOT = join(__dirname, '..', '..');
 const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
+/** Docs whose ```ts blocks are compiled too. */
+const DOC_FILES = ['docs/glossary.md'];
 
 (clusterMode ? describe.skip : describe)('README snippets', () => {
   const { snippets, skipped } = extractSnippets(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+  // The docs' snippets, each file an app of its own, compiled in the same program.
+  const docs = DOC_FILES.flatMap((file) => extractSnippets(readFileSync(join(ROOT, file), 'utf8'), file).snippets);
   // A markdown file with one type error, compiled in the same program, proves errors are found and
   // located (one compilation for both keeps the test short).
   const broken = extractSnippets(
@@ -25,7 +29,7 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
   let errors: string[] = [];
 
   beforeAll(() => {
-    errors = compileSnippets([...snippets, ...broken]);
+    errors = compileSnippets([...snippets, ...docs, ...broken]);
   }, 60_000);
 
   it('finds the TypeScript blocks, and skips only a few, each with its reason', () => {
@@ -40,6 +44,10 @@ const clusterMode = process.env.REDFLOW_TEST_CLUSTER === '1';
 
   it('compiles every block with zero errors (strict, isolatedModules, decorator metadata)', () => {
     expect(errors.filter((e) => !e.startsWith('broken.md:'))).toEqual([]);
+  });
+
+  it('compiles the blocks of the docs too', () => {
+    expect(docs.map((s) => s.source)).toEqual(['docs/glossary.md']);
   });
 
   it('leaves out a block marked `<!-- snippet: skip (reason) -->`, with its line and reason', () => {

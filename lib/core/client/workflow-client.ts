@@ -115,7 +115,11 @@ export class WorkflowClient {
     return this.producer.runManyByName<TOutput>(name, items);
   }
 
-  /** Same as `runByName`. */
+  /**
+   * Same as `runByName`.
+   * @deprecated Use `runByName`: `emitWorkflow` means "start without waiting" on `step`, while a
+   * client never waits when it starts a run. It goes in the next minor version.
+   */
   emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     return this.producer.runByName<TOutput>(name, input, options);
   }

@@ -54,8 +54,14 @@ export interface StepApi {
    */
   commit(name: string): Promise<void>;
   /**
-   * Waits durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
-   * the wake time. `target`: ms from the first time this step is reached, a duration string, or a Date.
+   * Sleeps durably: the run goes back to `scheduled` (no worker slot, no attempt used) and resumes at
+   * the wake time, even if every worker restarted meanwhile. `target`: ms from the first time this
+   * step is reached, a duration string (`'75s'`, `'5m'`, `'1d'`), or a Date.
+   */
+  sleep(options: StepOptions | string, target: Duration | Date): Promise<void>;
+  /**
+   * The former name of `step.sleep`: the same step, so a run that slept with one resumes with the other.
+   * @deprecated Use `step.sleep`; `waitFor` goes in the next minor version.
    */
   waitFor(options: StepOptions | string, target: Duration | Date): Promise<void>;
   /**

@@ -16,7 +16,7 @@ export class CheckoutWorkflows {
   @Workflow({ name: 'checkout', input: CreateOrderDto, maxConcurrency: 20, retries: { maxAttempts: 3, delay: '200ms' }, onFailure: 'compensate' })
   async checkout({ input, step }: WorkflowContext<CreateOrderDto>) {
     const payment = await this.chargeCard(input.orderId, input.totalCents);
-    await step.waitFor('cooldown', COOLDOWN);
+    await step.sleep('cooldown', COOLDOWN);
     const receipt = await step.runWorkflow('receipt', 'send-receipt', { orderId: input.orderId, email: input.email });
     if (input.orderId.startsWith('fail-')) throw new NonRetriableError(`Order ${input.orderId} cannot be shipped.`);
     await step.emitEvent('announce', 'order.completed', { orderId: input.orderId, totalCents: input.totalCents });

@@ -9,7 +9,7 @@ import { now, patched, random, uuid } from './journaled-values';
 import { setProgress } from './progress';
 import { child, event, signal, timer, waitForAny } from './race';
 import { waitForSignal } from './signal';
-import { waitFor } from './sleep';
+import { sleep, waitFor } from './sleep';
 
 /**
  * Every member of the `step` API, in the order the object is built. A new step kind is a file in
@@ -17,6 +17,7 @@ import { waitFor } from './sleep';
  */
 const STEP_API: { readonly [K in keyof StepApi]: StepApiEntry<K> } = {
   run,
+  sleep,
   waitFor,
   runWorkflow,
   emitWorkflow,

@@ -3,16 +3,19 @@ import type { StepOptions } from '../../definition/workflow';
 import { encodeSleepRecord } from '../../store/step-record';
 import type { StepApiEntry, StepHost } from '../step-host';
 
-/** `step.waitFor`. */
-export const waitFor: StepApiEntry<'waitFor'> = (rt) => (options, target) => sleep(rt, options, target);
+/** `step.sleep`. */
+export const sleep: StepApiEntry<'sleep'> = (rt) => (options, target) => sleepUntil(rt, options, target);
+
+/** `step.waitFor`: the former name of `step.sleep`, the same step (a run started with one resumes with the other). */
+export const waitFor: StepApiEntry<'waitFor'> = (rt) => (options, target) => sleepUntil(rt, options, target);
 
 /**
- * `step.waitFor`: the wake time is stored with the next checkpoint (the finish script, when the run
+ * `step.sleep`: the wake time is stored with the next checkpoint (the finish script, when the run
  * suspends at once), so a replay wakes at the same time; a due one returns.
  */
-async function sleep(rt: StepHost, options: StepOptions | string, target: Duration | Date): Promise<void> {
+async function sleepUntil(rt: StepHost, options: StepOptions | string, target: Duration | Date): Promise<void> {
   const { field, name, record } = rt.replay.begin('waitFor', options);
-  const what = `waitFor target of step "${name}"`;
+  const what = `sleep target of step "${name}"`;
   let wakeAt: number;
   if (record?.kind === 'sleeping') {
     wakeAt = record.wakeAt;
