@@ -349,7 +349,7 @@ describeBrowser('dashboard in chromium', () => {
     // Columns: workflow, queue, versions, max attempts, max concurrency, events, owner.
     expect(await rowOf('greet').locator('td').nth(5).textContent()).toBe('user.created');
     expect(await rowOf('blocked').locator('td').nth(4).textContent()).toBe('unlimited');
-    expect(await rowOf('charge').locator('td').nth(4).textContent()).toBe('1');
+    expect(await rowOf('charge').locator('td').nth(4).textContent()).toBe('unlimited'); // no limit by default
     expect(await rowOf('charge').locator('td').nth(2).textContent()).toContain('v1');
 
     const [cron, schedule] = (await engine.client.listCrons()) as [CronState, CronState];

@@ -115,11 +115,7 @@ export class WorkflowClient {
     return this.producer.runManyByName<TOutput>(name, items);
   }
 
-  /**
-   * Same as `runByName`.
-   * @deprecated Use `runByName`: `emitWorkflow` means "start without waiting" on `step`, while a
-   * client never waits when it starts a run. It goes in the next minor version.
-   */
+  /** @deprecated Use `runByName`, the same call (`emitWorkflow` is `step`'s "start without waiting"); it goes in the next minor version. */
   emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
     return this.producer.runByName<TOutput>(name, input, options);
   }
