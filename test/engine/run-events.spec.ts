@@ -153,7 +153,9 @@ describe('run event stream', () => {
   it('rejects bad options with ConfigurationError', () => {
     expect(() => engine.client.events({ wokflow: 'x' } as never)).toThrow(/Unknown option "wokflow" in client.events\(\) options. Did you mean "workflow"\?/);
     expect(() => engine.client.events({ types: ['run.done' as RunEventType] })).toThrow(ConfigurationError);
-    expect(() => engine.client.events({ from: 'yesterday' })).toThrow(/option from must be 'now' or a stream entry id/);
+    expect(() => engine.client.events({ from: 'yesterday' })).toThrow(
+      /option from must be 'now', an event's position such as "1700000000000-0:1", or a stream entry id/,
+    );
     expect(() => engine.client.events({ bufferSize: 0 })).toThrow(ConfigurationError);
     expect(() => createClient({ redis: engine.redis, events: { maxLen: 0 } })).toThrow(
       /events.maxLen \(pass events: false to turn the stream off\) must be an integer from 1 to 1000000000, got 0/,
@@ -208,6 +210,33 @@ describe('run event stream', () => {
     const last = events[events.length - 1];
     expect(events.filter((e) => e.id === last.id).map((e) => e.type)).toEqual(expect.arrayContaining(['step.completed', 'run.completed']));
     expect(entries[entries.length - 1][1].filter((field, i) => i % 2 === 0 && field === 'type').length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('each event has its own ordered position; a reader resumed from the position of an event in the middle of an entry reads the rest of it, once', async () => {
+    const pair = engine.registry.define('pair-positions', {}, async ({ step }) => {
+      const a = await step.run('a', () => 1);
+      return step.run('b', () => a + 1);
+    });
+    await engine.worker();
+    const first = await engine.client.start(pair, {});
+    await first.result({ timeoutMs: 5_000 });
+    const second = await engine.client.start(pair, {});
+    await second.result({ timeoutMs: 5_000 });
+    const all = await collect(open({ from: '0' }), (events) => events.filter((e) => e.type === 'run.completed').length === 2);
+    // Positions are unique and ordered like the events.
+    expect(new Set(all.map((e) => e.position)).size).toBe(all.length);
+    for (const e of all) expect(e.position.startsWith(`${e.id}:`)).toBe(true);
+    // An entry with several events: a consumer handled its first one and crashed.
+    const shared = all.findIndex((e, i) => i + 1 < all.length && all[i + 1].id === e.id);
+    expect(shared).toBeGreaterThanOrEqual(0);
+    const handled = all[shared];
+    const rest = all.slice(shared + 1);
+    const resumed = await collect(open({ from: handled.position }), (events) => events.length === rest.length);
+    expect(resumed.map((e) => e.position)).toEqual(rest.map((e) => e.position));
+    // Resuming from the entry id instead skips the whole entry (the events after it only).
+    const afterEntry = all.slice(all.map((e) => e.id).lastIndexOf(handled.id) + 1);
+    const byId = await collect(open({ from: handled.id }), (events) => events.length === afterEntry.length);
+    expect(byId.map((e) => e.position)).toEqual(afterEntry.map((e) => e.position));
   });
 
   it('events: false writes nothing; a small maxLen keeps the stream about that long', async () => {

@@ -1,5 +1,5 @@
 import type { RedflowLogger } from '../definition/logger';
-import { checkRunEventsOptions, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
+import { checkRunEventsOptions, startOf, toRunEvents, type RunEvent, type RunEventsOptions, type RunEventType } from '../definition/run-events';
 import { duplicateConnection, type ConnectionWatcher, type RedisConnection } from '../store/connection';
 import { lastEntryId, readEntries, type StreamReply } from '../store/event-stream-reads';
 import { outageKind } from '../store/redis-health';
@@ -31,6 +31,8 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
   private queue: RunEvent[] = [];
   private head = 0;
   private lastId: string | undefined;
+  /** The entry of the position a reader resumed from, and the last index in it already handled. */
+  private skip: { id: string; upTo: number } | undefined;
   private closed = false;
   private failure: unknown;
   private wakeConsumer: (() => void) | undefined;
@@ -51,7 +53,10 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
   ) {
     // '$' resolved now, on the client's own connection: a script this client sends after
     // events() returned runs after this read, so its events are not missed.
-    const start = settings.from === 'now' ? lastEntryId(redis, key) : Promise.resolve(settings.from);
+    const from = settings.from === 'now' ? undefined : startOf(settings.from);
+    // Resuming from an event's position reads its entry again and skips the events up to it.
+    this.skip = from?.skip;
+    const start = from ? Promise.resolve(from.after) : lastEntryId(redis, key);
     this.ready = start.then(
       (id) => {
         this.lastId ??= id;
@@ -175,7 +180,8 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
       let added = false;
       let full = false;
       for (const [id, flat] of entries) {
-        const events = toRunEvents(id, flat).filter((event) => this.matches(event));
+        const skip = this.skip;
+        const events = toRunEvents(id, flat).filter((event, i) => this.matches(event) && !(skip?.id === id && i <= skip.upTo));
         // An entry whose events do not fit is read again when there is room (one that is larger
         // than the whole buffer is taken when the buffer is empty).
         if (events.length > this.settings.bufferSize - this.buffered && this.buffered > 0) {
@@ -183,6 +189,7 @@ export class RunEventStream implements AsyncIterable<RunEvent>, AsyncDisposable 
           break;
         }
         this.lastId = id;
+        this.skip = undefined;
         for (const event of events) this.queue.push(event);
         if (events.length) added = true;
       }

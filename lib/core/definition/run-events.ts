@@ -45,10 +45,16 @@ export type RunWaitingFor = 'sleep' | 'child' | 'signal' | 'event' | 'race' | 'r
  */
 export interface RunEvent {
   /**
-   * The stream entry id (`<ms>-<seq>`): resume reading after it with `from`. The events written
-   * by one script (a finish with the steps it stores, say) share one entry and its id.
+   * The stream entry id (`<ms>-<seq>`). The events written by one script (a finish with the
+   * steps it stores, say) share one entry and its id: `from: id` resumes after the whole entry.
    */
   id: string;
+  /**
+   * This event's own place in the stream, `<entry id>:<index in the entry>`: ordered, one per
+   * event. Store it with the work an event caused and resume with `from: position`: the next
+   * reader starts with the event after it, in the same entry or the next.
+   */
+  position: string;
   type: RunEventType;
   runId: string;
   workflow: string;
@@ -108,9 +114,9 @@ export interface RunEventsOptions {
   /** Only events of these types. */
   types?: readonly RunEventType[];
   /**
-   * Where to start: `'now'` (only events written after `events()` was called) or a stream entry
-   * id (the events after it, e.g. the `id` of the last event a previous reader handled; `'0'` for
-   * everything still in the stream). @default 'now'
+   * Where to start: `'now'` (only events written after `events()` was called), the `position`
+   * of the last event a previous reader handled (the events after it), a stream entry id (the
+   * events of the entries after it), or `'0'` for everything still in the stream. @default 'now'
    */
   from?: 'now' | string;
   /** Most events held in memory; the reader stops reading Redis while it is full. @default 1000 */
@@ -126,6 +132,8 @@ export const RUN_EVENTS_OPTION_KEYS = optionKeys<RunEventsOptions>()(['workflow'
 export const DEFAULT_EVENTS_BUFFER_SIZE = 1000;
 
 const STREAM_ID = /^\d+(-\d+)?$/;
+/** An event's `position`: its entry id and its index in the entry. */
+const POSITION = /^(\d+-\d+):(\d+)$/;
 
 /** Options of `client.events()` checked, with defaults filled in. */
 export function checkRunEventsOptions(
@@ -152,9 +160,9 @@ export function checkRunEventsOptions(
     types = new Set(o.types);
   }
   const from = o.from ?? 'now';
-  if (typeof from !== 'string' || (from !== 'now' && !STREAM_ID.test(from))) {
+  if (typeof from !== 'string' || (from !== 'now' && !STREAM_ID.test(from) && !POSITION.test(from))) {
     throw new ConfigurationError(
-      `client.events() option from must be 'now' or a stream entry id such as "1700000000000-0" (an event's id), got ${JSON.stringify(from)}.`,
+      `client.events() option from must be 'now', an event's position such as "1700000000000-0:1", or a stream entry id such as "1700000000000-0", got ${JSON.stringify(from)}.`,
     );
   }
   return {
@@ -176,17 +184,35 @@ export function toRunEvents(id: string, flat: readonly string[]): RunEvent[] {
   let f: Record<string, string> | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     if (flat[i] === 'type' || f === undefined) {
-      if (f) events.push(toRunEvent(id, f));
+      if (f) events.push(toRunEvent(id, events.length, f));
       f = {};
     }
     f[flat[i]] = flat[i + 1];
   }
-  if (f) events.push(toRunEvent(id, f));
+  if (f) events.push(toRunEvent(id, events.length, f));
   return events;
 }
 
-function toRunEvent(id: string, f: Record<string, string>): RunEvent {
-  const event: RunEvent = { id, type: f.type as RunEventType, runId: f.runId, workflow: f.workflow, at: Number(f.at) };
+/**
+ * Where a reader starts for `from` (not 'now'): the entry id to read after, and, for an event's
+ * position, the entry whose events up to that index were handled already.
+ */
+export function startOf(from: string): { after: string; skip?: { id: string; upTo: number } } {
+  const position = POSITION.exec(from);
+  if (!position) return { after: from };
+  const [, id, index] = position;
+  return { after: entryBefore(id), skip: { id, upTo: Number(index) } };
+}
+
+/** The greatest stream id before `<ms>-<seq>`, so that reading after it reads that entry again. */
+function entryBefore(id: string): string {
+  const [ms, seq] = id.split('-').map(BigInt);
+  if (seq > 0n) return `${ms}-${seq - 1n}`;
+  return ms > 0n ? `${ms - 1n}-18446744073709551615` : '0-0';
+}
+
+function toRunEvent(id: string, index: number, f: Record<string, string>): RunEvent {
+  const event: RunEvent = { id, position: `${id}:${index}`, type: f.type as RunEventType, runId: f.runId, workflow: f.workflow, at: Number(f.at) };
   if (f.step !== undefined) event.step = f.step;
   if (f.attempt !== undefined) event.attempt = Number(f.attempt);
   if (f.error !== undefined) event.error = f.error;
