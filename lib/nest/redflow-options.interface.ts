@@ -38,6 +38,14 @@ export interface RedflowWorkerOptions {
 export interface RedflowRedisOptions {
   /** Fail at startup, instead of warning, when Redis's maxmemory-policy is not noeviction. @default false */
   requireNoEviction?: boolean;
+  /**
+   * With Redis unreachable at startup, `true` starts the app without it: one error line is
+   * logged, the workflows are registered and the worker starts once Redis answers (client calls
+   * reject with `RedisUnavailableError` meanwhile, and the health indicator says so). `false`
+   * logs one error line and fails the app's bootstrap with `RedisUnavailableError`.
+   * @default true
+   */
+  waitAtStartup?: boolean;
 }
 
 /** Defaults for workflows that do not set them. */
@@ -121,7 +129,7 @@ export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()(['e
 export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['maxConcurrency']);
 
 /** Keys of `RedflowRedisOptions` (the `redis` option). */
-export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['requireNoEviction']);
+export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['requireNoEviction', 'waitAtStartup']);
 
 /** The options with every default applied. The only place defaults are merged. */
 export interface ResolvedRedflowOptions extends RedflowModuleOptions {
@@ -189,6 +197,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   assertKnownKeys('RedflowModule option "dashboard"', options.dashboard, DASHBOARD_OPTION_KEYS);
   assertKnownKeys('RedflowModule option "redis"', options.redis, REDFLOW_REDIS_OPTION_KEYS);
   checkBoolean(options.redis?.requireNoEviction, 'RedflowModule option "redis.requireNoEviction"');
+  checkBoolean(options.redis?.waitAtStartup, 'RedflowModule option "redis.waitAtStartup"');
   checkEventStreamOption(options.events, 'RedflowModule option "events"');
   checkTracingOption(options.tracing, 'RedflowModule option');
 

@@ -10,7 +10,7 @@ import {
 import { DiscoveryService, ModulesContainer } from '@nestjs/core';
 import type { Subscription } from 'rxjs';
 
-import { RUN_HOOK_EVENTS, startWorker, type Worker, type WorkerHooks, type WorkflowRegistry } from '../core';
+import { RedisUnavailableError, RUN_HOOK_EVENTS, startWorker, type Worker, type WorkerHooks, type WorkflowRegistry } from '../core';
 import { resolveRedflowOptions, type RedflowModuleOptions, type ResolvedRedflowOptions } from './redflow-options.interface';
 import { isRedflowWorkerTransport, type RedflowWorkerTransport } from './redflow-worker-transport.interface';
 import { RedflowClient } from './redflow.client';
@@ -35,6 +35,8 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   private bootstrapped: Promise<void> | undefined;
   private listeners: RunEventListener[] = [];
   private explored = false;
+  /** Set when the app shuts down: a bootstrap waiting for Redis gives up. */
+  private shuttingDown = false;
   /** The RedflowServer listened before the app bootstrapped: the worker starts at bootstrap. */
   private listenedEarly = false;
 
@@ -70,17 +72,61 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   }
 
   onApplicationBootstrap(): Promise<void> {
-    this.bootstrapped ??= this.bootstrap();
+    this.bootstrapped ??= this.bootstrapOrWait();
     return this.bootstrapped;
   }
 
-  private async bootstrap(): Promise<void> {
+  /**
+   * Registers the workflows and starts the worker. With Redis unreachable: one error line, then
+   * either the bootstrap fails (`redis.waitAtStartup: false`) or the app starts and the
+   * registration is done in the background once Redis answers.
+   */
+  private async bootstrapOrWait(): Promise<void> {
     // Only a worker has runs to drain: a producer-only app needs no shutdown hooks of ours.
     if (this.options.worker.enabled && process.listenerCount('SIGTERM') === 0) {
       this.logger.warn(
         'Shutdown hooks are not enabled: on SIGTERM running workflows are not drained and are resumed only after their lease expires. Call app.enableShutdownHooks().',
       );
     }
+    try {
+      await this.bootstrap();
+    } catch (error) {
+      if (!(error instanceof RedisUnavailableError)) throw error;
+      if (this.options.redis?.waitAtStartup === false) {
+        this.logger.error(
+          `Redis at ${error.address} is unavailable at startup (${error.detail}): the app stops (redis.waitAtStartup is false). Start Redis or fix the connection option.`,
+        );
+        // Nest does not shut down an app whose bootstrap failed: its connection must not keep the process alive.
+        await this.client.close().catch(() => undefined);
+        throw error;
+      }
+      this.logger.error(
+        `Redis at ${error.address} is unavailable at startup (${error.detail}): the app starts without it, and registers its workflows${this.options.worker.enabled ? ' and starts its worker' : ''} once Redis answers. Client calls reject with RedisUnavailableError until then. Set redis: { waitAtStartup: false } to stop the app instead.`,
+      );
+      void this.bootstrapWhenRedisAnswers();
+    }
+  }
+
+  /** Tries the bootstrap again each time Redis answers, until it succeeds or the app shuts down. */
+  private async bootstrapWhenRedisAnswers(): Promise<void> {
+    while (!this.shuttingDown) {
+      await this.client.health.whenHealthy(() => this.shuttingDown);
+      if (this.shuttingDown) return;
+      try {
+        await this.bootstrap();
+        this.logger.log('Redis answers: the workflows are registered.');
+        return;
+      } catch (error) {
+        if (!(error instanceof RedisUnavailableError)) {
+          this.logger.error(`Registering the workflows failed: ${(error as Error).message}`, (error as Error).stack);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+      }
+    }
+  }
+
+  private async bootstrap(): Promise<void> {
     // A producer-only app may load fewer workflow providers than the workers sharing its `app`
     // id: it registers what it has but never removes what they registered.
     await this.client.syncRegistry(this.registry, {
@@ -162,6 +208,8 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    this.client.health.nudge();
     await this.stopWorker();
   }
 

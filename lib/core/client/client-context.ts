@@ -207,11 +207,26 @@ export class ClientContext {
       throw new RedisUnavailableError(this.health.address, `the connection is down (${this.redis.status}) since an outage began; it reconnects by itself`);
     }
     try {
-      await this.ready();
-      return await withTimeout(fn(), this.commandTimeoutMs, this.health.address);
+      await this.failFast(this.ready());
+      return await withTimeout(this.failFast(fn()), this.commandTimeoutMs, this.health.address);
     } catch (error) {
       throw this.unavailable(error);
     }
+  }
+
+  /**
+   * `promise`, or `RedisUnavailableError` as soon as the connection is lost while it waits: a call
+   * in flight does not wait out `commandTimeoutMs` once the client knows Redis is unreachable
+   * (as with a timeout, a command already sent may still be applied when Redis comes back).
+   */
+  private failFast<T>(promise: Promise<T>): Promise<T> {
+    let off: () => void = () => undefined;
+    const lost = new Promise<never>((_, reject) => {
+      off = this.health.onUnreachable(() => {
+        if (this.redis.status !== 'ready') reject(new RedisUnavailableError(this.health.address, `the connection was lost (${this.redis.status})`));
+      });
+    });
+    return Promise.race([promise, lost]).finally(off);
   }
 
   private unavailable(error: unknown): unknown {

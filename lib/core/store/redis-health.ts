@@ -82,6 +82,8 @@ export class RedisHealth {
   /** When Redis last came back after an outage (0: never down). */
   recoveredAt = 0;
   private waiters: Array<() => void> = [];
+  /** Called when an unreachable outage begins (see `onUnreachable`). */
+  private readonly unreachableListeners = new Set<() => void>();
   private probing = false;
   private closed = false;
   private probeTimer: NodeJS.Timeout | undefined;
@@ -131,6 +133,15 @@ export class RedisHealth {
     });
   }
 
+  /**
+   * Calls `listener` when an outage of kind 'unreachable' begins (a connection error); returns the
+   * function that removes it. For calls in flight that should not wait for their timeout.
+   */
+  onUnreachable(listener: () => void): () => void {
+    this.unreachableListeners.add(listener);
+    return () => this.unreachableListeners.delete(listener);
+  }
+
   /** Resolves when Redis is healthy again (at once when it is), or when `stopped()` says so. */
   whenHealthy(stopped: () => boolean = () => false): Promise<void> {
     if (!this.outage || this.closed || stopped()) return Promise.resolve();
@@ -174,6 +185,7 @@ export class RedisHealth {
     clearTimeout(this.episodeTimer);
     const episode = this.episode;
     if (!this.outage) this.outage = { kind, since: episode?.since ?? now, loggedAt: episode?.loggedAt ?? now };
+    if (kind === 'unreachable') for (const listener of [...this.unreachableListeners]) listener();
     if (!episode || episode.kind !== kind) {
       this.episode = { kind, since: episode?.since ?? now, loggedAt: now };
       this.outage.kind = kind;
