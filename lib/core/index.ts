@@ -20,6 +20,7 @@ export type { ConnectionOptions } from './store/connection';
 export type { RedisConnection } from './store/redis-scripts';
 export { Worker, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions, type WorkerLiveness } from './worker/worker';
 export { startWorker } from './worker/start-worker';
+export { defineSignal, type SignalDefinition } from './definition/signal-definition';
 export {
   defineWorkflow,
   getDefaultRegistry,

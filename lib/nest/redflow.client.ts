@@ -13,6 +13,7 @@ import {
   type WorkflowContext,
   type WorkflowRegistry,
 } from '../core';
+import type { SignalDefinition } from '../core/definition/signal-definition';
 import { validateInput } from '../core/definition/validation';
 import { isConnection, openConnection } from '../core/store/connection';
 import { workflowName } from './decorators/workflow.decorator';
@@ -96,6 +97,7 @@ export class RedflowClient extends WorkflowClient {
    * is validated by its DTO or schema before it is sent (`InputValidationError`, nothing sent).
    */
   override signal(runId: string, name: string, payload?: unknown): Promise<boolean>;
+  override signal<T>(runId: string, signal: SignalDefinition<T>, payload: T): Promise<boolean>;
   override signal<C extends WorkflowClassWithSignals, N extends keyof C['signals'] & string>(
     workflowClass: C,
     runId: string,

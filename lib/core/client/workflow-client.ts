@@ -5,6 +5,7 @@ import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions,
 import { TERMINAL_STATUSES } from '../definition/run-types';
 import type { AttemptState, RunHandle, RunOutcome, RunState, RunStatus, RunSummary, StepState } from '../definition/run-types';
 import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
+import type { SignalDefinition } from '../definition/signal-definition';
 import type { QueueStats, QueueStatsOptions, RunStats, WorkerInfo } from '../definition/stats-types';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowDefinition, WorkflowRegistry } from '../definition/workflow';
@@ -341,14 +342,12 @@ export class WorkflowClient {
     return this.control.resume(id);
   }
 
-  /**
-   * Sends a signal to a run: the step waiting for it (`step.waitForSignal`) gets `payload`, or the
-   * signal is buffered for the next wait on its name. Resolves `false` when the run has ended or
-   * does not exist; throws `SignalBufferFullError` when the run already holds 1,000 unconsumed
-   * signals.
-   */
-  signal(runId: string, name: string, payload: unknown = null): Promise<boolean> {
-    return this.control.signal(runId, name, payload);
+  /** Sends a signal (a name, or a `defineSignal` definition: payload typed and validated) to a run, or buffers it for
+   * its next wait on that name (1,000 at most: `SignalBufferFullError`). `false` when the run has ended or does not exist. */
+  signal(runId: string, name: string, payload?: unknown): Promise<boolean>;
+  signal<T>(runId: string, signal: SignalDefinition<T>, payload: T): Promise<boolean>;
+  signal(runId: string, signal: string | SignalDefinition, payload: unknown = null): Promise<boolean> {
+    return this.control.signal(runId, signal, payload);
   }
 
   /**

@@ -79,7 +79,7 @@ export interface StepApi {
    * the wait are buffered (up to 1,000 per run) and consumed oldest first, each by one wait; a
    * replay returns the payload this step received, never a second signal.
    */
-  waitForSignal<T = unknown>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions): Promise<T | null>;
+  waitForSignal<T = unknown>(options: StepOptions | string, signal: string | SignalDefinition<T>, waitOptions?: WaitForSignalOptions): Promise<T | null>;
   /**
    * Stores `value` (any JSON, at most 64 KiB) as the run's progress: `getRun(id).progress`, the
    * dashboard and the CLI show the latest one. Not a step: it costs one write (shared with any step
@@ -323,4 +323,17 @@ export interface WorkflowVersionState {
    * `no worker for checkout v1`: those runs stay queued until a worker with that version starts.
    */
   noWorker?: string;
+}
+
+/**
+ * A signal defined once, used on both sides: `step.waitForSignal(step, approve)` returns its
+ * payload's type, and `client.signal(runId, approve, payload)` checks that type at compile time and
+ * validates the payload with the schema before sending it.
+ */
+export interface SignalDefinition<T = unknown> {
+  readonly name: string;
+  /** Validates the payload before it is sent (a Standard Schema or a class-validator DTO class). */
+  readonly schema?: InputSchema;
+  /** Carries the payload type; never set. */
+  readonly __payload?: T;
 }

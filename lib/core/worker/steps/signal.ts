@@ -1,4 +1,5 @@
 import { assertKnownKeys, checkUserName, WAIT_FOR_SIGNAL_OPTION_KEYS } from '../../definition/option-checks';
+import { signalName, type SignalDefinition } from '../../definition/signal-definition';
 import type { StepOptions, WaitForSignalOptions } from '../../definition/workflow';
 import type { StepApiEntry, StepHost } from '../step-host';
 import { awaitExternal } from './external-wait';
@@ -6,8 +7,8 @@ import { awaitExternal } from './external-wait';
 /** `step.waitForSignal`. */
 export const waitForSignal: StepApiEntry<'waitForSignal'> =
   (rt) =>
-  <T>(options: StepOptions | string, signal: string, waitOptions?: WaitForSignalOptions) =>
-    rt.track(waitSignal(rt, options, signal, waitOptions)) as Promise<T | null>;
+  <T>(options: StepOptions | string, signal: string | SignalDefinition<T>, waitOptions?: WaitForSignalOptions) =>
+    rt.track(waitSignal(rt, options, signalName(signal), waitOptions)) as Promise<T | null>;
 
 /** `step.waitForSignal`: a signal buffered for the run, or one sent while it waits (`signal-2.lua`). */
 async function waitSignal(rt: StepHost, options: StepOptions | string, signal: string, waitOptions: WaitForSignalOptions = {}): Promise<unknown> {

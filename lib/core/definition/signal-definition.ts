@@ -1,0 +1,31 @@
+import { ConfigurationError } from '../errors';
+import { checkUserName } from './option-checks';
+import type { InferInput, InputSchema } from './validation';
+import type { SignalDefinition } from './workflow-types';
+
+export type { SignalDefinition } from './workflow-types';
+
+/**
+ * Defines a signal: its name and, optionally, a schema the payload is validated with before it is
+ * sent (`InputValidationError`, nothing sent).
+ *
+ * ```ts
+ * const approve = defineSignal('approve', ApproveDto); // or defineSignal<{ level: number }>('approve')
+ * const decision = await step.waitForSignal('await-approval', approve); // ApproveDto | null
+ * await client.signal(runId, approve, { level: 2 });
+ * ```
+ */
+export function defineSignal<S extends InputSchema>(name: string, schema: S): SignalDefinition<InferInput<S>>;
+export function defineSignal<T = unknown>(name: string): SignalDefinition<T>;
+export function defineSignal(name: string, schema?: InputSchema): SignalDefinition {
+  checkUserName(name, 'defineSignal name');
+  if (schema !== undefined && typeof schema !== 'function' && (typeof schema !== 'object' || schema === null || !('~standard' in schema))) {
+    throw new ConfigurationError(`defineSignal("${name}") takes a Standard Schema (zod, valibot, ...) or a class-validator DTO class as its schema.`);
+  }
+  return Object.freeze(schema === undefined ? { name } : { name, schema });
+}
+
+/** The name of a signal given by name or by definition. */
+export function signalName(signal: string | SignalDefinition): string {
+  return typeof signal === 'string' ? signal : signal?.name;
+}
