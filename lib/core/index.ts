@@ -35,6 +35,7 @@ export {
   type LimitOptions,
   type RetryPolicy,
   type WorkflowTarget,
+  type NamedWorkflow,
   type RunInfo,
   type StepApi,
   type StepOptions,

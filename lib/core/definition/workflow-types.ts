@@ -38,8 +38,18 @@ export interface RunInfo {
   maxAttempts: number;
 }
 
-/** A workflow given by definition or by name. */
-export type WorkflowTarget<TInput = unknown, TOutput = unknown> = WorkflowDefinition<TInput, TOutput> | string;
+/**
+ * A workflow given by definition, by name, or by a typed handle that names it (in Nest, the
+ * `WorkflowRef` injected with `@InjectWorkflow(Class, 'method')`): the handle types the input and
+ * the output of `step.runWorkflow` by class and method.
+ */
+export type WorkflowTarget<TInput = unknown, TOutput = unknown> = WorkflowDefinition<TInput, TOutput> | NamedWorkflow<TInput, TOutput> | string;
+
+/** A typed handle of a workflow registered under `name` (as Nest's `WorkflowRef`). */
+export interface NamedWorkflow<TInput = unknown, TOutput = unknown> {
+  readonly name: string;
+  run(input: TInput, options?: RunOptions): Promise<RunHandle<TOutput>>;
+}
 
 /** The durable step API given to handlers. */
 export interface StepApi {

@@ -84,8 +84,9 @@ export interface ChildStart {
  */
 export async function callStartChild(rt: StepHost, a: ChildStart) {
   const { ctx } = rt;
-  const definition = typeof a.workflow === 'string' ? ctx.registry.get(a.workflow) : a.workflow;
   const workflowName = typeof a.workflow === 'string' ? a.workflow : a.workflow.name;
+  // A definition validates with its own schema; a name or a named handle with the registry's.
+  const definition = typeof a.workflow !== 'string' && 'options' in a.workflow ? a.workflow : ctx.registry.get(workflowName);
   if (definition) await validateInput(workflowName, definition.options.schema, a.input);
   const flow = flowControlFor(definition as Parameters<typeof flowControlFor>[0], a.input);
   const result = await ctx.call(() =>
