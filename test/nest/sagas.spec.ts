@@ -82,4 +82,28 @@ describe('@Step({ compensate })', () => {
     expect(decorate(() => undefined)).toThrow(ConfigurationError);
     expect(decorate(undefined, { compensateRetries: { maxAttempts: 2 } })).toThrow('has compensateRetries but no compensate method');
   });
+
+  it('checks at compile time that compensate names a method of the class (this file compiles only if the misspelt one is an error)', () => {
+    class Typed {
+      @Step({ name: 'reserve', compensate: 'release' })
+      reserve() {
+        return 'reserved';
+      }
+      release() {}
+    }
+    const misspelt = () => {
+      class Misspelt {
+        // @ts-expect-error 'relase' is no method of Misspelt: the decorator does not type-check.
+        @Step({ name: 'reserve', compensate: 'relase' })
+        reserve() {
+          return 'reserved';
+        }
+        release() {}
+      }
+      return Misspelt;
+    };
+    expect(typeof Typed.prototype.reserve).toBe('function');
+    // At run time the same mistake is a ConfigurationError when the class is decorated.
+    expect(misspelt).toThrow(ConfigurationError);
+  });
 });

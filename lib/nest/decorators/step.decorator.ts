@@ -11,8 +11,8 @@ import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
 import { methodLabel } from './workflow.decorator';
 
-/** Options of `@Step`. */
-export interface StepDecoratorOptions {
+/** Options of `@Step`; `C` is the name of its `compensate` method. */
+export interface StepDecoratorOptions<C extends string = string> {
   /** @default the method name */
   name?: string;
   timeoutMs?: number;
@@ -29,10 +29,21 @@ export interface StepDecoratorOptions {
    * `{ compensate: true }` (see `step.run`'s `compensate`). It runs on the provider, with its
    * injected dependencies.
    */
-  compensate?: string;
+  compensate?: C;
   /** How the compensation is retried. @default { maxAttempts: 3 } */
   compensateRetries?: StepRetryPolicy;
 }
+
+/**
+ * A method decorator for a class that has a method named `C`: naming a method the class does not
+ * have (`compensate: 'refnud'`) does not compile. `C` is `never` (no such method needed) when no
+ * name is given, and any class passes when the name is only known as a `string`.
+ */
+export type MethodOf<C extends string> = <T extends object>(
+  target: T & (string extends C ? unknown : Record<C, (...args: never[]) => unknown>),
+  key: string | symbol,
+  descriptor: PropertyDescriptor,
+) => PropertyDescriptor | void;
 
 /**
  * Makes every call of this method inside a running workflow a durable step (`step.run`
@@ -40,8 +51,8 @@ export interface StepDecoratorOptions {
  * outside a run, the method just runs. Unknown options, a name with `#` or `|`, or an invalid
  * `timeoutMs` or `heartbeatTimeout` throw `ConfigurationError` when the class is decorated.
  */
-export function Step(nameOrOptions?: string | StepDecoratorOptions): MethodDecorator {
-  return (target, key, descriptor: PropertyDescriptor) => {
+export function Step<const C extends string = never>(nameOrOptions?: string | StepDecoratorOptions<C>): MethodOf<C> {
+  return (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
     const where = methodLabel(target, key);
     const options = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : (nameOrOptions ?? {});
     assertKnownKeys(`@Step options of ${where}`, options, RUN_STEP_OPTION_KEYS);
