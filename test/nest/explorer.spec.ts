@@ -124,6 +124,7 @@ describe('RedflowExplorer', () => {
   it('rejects an onFailure naming a method that does not exist', async () => {
     @Injectable()
     class Broken {
+      // @ts-expect-error 'nope' is no method of Broken: a compile error in TypeScript, a ConfigurationError at startup otherwise.
       @Workflow({ name: 'broken', onFailure: 'nope' })
       run() {}
     }

@@ -23,7 +23,7 @@ class Target {
   method(): void {}
 }
 const descriptor = () => Object.getOwnPropertyDescriptor(Target.prototype, 'method')!;
-const decorate = (decorator: MethodDecorator) => decorator(Target.prototype, 'method', descriptor());
+const decorate = (decorator: (target: Target, key: string, descriptor: PropertyDescriptor) => unknown) => decorator(Target.prototype, 'method', descriptor());
 
 describe('@Workflow options', () => {
   it('throws at decoration for a misspelt option, suggesting the right one', () => {

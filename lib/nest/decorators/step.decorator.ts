@@ -9,7 +9,7 @@ import {
 } from '../../core/definition/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
-import { methodLabel } from './workflow.decorator';
+import { methodLabel, type MethodOf } from './workflow.decorator';
 
 /** Options of `@Step`; `C` is the name of its `compensate` method. */
 export interface StepDecoratorOptions<C extends string = string> {
@@ -33,17 +33,6 @@ export interface StepDecoratorOptions<C extends string = string> {
   /** How the compensation is retried. @default { maxAttempts: 3 } */
   compensateRetries?: StepRetryPolicy;
 }
-
-/**
- * A method decorator for a class that has a method named `C`: naming a method the class does not
- * have (`compensate: 'refnud'`) does not compile. `C` is `never` (no such method needed) when no
- * name is given, and any class passes when the name is only known as a `string`.
- */
-export type MethodOf<C extends string> = <T extends object>(
-  target: T & (string extends C ? unknown : Record<C, (...args: never[]) => unknown>),
-  key: string | symbol,
-  descriptor: PropertyDescriptor,
-) => PropertyDescriptor | void;
 
 /**
  * Makes every call of this method inside a running workflow a durable step (`step.run`

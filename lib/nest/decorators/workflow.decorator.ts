@@ -4,8 +4,11 @@ import type { InputSchema, WorkflowOptions } from '../../core';
 import { assertWorkflowOptionKeys, optionKeys, WORKFLOW_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_WORKFLOW } from '../redflow.constants';
 
-/** Options of `@Workflow`: the workflow options of `defineWorkflow`, with `input` for the schema. */
-export interface WorkflowDecoratorOptions extends Omit<WorkflowOptions<InputSchema | undefined, never>, 'schema' | 'onFailure' | 'event' | 'cron'> {
+/** Options of `@Workflow`: the workflow options of `defineWorkflow`, with `input` for the schema; `F` names its `onFailure` method. */
+export interface WorkflowDecoratorOptions<F extends string = string> extends Omit<
+  WorkflowOptions<InputSchema | undefined, never>,
+  'schema' | 'onFailure' | 'event' | 'cron'
+> {
   /** @default "<Class>.<method>" */
   name?: string;
   /** A class-validator DTO class or a Standard Schema (zod, valibot, ...). */
@@ -14,8 +17,19 @@ export interface WorkflowDecoratorOptions extends Omit<WorkflowOptions<InputSche
    * Called once when a run has failed for good: a function (called with `this` = the provider) or
    * the name of a method of the same provider.
    */
-  onFailure?: string | ((ctx: { error: unknown; run: unknown; input: unknown }) => unknown);
+  onFailure?: F | ((ctx: { error: unknown; run: unknown; input: unknown }) => unknown);
 }
+
+/**
+ * A method decorator for a class that has a method named `C`: naming a method the class does not
+ * have (`compensate: 'refnud'`) does not compile. `C` is `never` (no such method needed) when no
+ * name is given, and any class passes when the name is only known as a `string`.
+ */
+export type MethodOf<C extends string> = <T extends object>(
+  target: T & (string extends C ? unknown : Record<C, (...args: never[]) => unknown>),
+  key: string | symbol,
+  descriptor: PropertyDescriptor,
+) => PropertyDescriptor | void;
 
 // The defineWorkflow options the decorator takes under another name or through another decorator.
 const REPLACED: Readonly<Record<string, string>> = {
@@ -34,12 +48,13 @@ export const WORKFLOW_DECORATOR_OPTION_KEYS = optionKeys<WorkflowDecoratorOption
 /**
  * Makes a provider method a workflow. The method receives the handler context
  * (`{ input, run, signal, step }`) and runs with `this` = the provider instance. Unknown options
- * (typos included) throw `ConfigurationError` when the class is decorated.
+ * (typos included) throw `ConfigurationError` when the class is decorated; an `onFailure` that
+ * names no method of the class does not compile.
  */
-export function Workflow(nameOrOptions?: string | WorkflowDecoratorOptions): MethodDecorator {
+export function Workflow<const F extends string = never>(nameOrOptions?: string | WorkflowDecoratorOptions<F>): MethodOf<F> {
   const options = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : (nameOrOptions ?? {});
   const decorate = SetMetadata(REDFLOW_WORKFLOW, options);
-  return (target, key, descriptor) => {
+  return (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
     assertWorkflowOptionKeys(`@Workflow options of ${methodLabel(target, key)}`, options, WORKFLOW_DECORATOR_OPTION_KEYS, REPLACED);
     return decorate(target, key, descriptor);
   };
