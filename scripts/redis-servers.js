@@ -72,6 +72,8 @@ async function startNode(dir, extra = []) {
   );
   await new Promise((resolve) => child.on('exit', resolve));
   await waitFor(() => cli(port, 'ping').trim() === 'PONG', `redis-server on port ${port}`);
+  // Never keep 0 (an empty pid file read too early): process.kill(0) signals the whole process group.
+  await waitFor(() => Number(readFileSync(pidfile, 'utf8').trim()) > 0, `the pid file of redis-server on port ${port}`);
   const pid = Number(readFileSync(pidfile, 'utf8').trim());
   return { port, pid };
 }

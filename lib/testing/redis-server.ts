@@ -45,7 +45,9 @@ export class TestRedisServer {
     args.push('--daemonize', 'yes', '--pidfile', pidfile, '--dir', dir, '--logfile', join(dir, 'redis.log'));
     const started = spawnSync('redis-server', args, { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
-    while (!(existsSync(socket) && existsSync(pidfile))) {
+    // The pid file exists before redis writes its pid: wait for a pid, never read an empty file as 0
+    // (process.kill(0) would signal this whole process group).
+    while (!(existsSync(socket) && pidIn(pidfile) > 0)) {
       if (started.status !== 0 || Date.now() > deadline) {
         const log = existsSync(join(dir, 'redis.log')) ? readFileSync(join(dir, 'redis.log'), 'utf8').slice(-500) : '';
         rmSync(dir, { recursive: true, force: true });
@@ -54,13 +56,14 @@ export class TestRedisServer {
       // A short synchronous pause: the daemon needs a few ms to create its socket.
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
-    const pid = Number(readFileSync(pidfile, 'utf8').trim());
+    const pid = pidIn(pidfile);
     return new TestRedisServer(socket, pid, dir, watch(process.pid, pid, dir));
   }
 
   /** Stops the server, waits until its process is gone and deletes its directory. */
   async stop(): Promise<void> {
     this.watchdog?.kill('SIGKILL');
+    if (!(this.pid > 0)) throw new RedisServerStartError(`The test redis-server has no valid pid (${this.pid}); not signalling it.`);
     try {
       process.kill(this.pid, 'SIGTERM');
     } catch {
@@ -96,8 +99,19 @@ function watch(owner: number, pid: number, dir: string): ChildProcess | undefine
   }
 }
 
-/** Whether a process with this id exists. */
+/** The pid in a pid file: 0 while it is missing or not written yet. */
+function pidIn(file: string): number {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Whether a process with this id exists (never true for 0 or less: those name process groups). */
 export function isAlive(pid: number): boolean {
+  if (!(pid > 0)) return false;
   try {
     process.kill(pid, 0);
     return true;

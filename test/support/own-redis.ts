@@ -72,11 +72,20 @@ export class OwnRedis {
     const child = spawn('redis-server', args, { stdio: 'ignore' });
     await new Promise((resolve) => child.on('exit', resolve));
     await waitUntil(() => this.cli('ping') === 'PONG', 10_000);
+    // Never keep 0 (an empty pid file read too early): process.kill(0) signals the whole process group.
+    await waitUntil(() => {
+      try {
+        return Number(readFileSync(pidfile, 'utf8').trim()) > 0;
+      } catch {
+        return false;
+      }
+    }, 10_000);
     this.pid = Number(readFileSync(pidfile, 'utf8').trim());
   }
 }
 
 function alive(pid: number): boolean {
+  if (!(pid > 0)) return false;
   try {
     process.kill(pid, 0);
     return true;
