@@ -2,7 +2,6 @@ import { Logger, type Type } from '@nestjs/common';
 
 import {
   ConfigurationError,
-  InputValidationError,
   WorkflowClient,
   type ClientOptions,
   type InferInput,
@@ -13,8 +12,7 @@ import {
   type WorkflowContext,
   type WorkflowRegistry,
 } from '../core';
-import type { SignalDefinition } from '../core/definition/signal-definition';
-import { validateInput } from '../core/definition/validation';
+import { validateSignalPayload, type SignalDefinition } from '../core/definition/signal-definition';
 import { isConnection, openConnection } from '../core/store/connection';
 import { workflowName } from './decorators/workflow.decorator';
 import type { RedflowMetadataAccessor } from './redflow-metadata.accessor';
@@ -115,14 +113,7 @@ export class RedflowClient extends WorkflowClient {
         `${workflowClass.name} declares no signal "${name}" (declared: ${known}). Add it to its static signals, e.g. static readonly signals = { ${name}: PayloadDto }.`,
       );
     }
-    let valid: unknown;
-    try {
-      valid = await validateInput(workflowClass.name, schema, payload, `Signal "${name}" of ${workflowClass.name} validates its payload`);
-    } catch (error) {
-      if (error instanceof InputValidationError)
-        throw new InputValidationError(error.workflow, error.issues, `The payload of signal "${name}" of ${workflowClass.name}`);
-      throw error;
-    }
+    const valid = await validateSignalPayload(`signal "${name}" of ${workflowClass.name}`, workflowClass.name, schema, payload);
     return super.signal(runId, name, valid);
   }
 }

@@ -207,8 +207,7 @@ export class ClientContext {
       throw new RedisUnavailableError(this.health.address, `the connection is down (${this.redis.status}) since an outage began; it reconnects by itself`);
     }
     try {
-      await this.failFast(this.ready());
-      return await withTimeout(this.failFast(fn()), this.commandTimeoutMs, this.health.address);
+      return await this.failFast(this.ready().then(() => withTimeout(fn(), this.commandTimeoutMs, this.health.address)));
     } catch (error) {
       throw this.unavailable(error);
     }

@@ -1,14 +1,12 @@
 import { assertKnownKeys, checkDuration, checkUserName, describeValue, PRUNE_OPTION_KEYS } from '../definition/option-checks';
 import type { PruneOptions } from '../definition/run-options';
 import { ENDED_STATUSES, type EndedStatus, type RunHandle } from '../definition/run-types';
-import { signalName, type SignalDefinition } from '../definition/signal-definition';
-import { validateInput } from '../definition/validation';
+import { signalName, validateSignalPayload, type SignalDefinition } from '../definition/signal-definition';
 import { isWorkflowName, WORKFLOW_NAME_RULE } from '../definition/workflow';
 import {
   CanceledError,
   ConfigurationError,
   CorruptRunDataError,
-  InputValidationError,
   RunNotEndedError,
   RunNotFoundError,
   RunNotResumableError,
@@ -144,11 +142,7 @@ export class RunControl {
   async signal(runId: string, signal: string | SignalDefinition, payload: unknown = null): Promise<boolean> {
     const name = signalName(signal);
     checkUserName(name, 'The signal name');
-    if (typeof signal !== 'string' && signal.schema) {
-      payload = await validateInput(name, signal.schema, payload, `Signal "${name}" validates its payload`).catch((error: unknown) => {
-        throw error instanceof InputValidationError ? new InputValidationError(error.workflow, error.issues, `The payload of signal "${name}"`) : error;
-      });
-    }
+    if (typeof signal !== 'string' && signal.schema) payload = await validateSignalPayload(`signal "${name}"`, name, signal.schema, payload);
     if (!isPossibleRunId(runId)) return false;
     const text = encodeJson(payload ?? null, `The payload of signal "${name}"`, this.ctx.maxPayloadBytes);
     const outcome = await this.ctx.call(() => this.ctx.scripts.signal(runId, name, text, this.ctx.clock.now(), MAX_BUFFERED_SIGNALS));

@@ -1,6 +1,6 @@
-import { ConfigurationError } from '../errors';
+import { ConfigurationError, InputValidationError } from '../errors';
 import { checkUserName } from './option-checks';
-import type { InferInput, InputSchema } from './validation';
+import { validateInput, type InferInput, type InputSchema } from './validation';
 import type { SignalDefinition } from './workflow-types';
 
 export type { SignalDefinition } from './workflow-types';
@@ -28,4 +28,18 @@ export function defineSignal(name: string, schema?: InputSchema): SignalDefiniti
 /** The name of a signal given by name or by definition. */
 export function signalName(signal: string | SignalDefinition): string {
   return typeof signal === 'string' ? signal : signal?.name;
+}
+
+/**
+ * Validates a signal's payload with its schema (what is sent, then, is the schema's output).
+ * `label` names the signal in messages, as in `signal "approve"` or `signal "approve" of
+ * ApprovalWorkflows`; `owner` is what the `InputValidationError` is about.
+ */
+export async function validateSignalPayload(label: string, owner: string, schema: InputSchema, payload: unknown): Promise<unknown> {
+  try {
+    return await validateInput(owner, schema, payload, `S${label.slice(1)} validates its payload`);
+  } catch (error) {
+    if (error instanceof InputValidationError) throw new InputValidationError(error.workflow, error.issues, `The payload of ${label}`);
+    throw error;
+  }
 }
