@@ -1,9 +1,10 @@
-import { ConfigurationError, type Clock, type EventStreamOptions, type WorkerRuntimeOptions } from '../core';
+import { ConfigurationError, type Clock, type EventStreamOptions, type StepRetryPolicy, type WorkerRuntimeOptions } from '../core';
 import {
   assertKnownKeys,
   checkDuration,
   checkPositiveCount,
   checkResourceName,
+  checkStepRetry,
   checkUserName,
   describeValue,
   optionKeys,
@@ -52,6 +53,12 @@ export interface RedflowRedisOptions {
 export interface RedflowWorkflowDefaults {
   /** Most runs of a workflow running at once across the fleet. @default Infinity (bounded by the workers' concurrency) */
   maxConcurrency?: number;
+  /**
+   * How steps retry in workflows that set no `stepRetries`, unless a step sets its own `retries`.
+   * `{ maxAttempts: 1 }` turns step retries off.
+   * @default { maxAttempts: 3 } (exponential backoff: 1 s, then 2 s)
+   */
+  stepRetries?: StepRetryPolicy;
 }
 
 /** Options of `RedflowModule.forRoot` / `forRootAsync`. */
@@ -126,7 +133,7 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
 export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()(['enabled', 'queues', 'concurrency', 'runtime', 'retentionDays', 'logFailedRuns']);
 
 /** Keys of `RedflowWorkflowDefaults` (the `defaults` option). */
-export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['maxConcurrency']);
+export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['maxConcurrency', 'stepRetries']);
 
 /** Keys of `RedflowRedisOptions` (the `redis` option). */
 export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['requireNoEviction', 'waitAtStartup']);
@@ -194,6 +201,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
       `RedflowModule option "defaults.maxConcurrency" must be an integer >= 1, or Infinity for no limit, got ${describeValue(maxConcurrency)}.`,
     );
   }
+  if (options.defaults?.stepRetries !== undefined) checkStepRetry(options.defaults.stepRetries, 'RedflowModule option "defaults.stepRetries"');
   assertKnownKeys('RedflowModule option "dashboard"', options.dashboard, DASHBOARD_OPTION_KEYS);
   assertKnownKeys('RedflowModule option "redis"', options.redis, REDFLOW_REDIS_OPTION_KEYS);
   checkBoolean(options.redis?.requireNoEviction, 'RedflowModule option "redis.requireNoEviction"');

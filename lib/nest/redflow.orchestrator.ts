@@ -161,6 +161,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       retentionDays: worker.retentionDays,
       logFailedRuns: worker.logFailedRuns,
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
+      defaultStepRetries: this.options.defaults?.stepRetries,
       logger: this.logger,
       hooks: this.hooks(),
       stepMocks: this.options.stepMocks,

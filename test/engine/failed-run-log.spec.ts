@@ -14,13 +14,13 @@ describe('failed runs are logged', () => {
 
   it('logs a run that failed for good once, and neither a retried attempt nor a run that then succeeded', async () => {
     let calls = 0;
-    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 10 } }, async ({ step }) =>
+    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 10 }, stepRetries: { maxAttempts: 1 } }, async ({ step }) =>
       step.run('call', () => {
         if (++calls === 1) throw new Error('first call fails');
         return 'ok';
       }),
     );
-    const broken = engine.registry.define('broken', { retries: { maxAttempts: 2, delay: 10 } }, async ({ step }) =>
+    const broken = engine.registry.define('broken', { retries: { maxAttempts: 2, delay: 10 }, stepRetries: { maxAttempts: 1 } }, async ({ step }) =>
       step.run('call', () => {
         throw new TypeError('cannot read the order');
       }),
@@ -35,7 +35,7 @@ describe('failed runs are logged', () => {
   });
 
   it('logs a compensation_failed run as needing a person, with both errors', async () => {
-    const saga = engine.registry.define('saga', {}, async ({ step }) => {
+    const saga = engine.registry.define('saga', { stepRetries: { maxAttempts: 1 } }, async ({ step }) => {
       await step.run(
         {
           name: 'reserve',
@@ -61,7 +61,7 @@ describe('failed runs are logged', () => {
 
   it('logs nothing for a canceled run, nor with logFailedRuns: false', async () => {
     const stuck = engine.registry.define('stuck', {}, async ({ step }) => step.waitForSignal('wait', 'never'));
-    const broken = engine.registry.define('broken-quietly', {}, async ({ step }) =>
+    const broken = engine.registry.define('broken-quietly', { stepRetries: { maxAttempts: 1 } }, async ({ step }) =>
       step.run('call', () => {
         throw new Error('nope');
       }),

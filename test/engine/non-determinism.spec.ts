@@ -24,7 +24,8 @@ describe('non-determinism guard', () => {
   /** A registry with `order` defined by `body` (steps before and after the "go" signal). */
   function deploy(body: (step: StepApi) => Promise<unknown>, options: WorkflowOptions = {}) {
     const registry = new WorkflowRegistry();
-    const definition = registry.define('order', { maxAttempts: 3, ...options }, ({ step }) => body(step));
+    // A step that throws fails its attempt at once: these tests replay run attempts, not step tries.
+    const definition = registry.define('order', { maxAttempts: 3, stepRetries: { maxAttempts: 1 }, ...options }, ({ step }) => body(step));
     return { registry, definition };
   }
 

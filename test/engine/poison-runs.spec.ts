@@ -113,7 +113,7 @@ describe('poison runs', () => {
 
   it('a run that fails with ordinary step errors fails with its own error, never RunCrashedError', async () => {
     let tries = 0;
-    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 3, delay: 10 } }, async ({ step }) => {
+    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 3, delay: 10 }, stepRetries: { maxAttempts: 1 } }, async ({ step }) => {
       await step.run('charge', () => {
         tries++;
         throw new Error(`card declined (${tries})`);

@@ -17,7 +17,7 @@ describe('resume', () => {
     const calls = { a: 0, b: 0, c: 0 };
     let broken = true;
     const attempts: number[] = [];
-    const order = engine.registry.define('order', {}, async ({ step, run }: WorkflowContext<{ id: string }>) => {
+    const order = engine.registry.define('order', { stepRetries: { maxAttempts: 1 } }, async ({ step, run }: WorkflowContext<{ id: string }>) => {
       attempts.push(run.attempt);
       const reserved = await step.run('a', () => ++calls.a);
       const charged = await step.run('b', () => {
@@ -92,7 +92,7 @@ describe('resume', () => {
 
   it('gives the run a fresh budget of its workflow maxAttempts, counted on from its last attempt', async () => {
     let failures = 3;
-    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 0 } }, async ({ step, run }) => {
+    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 0 }, stepRetries: { maxAttempts: 1 } }, async ({ step, run }) => {
       return step.run('call', () => {
         if (failures-- > 0) throw new Error(`failure at attempt ${run.attempt}`);
         return run.attempt;

@@ -49,17 +49,21 @@ describe('run event stream', () => {
 
   it('tells every transition of real runs: steps, failure, retry, sleep, signal, event, resume, cancel, terminate', async () => {
     let tries = 0;
-    const order = engine.registry.define('order', { retries: { maxAttempts: 2, delay: 20 } }, async ({ step }: WorkflowContext<unknown>) => {
-      await step.run('reserve', () => 'r');
-      await step.sleep('nap', 30);
-      const ok = await step.waitForSignal<boolean>('approve', 'approval');
-      await step.run('charge', () => {
-        tries++;
-        if (tries === 1) throw new Error('card declined');
-        return ok;
-      });
-      return 'done';
-    });
+    const order = engine.registry.define(
+      'order',
+      { retries: { maxAttempts: 2, delay: 20 }, stepRetries: { maxAttempts: 1 } },
+      async ({ step }: WorkflowContext<unknown>) => {
+        await step.run('reserve', () => 'r');
+        await step.sleep('nap', 30);
+        const ok = await step.waitForSignal<boolean>('approve', 'approval');
+        await step.run('charge', () => {
+          tries++;
+          if (tries === 1) throw new Error('card declined');
+          return ok;
+        });
+        return 'done';
+      },
+    );
     const broken = engine.registry.define('broken', {}, async () => {
       throw new Error('boom');
     });
@@ -127,6 +131,35 @@ describe('run event stream', () => {
     }
     // break closed the reader.
     expect(stream.buffered).toBe(0);
+  });
+
+  it('tells a step retry (the default policy) as step.failed, then retry.scheduled naming the step, then the run waiting for it', async () => {
+    let tries = 0;
+    const flaky = engine.registry.define('flaky-step', {}, async ({ step }) =>
+      step.run('charge', () => {
+        if (++tries === 1) throw new Error('card network down');
+        return 'charged';
+      }),
+    );
+    const stream = open();
+    await stream.ready;
+    await engine.worker();
+    const run = await engine.client.start(flaky, {});
+    await expect(run.result({ timeoutMs: 5_000 })).resolves.toBe('charged');
+    const events = await collect(stream, (all) => all.some((e) => e.type === 'run.completed' && e.runId === run.id));
+    expect(typesOf(events, run.id)).toEqual([
+      'run.created',
+      'run.started',
+      'step.failed',
+      'retry.scheduled',
+      'run.waiting',
+      'run.started',
+      'step.completed',
+      'run.completed',
+    ]);
+    const retry = events.find((e) => e.type === 'retry.scheduled')!;
+    expect(retry).toMatchObject({ step: 'charge', attempt: 1, error: 'card network down' });
+    expect(events.find((e) => e.type === 'run.waiting')).toMatchObject({ waitingFor: 'retry', retryAt: retry.retryAt });
   });
 
   it('filters by workflow, run and type, in this process', async () => {

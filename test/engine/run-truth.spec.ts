@@ -11,7 +11,7 @@ describe('run state tells the truth', () => {
 
   it('a run that failed once and then succeeded has no error; a run that failed for good keeps its own', async () => {
     let tries = 0;
-    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 10 } }, async ({ step }) => {
+    const flaky = engine.registry.define('flaky', { retries: { maxAttempts: 2, delay: 10 }, stepRetries: { maxAttempts: 1 } }, async ({ step }) => {
       return step.run('charge', () => {
         if (++tries === 1) throw new Error('card network down');
         return 'charged';

@@ -167,7 +167,7 @@ describe('step.waitForAny', () => {
   it('a replay after the race returns the recorded winner without waiting again', async () => {
     let handlerRuns = 0;
     let failures = 0;
-    const parent = engine.registry.define('parent', { retries: { maxAttempts: 2, delay: 50 } }, async ({ step }) => {
+    const parent = engine.registry.define('parent', { retries: { maxAttempts: 2, delay: 50 }, stepRetries: { maxAttempts: 1 } }, async ({ step }) => {
       handlerRuns++;
       const race = await step.waitForAny('race', { approved: step.signal<string>('approved'), timeout: step.timer('1h') });
       await step.run('after', () => {

@@ -111,7 +111,7 @@ describe('worker', () => {
     it('fails an attempt with TimeoutError when a step exceeds timeoutMs, aborting its signal', async () => {
       let stepSignal: AbortSignal | undefined;
       const wf = engine.registry.define('timeout', {}, async ({ step }) => {
-        await step.run({ name: 'hang', timeoutMs: 50 }, ({ signal }) => {
+        await step.run({ name: 'hang', timeoutMs: 50, retries: { maxAttempts: 1 } }, ({ signal }) => {
           stepSignal = signal;
           return new Promise(() => undefined);
         });

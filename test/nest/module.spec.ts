@@ -1,3 +1,5 @@
+import { RedflowOrchestrator } from '../../lib/nest/redflow.orchestrator';
+
 import 'reflect-metadata';
 
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
@@ -177,11 +179,11 @@ describe('RedflowModule', () => {
     await expect(handle.result({ timeoutMs: 5000 })).resolves.toMatchObject({ entry: 'charged 5' });
   });
 
-  it('forRootAsync with useClass, applying defaults.maxConcurrency to workflows that set none', async () => {
+  it('forRootAsync with useClass, applying defaults.maxConcurrency and defaults.stepRetries to workflows that set none', async () => {
     @Injectable()
     class OptionsFactory {
       create(): RedflowModuleOptions {
-        return { ...options(), defaults: { maxConcurrency: 4 } };
+        return { ...options(), defaults: { maxConcurrency: 4, stepRetries: { maxAttempts: 5, delay: '2s' } } };
       }
     }
     await start([RedflowModule.forRootAsync({ useClass: OptionsFactory })]);
@@ -189,6 +191,7 @@ describe('RedflowModule', () => {
     expect(meta).toMatchObject({ name: 'bill', owner: 'billing' });
     expect(await redis.hget(nest.app!.get(RedflowClient).keys.workflow('bill'), 'maxConcurrency')).toBe('4');
     expect(await redis.hget(nest.app!.get(RedflowClient).keys.workflow('on-paid'), 'maxConcurrency')).toBe('0');
+    expect(nest.app!.get(RedflowOrchestrator).runningWorker?.defaultStepRetries).toMatchObject({ maxAttempts: 5, delayMs: 2_000 });
   });
 
   it('forRootAsync with useExisting, and a connection given as ioredis options (owned and closed on shutdown)', async () => {

@@ -36,7 +36,7 @@ describe('@Workflow options', () => {
       return Billing;
     });
     expect(message).toBe(
-      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, version, onNonDeterminism, maxAttempts, retries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex, cancelOn, timeout.',
+      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, version, onNonDeterminism, maxAttempts, retries, stepRetries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex, cancelOn, timeout.',
     );
   });
 
@@ -230,6 +230,11 @@ describe('RedflowModule options', () => {
       'a zero defaults.maxConcurrency',
       { app: 'x', defaults: { maxConcurrency: 0 } },
       'RedflowModule option "defaults.maxConcurrency" must be an integer >= 1, or Infinity for no limit, got 0.',
+    ],
+    [
+      'a zero defaults.stepRetries maxAttempts',
+      { app: 'x', defaults: { stepRetries: { maxAttempts: 0 } } },
+      'RedflowModule option "defaults.stepRetries" maxAttempts',
     ],
     [
       'a non-boolean requireNoEviction',

@@ -53,6 +53,7 @@ export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | und
   'onNonDeterminism',
   'maxAttempts',
   'retries',
+  'stepRetries',
   'schema',
   'onFailure',
   'maxConcurrency',
@@ -117,6 +118,9 @@ export interface CheckedStepRetry {
   maxDelayMs: number;
   jitter: number;
 }
+
+/** The retries of a step that sets none, in a workflow and a worker that set none: three tries, 1 s then 2 s apart. */
+export const DEFAULT_STEP_RETRIES: Readonly<StepRetryPolicy> = { maxAttempts: 3 };
 
 /** Checks a step's `retries` option; `ConfigurationError` naming the bad key and value. */
 export function checkStepRetry(policy: unknown, what: string): CheckedStepRetry {

@@ -14,7 +14,11 @@ export interface StepOptions {
 
 /** Options of `step.run` (and `@Step`). `T` is the step's output. */
 export interface RunStepOptions<T = any> extends StepOptions {
-  /** Retries this step by its own policy, before the run-level retry applies. @default no step retries */
+  /**
+   * Retries this step by its own policy, before the run-level retry applies. `{ maxAttempts: 1 }`
+   * for no retries.
+   * @default the workflow's `stepRetries`, else the worker's `defaultStepRetries`: { maxAttempts: 3 } (1 s, then 2 s)
+   */
   retries?: StepRetryPolicy;
   /**
    * Fails a try of the step with `StepHeartbeatTimeoutError` (aborting its signal) when its

@@ -17,6 +17,7 @@ import type {
   RaceResult,
   RunStepOptions,
   StepOptions,
+  StepRetryPolicy,
   StepRunContext,
   WaitForEventOptions,
   WaitForSignalOptions,
@@ -245,6 +246,12 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   /** Total attempts, the first included. Same as `retries.maxAttempts`. @default 1 */
   maxAttempts?: number;
   retries?: RetryPolicy;
+  /**
+   * How the steps of this workflow retry when their function throws, unless a step sets its own
+   * `retries`. `{ maxAttempts: 1 }` turns step retries off.
+   * @default the worker's `defaultStepRetries`: { maxAttempts: 3 } (exponential, 1 s then 2 s)
+   */
+  stepRetries?: StepRetryPolicy;
   /** Validates input on enqueue and before the handler runs: a Standard Schema or a class-validator DTO. */
   schema?: TSchema;
   /**

@@ -7,6 +7,7 @@ import {
   checkInteger,
   checkResourceName,
   checkRunTimeout,
+  checkStepRetry,
   checkUserName,
   checkWorkflowVersion,
   describeValue,
@@ -173,6 +174,7 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   const retryDelay = options.retries?.delay;
   if (retryDelay !== undefined && typeof retryDelay !== 'function') checkDuration(retryDelay, `retries.delay ${of}`, { allowZero: true });
   if (options.timeout !== undefined) checkRunTimeout(options.timeout, `timeout ${of}`);
+  if (options.stepRetries !== undefined) checkStepRetry(options.stepRetries, `stepRetries ${of}`);
   if (options.mutex !== undefined) checkKeyOption(options.mutex, `mutex ${of}`);
   if (options.debounce) {
     checkDuration(options.debounce.period, `debounce.period ${of}`);

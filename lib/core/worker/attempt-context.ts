@@ -1,4 +1,5 @@
 import type { Clock } from '../definition/clock';
+import type { CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedSpan, GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
 import type { RedisScripts } from '../store/redis-scripts';
@@ -16,6 +17,8 @@ export interface AttemptContext {
   /** @internal Test step mocks, consulted before a step's function is called. */
   stepMocks?: StepMocks;
   maxPayloadBytes: number;
+  /** How a step that sets no `retries` retries: the workflow's `stepRetries`, else the worker's default. */
+  stepRetries: CheckedStepRetry;
   scripts: RedisScripts;
   /** Workflows known here: child runs of these are validated before they start. */
   registry: WorkflowRegistry;

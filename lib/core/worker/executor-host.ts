@@ -1,5 +1,6 @@
 import type { Clock } from '../definition/clock';
 import type { RedflowLogger } from '../definition/logger';
+import type { CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
 import type { RedisHealth } from '../store/redis-health';
@@ -28,6 +29,8 @@ export interface ExecutorHost {
   /** @internal Test step mocks (`nestjs-redflow/testing`). */
   readonly stepMocks?: StepMocks;
   readonly maxPayloadBytes: number;
+  /** Step retries of workflows that set no `stepRetries` (the `defaultStepRetries` option). */
+  readonly defaultStepRetries: CheckedStepRetry;
   readonly logger: RedflowLogger;
   /** Whether a run that ends failed or compensation_failed here is logged (the `logFailedRuns` option). */
   readonly logFailedRuns: boolean;

@@ -1,5 +1,5 @@
 import { cancelOnKeys } from '../definition/event-match';
-import { parseVersionQueue } from '../definition/option-checks';
+import { checkStepRetry, parseVersionQueue, type CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedSpan } from '../definition/tracing';
 import { validateInput } from '../definition/validation';
 import type { RunInfo } from '../definition/workflow';
@@ -204,6 +204,12 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
     }
   }
 
+  /** How the steps of a workflow retry when they set no `retries`: its `stepRetries` (checked when defined), else the worker's. */
+  private stepRetriesOf(workflow: string): CheckedStepRetry {
+    const own = this.host.registry.get(workflow)?.options.stepRetries;
+    return own === undefined ? this.host.defaultStepRetries : checkStepRetry(own, `stepRetries of workflow "${workflow}"`);
+  }
+
   /** What the step runtime of this attempt needs; `stopReason` defaults to the attempt's. */
   attemptContext(info: RunInfo, stopReason: () => Error | undefined = () => this.state.stopReason): AttemptContext {
     return {
@@ -216,6 +222,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
       clock: this.host.clock,
       stepMocks: this.host.stepMocks,
       maxPayloadBytes: this.host.maxPayloadBytes,
+      stepRetries: this.stepRetriesOf(info.workflow),
       scripts: this.host.scripts,
       registry: this.host.registry,
       stopReason,

@@ -45,7 +45,7 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
   const compensable = registerCompensation(rt, name, opts);
   const heartbeatMs = opts.heartbeatTimeout === undefined ? undefined : checkHeartbeatTimeout(opts.heartbeatTimeout, `heartbeatTimeout of step "${name}"`);
   if (record?.kind === 'succeeded') return record.output as T;
-  const policy = opts.retries === undefined ? undefined : checkStepRetry(opts.retries, `retries of step "${name}"`);
+  const policy = opts.retries === undefined ? ctx.stepRetries : checkStepRetry(opts.retries, `retries of step "${name}"`);
   const triesField = TRIES_FIELD_PREFIX + name;
   const stored = rt.replay.stored.get(triesField);
   const tries = stored === undefined ? undefined : parseTriesRecord(ctx.runId, triesField, stored);
@@ -83,7 +83,7 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
       }
       failures++;
       inAttempt++;
-      const retry = policy !== undefined && inAttempt < policy.maxAttempts && isRetryable(error);
+      const retry = inAttempt < policy.maxAttempts && isRetryable(error);
       span?.end({ outcome: retry ? 'retry' : 'failed', error });
       ctx.hooks.emit('onStepFailed', { ...hook, error, willRetry: retry, durationMs: Date.now() - startedAt });
       const delay = !retry

@@ -3,7 +3,18 @@ import { hostname } from 'node:os';
 
 import type { ClientOptions, WorkflowClient } from '../client/workflow-client';
 import { stderrLogger, type RedflowLogger } from '../definition/logger';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, checkUserName, optionKeys } from '../definition/option-checks';
+import {
+  assertKnownKeys,
+  checkDuration,
+  checkInteger,
+  checkResourceName,
+  checkStepRetry,
+  checkUserName,
+  DEFAULT_STEP_RETRIES,
+  optionKeys,
+  type CheckedStepRetry,
+} from '../definition/option-checks';
+import type { StepRetryPolicy } from '../definition/step-types';
 import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
 import type { WorkerHooks } from '../definition/worker-hooks';
 import type { WorkflowRegistry } from '../definition/workflow';
@@ -59,6 +70,12 @@ export interface WorkerOptions extends ConnectionOptions {
   maxPayloadBytes?: ClientOptions['maxPayloadBytes'];
   /** maxConcurrency of workflows that do not set one. `Infinity` for no limit. @default Infinity (bounded by the workers' concurrency) */
   defaultMaxConcurrency?: number;
+  /**
+   * How steps retry in workflows that set no `stepRetries`, unless a step sets its own `retries`.
+   * `{ maxAttempts: 1 }` turns step retries off.
+   * @default { maxAttempts: 3 } (exponential backoff: 1 s, then 2 s)
+   */
+  defaultStepRetries?: StepRetryPolicy;
   /**
    * Ended runs are deleted this many days after they finished (fractions allowed).
    * @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30
@@ -126,6 +143,7 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'logger',
   'maxPayloadBytes',
   'defaultMaxConcurrency',
+  'defaultStepRetries',
   'retentionDays',
   'commandTimeoutMs',
   'requireNoEviction',
@@ -174,6 +192,8 @@ export interface ResolvedWorkerOptions {
   cleanupIntervalMs: number;
   retentionMs: number;
   defaultMaxConcurrency: number | undefined;
+  /** Step retries of workflows that set no `stepRetries`, checked. */
+  defaultStepRetries: CheckedStepRetry;
   maxPayloadBytes: number;
   logger: RedflowLogger;
   logFailedRuns: boolean;
@@ -246,6 +266,7 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
     cleanupIntervalMs,
     retentionMs: retentionDays * DAY_MS,
     defaultMaxConcurrency: options.defaultMaxConcurrency,
+    defaultStepRetries: checkStepRetry(options.defaultStepRetries ?? DEFAULT_STEP_RETRIES, 'startWorker defaultStepRetries'),
     maxPayloadBytes,
     logger,
     logFailedRuns: options.logFailedRuns ?? true,

@@ -1,6 +1,7 @@
 import type { WorkflowClient } from '../client/workflow-client';
 import type { Clock } from '../definition/clock';
 import type { RedflowLogger } from '../definition/logger';
+import type { CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
 import { closeConnection, duplicateConnection } from '../store/connection';
@@ -49,6 +50,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
   readonly concurrency: number;
   readonly leaseMs: number;
   readonly maxPayloadBytes: number;
+  readonly defaultStepRetries: CheckedStepRetry;
   readonly logger: RedflowLogger;
   readonly logFailedRuns: boolean;
   readonly health: RedisHealth;
@@ -95,6 +97,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
     this.concurrency = settings.concurrency;
     this.leaseMs = settings.leaseMs;
     this.maxPayloadBytes = settings.maxPayloadBytes;
+    this.defaultStepRetries = settings.defaultStepRetries;
     this.logger = settings.logger;
     this.logFailedRuns = settings.logFailedRuns;
     this.hooks = settings.hooks;

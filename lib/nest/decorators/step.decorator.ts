@@ -16,7 +16,11 @@ export interface StepDecoratorOptions<C extends string = string> {
   /** @default the method name */
   name?: string;
   timeoutMs?: number;
-  /** Retries this step by its own policy before the run-level retry applies (see `step.run`). */
+  /**
+   * Retries this step by its own policy before the run-level retry applies (see `step.run`).
+   * `{ maxAttempts: 1 }` for no retries.
+   * @default the workflow's `stepRetries`, else the module's `defaults.stepRetries`: { maxAttempts: 3 } (1 s, then 2 s)
+   */
   retries?: StepRetryPolicy;
   /**
    * Fails a try with `StepHeartbeatTimeoutError` when the method goes this long without calling

@@ -74,11 +74,13 @@ end
 -- value in `fields` from index `first`. A finished step record "s:<name>" = [1|0, seq, attempt,
 -- finishedAt, ...] is step.completed / step.failed; a tries record "t:<name>" = [failures,
 -- runAttempt, inAttempt, retryAt, error] with a retryAt is retry.scheduled (the step runs again
--- then). Other fields (progress, events, waits) say nothing. Returns the retryAt of a step retry
--- among them, or 0.
+-- then), told after the step records, so a failed try reads step.failed, then retry.scheduled.
+-- Other fields (progress, events, waits) say nothing. Returns the retryAt of a step retry among
+-- them, or 0.
 local function emit_step_events(base, runId, workflow, now, fields, first)
   if EVENTS_MAX_LEN <= 0 then return 0 end
   local retryAt = 0
+  local retries = {}
   for i = first, #fields, 2 do
     local field, value = fields[i], fields[i + 1]
     local kind, step = string.sub(field, 1, 2), string.sub(field, 3)
@@ -94,11 +96,11 @@ local function emit_step_events(base, runId, workflow, now, fields, first)
       local attempt, due, message = tries_retry(value)
       if due and tonumber(due) > 0 then
         retryAt = tonumber(due)
-        emit_event(base, 'retry.scheduled', runId, workflow, now, { 'step', step, 'attempt', attempt,
-          'retryAt', due, 'error', message })
+        retries[#retries + 1] = { 'step', step, 'attempt', attempt, 'retryAt', due, 'error', message }
       end
     end
   end
+  for _, fields_of in ipairs(retries) do emit_event(base, 'retry.scheduled', runId, workflow, now, fields_of) end
   return retryAt
 end
 
