@@ -2,8 +2,16 @@ export * from './errors';
 export { toMs, type Duration } from './definition/duration';
 export { systemClock, type Clock } from './definition/clock';
 export { createClient, WorkflowClient, type ClientOptions } from './client/workflow-client';
-export type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitingFilter } from './definition/run-options';
-export type { RunHandle } from './definition/run-types';
+export type {
+  CountRunsOptions,
+  EmitEventOptions,
+  GetRunEventOptions,
+  ListRunsOptions,
+  PruneOptions,
+  RunOptions,
+  WaitingFilter,
+} from './definition/run-options';
+export type { ResultOptions, RunHandle } from './definition/run-types';
 export type { ScheduleOptions } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
 export { RunEventStream } from './client/run-events-reader';

@@ -1,17 +1,21 @@
-import { ConfigurationError, type QueueStats, type WorkerLiveness, type WorkflowClient } from '../core';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, optionKeys } from '../core/definition/option-checks';
+import { ConfigurationError, type Duration, type QueueStats, type WorkerLiveness, type WorkflowClient } from '../core';
+import { assertKnownKeys, checkInteger, checkResourceName, optionKeys, renamedDuration } from '../core/definition/option-checks';
 
 /** Options of a Redflow health check (`RedflowHealthIndicator.isHealthy(key, options)`). */
 export interface RedflowHealthOptions {
   /**
-   * How long the check may wait for Redis, in ms: a Redis that has not answered the ping and the
-   * queue counts by then is reported down, so a health endpoint never hangs on it.
-   * @default 1000
+   * How long the check may wait for Redis: a Redis that has not answered the ping and the queue
+   * counts by then is reported down, so a health endpoint never hangs on it.
+   * @default '1s'
    */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration such as `'1s'`, or ms); it goes in the next minor version. */
   timeoutMs?: number;
   /** Down when a queue holds more queued runs than this. @default no limit */
   maxQueued?: number;
-  /** Down when the oldest queued run of a queue has waited longer than this, in ms. @default no limit */
+  /** Down when the oldest queued run of a queue has waited longer than this (`'5m'`, or ms). @default no limit */
+  maxOldestQueuedAge?: Duration;
+  /** @deprecated Use `maxOldestQueuedAge` (a duration such as `'5m'`, or ms); it goes in the next minor version. */
   maxOldestQueuedAgeMs?: number;
   /**
    * The queues to report and check.
@@ -20,7 +24,7 @@ export interface RedflowHealthOptions {
   queues?: string[];
 }
 
-const HEALTH_OPTION_KEYS = optionKeys<RedflowHealthOptions>()(['timeoutMs', 'maxQueued', 'maxOldestQueuedAgeMs', 'queues']);
+const HEALTH_OPTION_KEYS = optionKeys<RedflowHealthOptions>()(['timeout', 'timeoutMs', 'maxQueued', 'maxOldestQueuedAge', 'maxOldestQueuedAgeMs', 'queues']);
 
 /** This app's worker as a health check reports it. */
 export interface WorkerHealth {
@@ -55,18 +59,18 @@ export interface RedflowHealthDetails {
 }
 
 /** Options with their defaults merged. */
-function resolveOptions(options: RedflowHealthOptions): Required<Pick<RedflowHealthOptions, 'timeoutMs'>> & RedflowHealthOptions {
+function resolveOptions(options: RedflowHealthOptions): { timeoutMs: number; maxQueued?: number; maxOldestQueuedAgeMs?: number; queues?: string[] } {
   if (typeof options !== 'object' || options === null)
-    throw new ConfigurationError('Redflow health options must be an object, like { timeoutMs: 1000, maxQueued: 1000 }.');
+    throw new ConfigurationError("Redflow health options must be an object, like { timeout: '1s', maxQueued: 1000 }.");
   assertKnownKeys('Redflow health options', options, HEALTH_OPTION_KEYS);
-  const { maxQueued, maxOldestQueuedAgeMs, queues } = options;
+  const { maxQueued, queues } = options;
+  const label = (key: string) => `Redflow health option "${key}"`;
   if (queues !== undefined && !Array.isArray(queues))
     throw new ConfigurationError(`Redflow health option "queues" must be an array of queue names, like ['default'], got ${typeof queues}.`);
   return {
-    timeoutMs: options.timeoutMs === undefined ? 1_000 : checkDuration(options.timeoutMs, 'Redflow health option "timeoutMs"', { timer: true }),
+    timeoutMs: renamedDuration(options, { name: 'timeout', deprecated: 'timeoutMs', label, timer: true }) ?? 1_000,
     maxQueued: maxQueued === undefined ? undefined : checkInteger(maxQueued, 'Redflow health option "maxQueued"', 0, Number.MAX_SAFE_INTEGER),
-    maxOldestQueuedAgeMs:
-      maxOldestQueuedAgeMs === undefined ? undefined : checkDuration(maxOldestQueuedAgeMs, 'Redflow health option "maxOldestQueuedAgeMs"', { allowZero: true }),
+    maxOldestQueuedAgeMs: renamedDuration(options, { name: 'maxOldestQueuedAge', deprecated: 'maxOldestQueuedAgeMs', label, allowZero: true }),
     queues: queues?.map((q, i) => checkResourceName(q, `Redflow health option "queues[${i}]"`)),
   };
 }

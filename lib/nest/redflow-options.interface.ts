@@ -1,13 +1,13 @@
-import { ConfigurationError, type Clock, type EventStreamOptions, type StepRetryPolicy, type WorkerRuntimeOptions } from '../core';
+import { ConfigurationError, type Clock, type Duration, type EventStreamOptions, type StepRetryPolicy, type WorkerRuntimeOptions } from '../core';
 import {
   assertKnownKeys,
-  checkDuration,
   checkPositiveCount,
   checkResourceName,
   checkStepRetry,
   checkUserName,
   describeValue,
   optionKeys,
+  renamedDuration,
 } from '../core/definition/option-checks';
 import { checkEventStreamOption } from '../core/definition/run-events';
 import { checkTracingOption, type RedflowTracing } from '../core/definition/tracing';
@@ -25,7 +25,9 @@ export interface RedflowWorkerOptions {
   /** Runs executed at once by this app. @default 10 */
   concurrency?: number;
   runtime?: WorkerRuntimeOptions;
-  /** @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30 */
+  /** Ended runs are deleted this long after they finished. @default '30d', or process.env.REDFLOW_RUN_RETENTION_DAYS days */
+  retention?: Duration;
+  /** @deprecated Use `retention` (a duration such as `'30d'`); `retentionDays` goes in the next minor version. */
   retentionDays?: number;
   /**
    * Logs one error line (Nest's Logger, context `Redflow`) for each run that ends `failed` or
@@ -76,7 +78,9 @@ export interface RedflowModuleOptions {
   worker?: RedflowWorkerOptions | false;
   /** Defaults for workflows that do not set them. */
   defaults?: RedflowWorkflowDefaults;
-  /** How long shutdown waits for running workflows to finish. @default 10000 */
+  /** How long shutdown waits for running workflows to finish. @default '10s' */
+  shutdownTimeout?: Duration;
+  /** @deprecated Use `shutdownTimeout` (a duration such as `'10s'`, or ms); it goes in the next minor version. */
   shutdownTimeoutMs?: number;
   /** Largest input or step output in bytes. @default 1048576 */
   maxPayloadBytes?: number;
@@ -88,7 +92,9 @@ export interface RedflowModuleOptions {
   dashboard?: DashboardOptions;
   /** Fail at startup, instead of warning, when Redis's maxmemory-policy is not noeviction. @default false */
   redis?: RedflowRedisOptions;
-  /** How long a client call waits for Redis before rejecting with RedisUnavailableError. @default 10000 */
+  /** How long a client call waits for Redis before rejecting with RedisUnavailableError. @default '10s' */
+  commandTimeout?: Duration;
+  /** @deprecated Use `commandTimeout` (a duration such as `'10s'`, or ms); it goes in the next minor version. */
   commandTimeoutMs?: number;
   /**
    * The source of workflow time for the client and worker (due times of waits, retries, `runAt`,
@@ -118,10 +124,12 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
   'prefix',
   'worker',
   'defaults',
+  'shutdownTimeout',
   'shutdownTimeoutMs',
   'maxPayloadBytes',
   'dashboard',
   'redis',
+  'commandTimeout',
   'commandTimeoutMs',
   'clock',
   'events',
@@ -130,7 +138,15 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
 ]);
 
 /** Keys of `RedflowWorkerOptions` (the `worker` option). */
-export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()(['enabled', 'queues', 'concurrency', 'runtime', 'retentionDays', 'logFailedRuns']);
+export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()([
+  'enabled',
+  'queues',
+  'concurrency',
+  'runtime',
+  'retention',
+  'retentionDays',
+  'logFailedRuns',
+]);
 
 /** Keys of `RedflowWorkflowDefaults` (the `defaults` option). */
 export const REDFLOW_DEFAULTS_KEYS = optionKeys<RedflowWorkflowDefaults>()(['maxConcurrency', 'stepRetries']);
@@ -141,7 +157,8 @@ export const REDFLOW_REDIS_OPTION_KEYS = optionKeys<RedflowRedisOptions>()(['req
 /** The options with every default applied. The only place defaults are merged. */
 export interface ResolvedRedflowOptions extends RedflowModuleOptions {
   worker: Required<Pick<RedflowWorkerOptions, 'enabled' | 'concurrency'>> & RedflowWorkerOptions;
-  shutdownTimeoutMs: number;
+  /** `shutdownTimeout` (or its deprecated `shutdownTimeoutMs`) in ms. */
+  shutdownMs: number;
 }
 
 const WHAT = 'RedflowModule options';
@@ -173,10 +190,10 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   }
   checkUserName(options.app, 'RedflowModule option "app"');
   if (options.prefix !== undefined) checkResourceName(options.prefix, 'RedflowModule option "prefix"');
-  const shutdownTimeoutMs =
-    options.shutdownTimeoutMs === undefined
-      ? 10_000
-      : checkDuration(options.shutdownTimeoutMs, 'RedflowModule option "shutdownTimeoutMs"', { allowZero: true, timer: true });
+  const option = (key: string) => `RedflowModule option "${key}"`;
+  const shutdownMs =
+    renamedDuration(options, { name: 'shutdownTimeout', deprecated: 'shutdownTimeoutMs', label: option, allowZero: true, timer: true }) ?? 10_000;
+  renamedDuration(options, { name: 'commandTimeout', deprecated: 'commandTimeoutMs', label: option, timer: true });
 
   if (options.worker !== undefined && options.worker !== false && (options.worker === null || typeof options.worker !== 'object')) {
     throw new ConfigurationError(`RedflowModule option "worker" must be false or an object such as { concurrency: 10 }, got ${describeValue(options.worker)}.`);
@@ -186,6 +203,7 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   assertKnownKeys('RedflowModule option "worker.runtime"', worker.runtime, WORKER_RUNTIME_KEYS);
   checkBoolean(worker.enabled, 'RedflowModule option "worker.enabled"');
   checkBoolean(worker.logFailedRuns, 'RedflowModule option "worker.logFailedRuns"');
+  renamedDuration(worker, { name: 'retention', deprecated: 'retentionDays', unitMs: 86_400_000, label: (key) => option(`worker.${key}`) });
   const concurrency = worker.concurrency === undefined ? 10 : checkPositiveCount(worker.concurrency, 'RedflowModule option "worker.concurrency"');
   if (worker.queues !== undefined) {
     if (!Array.isArray(worker.queues)) {
@@ -212,6 +230,6 @@ export function resolveRedflowOptions(options: RedflowModuleOptions): ResolvedRe
   return {
     ...options,
     worker: { ...worker, enabled: worker.enabled ?? true, concurrency },
-    shutdownTimeoutMs,
+    shutdownMs,
   };
 }

@@ -127,6 +127,7 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     prefix: options.prefix,
     registry,
     maxPayloadBytes: options.maxPayloadBytes,
+    commandTimeout: options.commandTimeout,
     commandTimeoutMs: options.commandTimeoutMs,
     requireNoEviction: options.redis?.requireNoEviction,
     logger: new Logger(REDFLOW_LOGGER_CONTEXT),

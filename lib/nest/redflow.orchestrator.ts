@@ -158,6 +158,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       queues: worker.queues,
       concurrency: worker.concurrency,
       runtime: worker.runtime,
+      retention: worker.retention,
       retentionDays: worker.retentionDays,
       logFailedRuns: worker.logFailedRuns,
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
@@ -202,10 +203,10 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
     return hooks;
   }
 
-  /** Stops claiming and lets running workflows finish, up to `shutdownTimeoutMs`. */
+  /** Stops claiming and lets running workflows finish, up to `shutdownTimeout`. */
   async stopWorker(): Promise<void> {
     await this.starting?.catch(() => undefined);
-    await this.worker?.stop({ timeoutMs: this.options.shutdownTimeoutMs });
+    await this.worker?.stop({ timeout: this.options.shutdownMs });
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -12,13 +12,13 @@ import {
   type WorkflowClient,
   type WorkflowDefinition,
 } from '../core';
-import { assertKnownKeys } from '../core/definition/option-checks';
+import { assertKnownKeys, DEPRECATED_DURATION_NAMES } from '../core/definition/option-checks';
 import { openConnection } from '../core/store/connection';
 import { TestRedisServer } from './redis-server';
-import { TestRunner, type TestRunOptions, type TestRunResult } from './test-runner';
+import { TestRunner, type TestRunOptions, type TestRunResult, type WaitOptions } from './test-runner';
 import { VirtualClock } from './virtual-clock';
 
-export type { StepMockOf, TestRunOptions, TestRunResult } from './test-runner';
+export type { StepMockOf, TestRunOptions, TestRunResult, WaitOptions } from './test-runner';
 
 /** Options of `createTestEngine`. */
 export interface TestEngineOptions {
@@ -41,7 +41,20 @@ const TEST_ENGINE_OPTION_KEYS = ['redis', 'url', 'prefix'] as const satisfies Re
  * Worker timings for tests: a stalled run is recovered after about a second, and scheduled runs
  * start within 100 ms, instead of the production defaults (30 s leases).
  */
-export const TEST_RUNTIME: Readonly<WorkerRuntimeOptions> = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
+export const TEST_RUNTIME: Readonly<WorkerRuntimeOptions> = { leaseDuration: 1_000, heartbeatInterval: 250, reaperInterval: 100, blockTimeout: 100 };
+
+/**
+ * `TEST_RUNTIME` under the worker's own runtime options. An option given by its deprecated name
+ * (`leaseMs`) replaces the test timing of its current name (`leaseDuration`), so both are never given.
+ */
+function withTestTimings(runtime: WorkerRuntimeOptions = {}): WorkerRuntimeOptions {
+  const timings: Record<string, unknown> = { ...TEST_RUNTIME };
+  for (const key of Object.keys(runtime)) {
+    const current = DEPRECATED_DURATION_NAMES.get(key);
+    if (current !== undefined) delete timings[current];
+  }
+  return { ...timings, ...runtime };
+}
 
 /**
  * An engine for one test file or test: its own registry, a client and workers on a prefix of its
@@ -97,7 +110,7 @@ export class RedflowTestEngine {
       logFailedRuns: false,
       stepMocks: this.runner.stepMocks,
       ...options,
-      runtime: { ...TEST_RUNTIME, ...options.runtime },
+      runtime: withTestTimings(options.runtime),
     });
     this.workers.push(worker);
     return worker;
@@ -124,16 +137,16 @@ export class RedflowTestEngine {
 
   /**
    * Resolves when the run has ended or is suspended waiting (a time, a signal, an event, a child
-   * run, a retry delay), with its state. Rejects with `TimeoutError` after `timeoutMs` real ms.
+   * run, a retry delay), with its state. Rejects with `TimeoutError` after `timeout` (real time).
    */
-  runUntilWaiting<TOutput = unknown>(runId: string, options: { timeoutMs?: number } = {}): Promise<TestRunResult<TOutput>> {
+  runUntilWaiting<TOutput = unknown>(runId: string, options: WaitOptions = {}): Promise<TestRunResult<TOutput>> {
     return this.runner.runUntilWaiting<TOutput>(runId, options);
   }
 
   /** Stops the workers, deletes the prefix's keys and closes (and stops) what this engine opened. */
   close(): Promise<void> {
     return tearDownTestPrefix({
-      first: () => Promise.all(this.workers.map((w) => w.stop({ timeoutMs: 2_000 }))),
+      first: () => Promise.all(this.workers.map((w) => w.stop({ timeout: 2_000 }))),
       client: this.client,
       redis: this.redis,
       owned: this.owned,

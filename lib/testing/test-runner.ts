@@ -1,4 +1,5 @@
-import { TimeoutError, type RunHandle, type RunState, type RunStatus, type StepState, type StoredError, type WorkflowClient } from '../core';
+import { TimeoutError, type Duration, type RunHandle, type RunState, type RunStatus, type StepState, type StoredError, type WorkflowClient } from '../core';
+import { renamedDuration } from '../core/definition/option-checks';
 import { TERMINAL_STATUSES } from '../core/definition/run-types';
 import type { StepMock, StepMocks } from '../core/worker/step-runtime';
 import type { VirtualClock } from './virtual-clock';
@@ -13,9 +14,14 @@ export type StepMockOf<T = unknown> = { output: T } | { error: Error | string };
 export interface TestRunOptions {
   /** Steps to mock, by step name. */
   steps?: Record<string, StepMockOf>;
-  /** How long to wait for the run to end or wait, in real ms. @default 5000 */
+  /** How long to wait for the run to end or wait, in real time. @default '5s' */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration such as `'5s'`, or ms); it goes in the next minor version. */
   timeoutMs?: number;
 }
+
+/** Options of `runUntilWaiting`. */
+export type WaitOptions = Pick<TestRunOptions, 'timeout' | 'timeoutMs'>;
 
 /**
  * Where a run stands when `run()` or `runUntilWaiting()` resolves. `status` is the stored status,
@@ -71,12 +77,14 @@ export class TestRunner {
     } finally {
       this.starting.delete(started);
     }
-    return this.runUntilWaiting<TOutput>(runId, { timeoutMs: options.timeoutMs });
+    return this.runUntilWaiting<TOutput>(runId, { timeout: options.timeout, timeoutMs: options.timeoutMs });
   }
 
-  /** Resolves when the run has ended or waits; `TimeoutError` after `timeoutMs` real ms. */
-  async runUntilWaiting<TOutput = unknown>(runId: string, options: { timeoutMs?: number } = {}): Promise<TestRunResult<TOutput>> {
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  /** Resolves when the run has ended or waits; `TimeoutError` after `timeout` (real time). */
+  async runUntilWaiting<TOutput = unknown>(runId: string, options: WaitOptions = {}): Promise<TestRunResult<TOutput>> {
+    const timeoutMs =
+      renamedDuration(options, { name: 'timeout', deprecated: 'timeoutMs', label: (key) => `runUntilWaiting option ${key}`, timer: true }) ??
+      DEFAULT_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const state = await this.client.getRun<TOutput>(runId);

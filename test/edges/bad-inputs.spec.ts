@@ -172,21 +172,38 @@ add(
 // ---------------------------------------------------------------------------------------------
 // startWorker
 // ---------------------------------------------------------------------------------------------
-const LEASE = 'runtime.leaseMs must be a duration > 0 and at most 24 days (the longest Node.js timer)';
-add('startWorker runtime.leaseMs NaN', ConfigurationError, [LEASE, 'got NaN'], () => engine.worker({ runtime: { leaseMs: NaN } }));
-add('startWorker runtime.leaseMs 0', ConfigurationError, [LEASE, 'got 0'], () => engine.worker({ runtime: { leaseMs: 0 } }));
-add('startWorker runtime.leaseMs -1', ConfigurationError, [LEASE, 'got -1'], () => engine.worker({ runtime: { leaseMs: -1 } }));
-add('startWorker runtime.leaseMs Infinity', ConfigurationError, [LEASE, 'got Infinity'], () => engine.worker({ runtime: { leaseMs: Infinity } }));
-add('startWorker runtime.leaseMs "abc"', ConfigurationError, [LEASE, 'got "abc"'], () => engine.worker({ runtime: { leaseMs: bad('abc') } }));
-add('startWorker runtime.leaseMs 1e20', ConfigurationError, [LEASE, 'got 100000000000000000000'], () => engine.worker({ runtime: { leaseMs: 1e20 } }));
-add('startWorker runtime.heartbeatMs = leaseMs', ConfigurationError, ['runtime.heartbeatMs (1000) must be shorter than runtime.leaseMs (1000)'], () =>
-  engine.worker({ runtime: { leaseMs: 1_000, heartbeatMs: 1_000 } }),
+const LEASE = 'runtime.leaseDuration must be a duration > 0 and at most 24 days (the longest Node.js timer)';
+add('startWorker runtime.leaseDuration NaN', ConfigurationError, [LEASE, 'got NaN'], () => engine.worker({ runtime: { leaseDuration: NaN } }));
+add('startWorker runtime.leaseDuration 0', ConfigurationError, [LEASE, 'got 0'], () => engine.worker({ runtime: { leaseDuration: 0 } }));
+add('startWorker runtime.leaseDuration -1', ConfigurationError, [LEASE, 'got -1'], () => engine.worker({ runtime: { leaseDuration: -1 } }));
+add('startWorker runtime.leaseDuration Infinity', ConfigurationError, [LEASE, 'got Infinity'], () => engine.worker({ runtime: { leaseDuration: Infinity } }));
+add('startWorker runtime.leaseDuration "abc"', ConfigurationError, [LEASE, 'got "abc"'], () => engine.worker({ runtime: { leaseDuration: bad('abc') } }));
+add('startWorker runtime.leaseDuration 1e20', ConfigurationError, [LEASE, 'got 100000000000000000000'], () =>
+  engine.worker({ runtime: { leaseDuration: 1e20 } }),
 );
-add('startWorker runtime.heartbeatMs > leaseMs', ConfigurationError, ['runtime.heartbeatMs (5000) must be shorter than runtime.leaseMs (1000)'], () =>
-  engine.worker({ runtime: { leaseMs: 1_000, heartbeatMs: 5_000 } }),
+add(
+  'startWorker runtime.heartbeatInterval = leaseDuration',
+  ConfigurationError,
+  ['runtime.heartbeatInterval (1000 ms) must be shorter than runtime.leaseDuration (1000 ms)'],
+  () => engine.worker({ runtime: { leaseDuration: '1s', heartbeatInterval: 1_000 } }),
 );
-add('startWorker runtime.reaperIntervalMs 0', ConfigurationError, ['runtime.reaperIntervalMs must be a duration > 0', 'got 0'], () =>
+add(
+  'startWorker runtime.heartbeatMs > leaseMs (deprecated names)',
+  ConfigurationError,
+  ['runtime.heartbeatInterval (5000 ms) must be shorter than runtime.leaseDuration (1000 ms)'],
+  () => engine.worker({ runtime: { leaseMs: 1_000, heartbeatMs: 5_000 } }),
+);
+add('startWorker runtime.reaperIntervalMs 0 (deprecated name)', ConfigurationError, ['runtime.reaperIntervalMs must be a duration > 0', 'got 0'], () =>
   engine.worker({ runtime: { reaperIntervalMs: 0 } }),
+);
+add('startWorker runtime.reaperInterval "0s"', ConfigurationError, ['runtime.reaperInterval must be a duration > 0', 'got "0s"'], () =>
+  engine.worker({ runtime: { reaperInterval: '0s' } }),
+);
+add(
+  'startWorker runtime leaseDuration and leaseMs',
+  ConfigurationError,
+  ['runtime.leaseDuration and runtime.leaseMs are the same option: keep runtime.leaseDuration'],
+  () => engine.worker({ runtime: { leaseDuration: '5s', leaseMs: 5_000 } }),
 );
 add('startWorker runtime.blockTimeoutMs -1', ConfigurationError, ['runtime.blockTimeoutMs must be a duration > 0', 'got -1'], () =>
   engine.worker({ runtime: { blockTimeoutMs: -1 } }),
@@ -197,7 +214,7 @@ add('startWorker runtime.maxRecoveries 0', ConfigurationError, ['runtime.maxReco
 add(
   'startWorker unknown runtime option "leaseMS"',
   ConfigurationError,
-  ['Unknown option "leaseMS" in startWorker runtime options', 'Did you mean "leaseMs"?'],
+  ['Unknown option "leaseMS" in startWorker runtime options', 'Did you mean "leaseDuration"?'],
   () => engine.worker({ runtime: bad({ leaseMS: 1_000 }) }),
 );
 add('startWorker concurrency 0', ConfigurationError, ['Worker concurrency must be an integer from 1 to', 'got 0'], () => workerWith({ concurrency: 0 }));
@@ -213,19 +230,18 @@ add('startWorker app ""', ConfigurationError, ['startWorker needs an app'], () =
 add('startWorker app with a newline', ConfigurationError, ['startWorker app must not contain control characters', 'got "a\\nb"'], () =>
   workerWith({ app: 'a\nb' }),
 );
-add('startWorker retentionDays 0', ConfigurationError, ['retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0', 'got 0'], () =>
-  workerWith({ retentionDays: 0 }),
-);
+add('startWorker retentionDays 0', ConfigurationError, ['startWorker retentionDays must be a duration > 0', 'got 0'], () => workerWith({ retentionDays: 0 }));
+add('startWorker retention "0d"', ConfigurationError, ['startWorker retention must be a duration > 0', 'got "0d"'], () => workerWith({ retention: '0d' }));
 add('startWorker defaultMaxConcurrency 0', ConfigurationError, ['defaultMaxConcurrency must be an integer from 1 to', 'got 0'], () =>
   workerWith({ defaultMaxConcurrency: 0 }),
 );
 add('startWorker maxPayloadBytes 0 (with a client)', ConfigurationError, ['maxPayloadBytes', 'got 0'], () => workerWith({ maxPayloadBytes: 0 }));
 add('startWorker prefix "a b" (with a client)', ConfigurationError, ['prefix'], () => workerWith({ prefix: 'a b' }));
-add('worker.stop unknown option "timout"', ConfigurationError, ['Unknown option "timout" in worker.stop options', 'Known options: timeoutMs.'], () =>
+add('worker.stop unknown option "timout"', ConfigurationError, ['Unknown option "timout" in worker.stop options', 'Known options: timeout.'], () =>
   stopWith({ timout: 5 }),
 );
-add('worker.stop unknown option "timeout"', ConfigurationError, ['Unknown option "timeout" in worker.stop options', 'Did you mean "timeoutMs"?'], () =>
-  stopWith({ timeout: 5 }),
+add('worker.stop unknown option "timeOut"', ConfigurationError, ['Unknown option "timeOut" in worker.stop options', 'Did you mean "timeout"?'], () =>
+  stopWith({ timeOut: 5 }),
 );
 add('worker.stop timeoutMs NaN', ConfigurationError, ['worker.stop timeoutMs must be a duration >= 0 and at most 24 days', 'got NaN'], () =>
   stopWith({ timeoutMs: NaN }),
@@ -361,7 +377,7 @@ add('defineWorkflow event name "a b"', ConfigurationError, ['Event name "a b" of
 // ---------------------------------------------------------------------------------------------
 const RUN_AT = 'runAt must be a valid Date or epoch milliseconds at most 10 years from now';
 const IDEM_LENGTH = 'idempotencyKey must be a string of 1 to 512 characters';
-const TTL = 'idempotencyTtl (seconds) must be an integer from 1 to';
+const TTL = 'must be a duration > 0 and at most 10 years';
 add('start runAt 1e20', ConfigurationError, [RUN_AT, 'got 100000000000000000000'], () => start({}, { runAt: 1e20 }));
 add('start runAt 11 years ahead', ConfigurationError, [RUN_AT], () => start({}, { runAt: new Date(Date.now() + ELEVEN_YEARS_MS) }));
 add('start runAt NaN', ConfigurationError, [RUN_AT, 'got NaN'], () => start({}, { runAt: NaN }));
@@ -376,7 +392,15 @@ add('start idempotencyKey of 1 MiB', ConfigurationError, [IDEM_LENGTH, `(a strin
 add('start idempotencyKey 42', ConfigurationError, [IDEM_LENGTH, 'got 42'], () => start({}, { idempotencyKey: 42 }));
 add('start idempotencyTtl 0', ConfigurationError, [TTL, 'got 0'], () => start({}, { idempotencyTtl: 0 }));
 add('start idempotencyTtl -1', ConfigurationError, [TTL, 'got -1'], () => start({}, { idempotencyTtl: -1 }));
-add('start idempotencyTtl 1.5', ConfigurationError, [TTL, 'got 1.5'], () => start({}, { idempotencyTtl: 1.5 }));
+add('start idempotencyWindow "0s"', ConfigurationError, ['idempotencyWindow of the start options', TTL, 'got "0s"'], () =>
+  start({}, { idempotencyWindow: '0s' }),
+);
+add(
+  'start idempotencyTtl "1d" (the deprecated name counts seconds)',
+  ConfigurationError,
+  ['idempotencyTtl of the start options must be a number', 'use idempotencyWindow'],
+  () => start({}, { idempotencyTtl: '1d' }),
+);
 add('start queueOverride "a b"', ConfigurationError, ['queueOverride must not contain whitespace', 'got "a b"'], () => start({}, { queueOverride: 'a b' }));
 add('start queueOverride "q*"', ConfigurationError, ['queueOverride must not contain "*"', 'got "q*"'], () => start({}, { queueOverride: 'q*' }));
 add('start unknown option "runat"', ConfigurationError, ['Unknown option "runat" in run options', 'Did you mean "runAt"?'], () => start({}, { runat: 5 }));
@@ -497,6 +521,9 @@ add('cancelRun unknown option "reasn"', ConfigurationError, ['Unknown option "re
 add('cancelRun reason ""', ConfigurationError, ['cancelRun reason must be a non-empty string', 'got ""'], () =>
   engine.client.cancelRun('no-such-run', { reason: '' }),
 );
+add("result({ timeout: 'soon' })", ConfigurationError, ['result() timeout must be a duration >= 0 and at most 24 days', 'got "soon"'], () =>
+  engine.client.handle('no-such-run').result({ timeout: 'soon' }),
+);
 add('result({ timeoutMs: -1 })', ConfigurationError, ['result() timeoutMs must be a duration >= 0 and at most 24 days', 'got -1'], () =>
   engine.client.handle('no-such-run').result({ timeoutMs: -1 }),
 );
@@ -509,8 +536,8 @@ add('result({ timeoutMs: 1e20 })', ConfigurationError, ['result() timeoutMs', '1
   await handle.result({ timeoutMs: 5_000 });
   return handle.result({ timeoutMs: 1e20 });
 });
-add('result({ timeout: 5 })', ConfigurationError, ['Unknown option "timeout" in result() options', 'Did you mean "timeoutMs"?'], () =>
-  engine.client.handle('no-such-run').result(bad({ timeout: 5 })),
+add('result({ timout: 5 })', ConfigurationError, ['Unknown option "timout" in result() options', 'Did you mean "timeout"?'], () =>
+  engine.client.handle('no-such-run').result(bad({ timout: 5 })),
 );
 add('syncRegistry owner ""', ConfigurationError, ['syncRegistry needs an owner'], () => engine.client.syncRegistry(new WorkflowRegistry(), { owner: '' }));
 add('syncRegistry owner with a newline', ConfigurationError, ['owner', '"a\\nb"'], () => engine.client.syncRegistry(new WorkflowRegistry(), { owner: 'a\nb' }));
@@ -564,8 +591,11 @@ addStep('step.run name ""', ConfigurationError, ['step.run needs a non-empty nam
 addStep('step.run name with a newline', ConfigurationError, ['The step name of step.run must not contain control characters', 'got "a\\nb"'], (step) =>
   step.run('a\nb', () => 1),
 );
-addStep('step.run unknown option "timeout"', ConfigurationError, ['Unknown option "timeout" in step.run options', 'Did you mean "timeoutMs"?'], (step) =>
-  step.run(bad({ name: 's', timeout: 5 }), () => 1),
+addStep('step.run unknown option "timout"', ConfigurationError, ['Unknown option "timout" in step.run options', 'Did you mean "timeout"?'], (step) =>
+  step.run(bad({ name: 's', timout: 5 }), () => 1),
+);
+addStep('step.run timeout "0s"', ConfigurationError, ['timeout of step.run must be a duration > 0', 'got "0s"'], (step) =>
+  step.run({ name: 's', timeout: '0s' }, () => 1),
 );
 addStep('step.run timeoutMs -1', ConfigurationError, ['timeoutMs of step.run must be a duration > 0', 'got -1'], (step) =>
   step.run({ name: 's', timeoutMs: -1 }, () => 1),

@@ -47,7 +47,7 @@ describe('errors read back from Redis keep their class and typed fields', () => 
     const handle = await engine.client.start(wf, {});
     const { thrown, state, rebuilt } = await readBack(handle);
 
-    const message = 'Step "slow" timed out after 50 ms. Raise timeoutMs if it needs longer.';
+    const message = 'Step "slow" timed out after 50 ms. Raise its timeout if it needs longer.';
     for (const error of [thrown, rebuilt]) {
       expect(error).toBeInstanceOf(TimeoutError);
       expect(error).toMatchObject({ name: 'TimeoutError', message, what: 'Step "slow"', timeoutMs: 50 });

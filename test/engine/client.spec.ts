@@ -119,7 +119,7 @@ describe('client', () => {
     const handle = await engine.client.runByName('slow', null);
     const error = await handle.result({ timeoutMs: 30 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TimeoutError);
-    expect((error as Error).message).toBe(`Waiting for the result of run "${handle.id}" timed out after 30 ms. Raise timeoutMs if it needs longer.`);
+    expect((error as Error).message).toBe(`Waiting for the result of run "${handle.id}" timed out after 30 ms. Raise its timeout if it needs longer.`);
   });
 
   it('lists runs newest first by workflow, by status, by both, with limit and offset', async () => {

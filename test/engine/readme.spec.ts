@@ -1,6 +1,8 @@
 import { z } from 'zod';
 
-// The README's quick example, run as written (only the connection and prefix come from the test).
+// The plain TypeScript examples of README.md ("Without Nest", also in docs/guide/getting-started.md) and of
+// docs/guide/waits-and-signals.md ("With the core engine"), run as written (only the connection and prefix
+// come from the test).
 import {
   createAdmin,
   createClient,
@@ -72,7 +74,7 @@ describe('README example', () => {
     const charge = async (orderId: string) => (charges.push(orderId), { chargeId: `ch_${orderId}` });
     const client = createClient({ redis, prefix });
 
-    // --- README: waits, child workflows and events ---
+    // --- docs/guide/waits-and-signals.md: with the core engine ---
     const sendReceipt = defineWorkflow('send-receipt', { queue: 'email' }, async ({ input }: WorkflowContext<{ orderId: string }>) => ({
       sent: input.orderId,
     }));
@@ -92,7 +94,7 @@ describe('README example', () => {
 
     const exampleWorker = await startWorker({ app: 'readme-events', client, queues: ['default', 'email'], concurrency: 1 });
     try {
-      // --- README ---
+      // --- docs/guide/waits-and-signals.md ---
       const scheduled = await client.emitEvent('order.paid', { orderId: 'ord_1' }, { emitAt: new Date(Date.now() + 60_000) });
       // --- end ---
       expect(scheduled).toEqual([]);

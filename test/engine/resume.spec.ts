@@ -42,7 +42,7 @@ describe('resume', () => {
     expect(run).toMatchObject({ id: handle.id, status: 'succeeded', attempt: 2, maxAttempts: 2, output: { reserved: 1, charged: 'charged', shipped: 1 } });
     expect(run?.error).toBeUndefined();
     // `attempt`: the run attempt that stored the step; `attempts`: its tries, counted on across the
-    // resume (README: "tries, the successful one included"): b failed at attempt 1 and succeeded at 2.
+    // resume (docs/guide/workflows-and-steps.md: "tries, the successful one included"): b failed at attempt 1 and succeeded at 2.
     const steps = await engine.client.getRunSteps(handle.id);
     expect(steps.map((s) => [s.name, s.status, s.attempt, s.attempts])).toEqual([
       ['a', 'succeeded', 1, 1],

@@ -294,7 +294,7 @@ describe('durable waits and child workflows', () => {
       const childId = `${handle.id}.call`;
       const error = await handle.result({ timeoutMs: 5000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TimeoutError);
-      expect((error as Error).message).toBe(`Waiting for child run "${childId}" of step "call" timed out after 300 ms. Raise timeoutMs if it needs longer.`);
+      expect((error as Error).message).toBe(`Waiting for child run "${childId}" of step "call" timed out after 300 ms. Raise its timeout if it needs longer.`);
       expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
       await childStarted.promise;
       expect(await statusOf(childId)).toBe('running');

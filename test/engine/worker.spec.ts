@@ -120,7 +120,7 @@ describe('worker', () => {
       const handle = await engine.client.start(wf, {});
       const error = await handle.result({ timeoutMs: 3000 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TimeoutError);
-      expect((error as Error).message).toBe('Step "hang" timed out after 50 ms. Raise timeoutMs if it needs longer.');
+      expect((error as Error).message).toBe('Step "hang" timed out after 50 ms. Raise its timeout if it needs longer.');
       expect(stepSignal?.aborted).toBe(true);
     });
   });

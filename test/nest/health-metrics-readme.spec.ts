@@ -12,7 +12,7 @@ import { RedflowHealthIndicator, RedflowHealthModule } from '../../lib/health';
 import { RedflowMetricsModule } from '../../lib/metrics';
 import { eventually } from '../support/engine';
 
-/** The example of the README's "Health checks and metrics" section, as written there. */
+/** The example of the "Health checks and metrics" section of docs/guide/observability.md, as written there. */
 @Injectable()
 class Greetings {
   @Workflow({ name: 'greet' })
@@ -38,7 +38,7 @@ class HealthController {
 @Module({ imports: [TerminusModule, RedflowHealthModule], controllers: [HealthController] })
 class HealthModule {}
 
-describe('README: health checks and metrics', () => {
+describe('docs/guide/observability.md: health checks and metrics', () => {
   let app: INestApplication | undefined;
   const prefix = `test:readme-health:${randomBytes(4).toString('hex')}`;
 

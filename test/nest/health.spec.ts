@@ -179,8 +179,12 @@ describe('RedflowHealthIndicator in a Nest app with Terminus', () => {
     const indicator = app!.get(RedflowHealthIndicator);
     await expect(indicator.isHealthy('redflow', { maxQueued: -1 })).rejects.toThrow(ConfigurationError);
     await expect(indicator.isHealthy('redflow', { maxQueued: -1 })).rejects.toThrow(/Redflow health option "maxQueued"/);
-    await expect(indicator.isHealthy('redflow', { timeout: 5 } as never)).rejects.toThrow(
-      'Unknown option "timeout" in Redflow health options. Did you mean "timeoutMs"?',
+    await expect(indicator.isHealthy('redflow', { timout: 5 } as never)).rejects.toThrow(
+      'Unknown option "timout" in Redflow health options. Did you mean "timeout"?',
+    );
+    // The deprecated name is still read, and both at once is an error naming the one to keep.
+    await expect(indicator.isHealthy('redflow', { timeout: '1s', timeoutMs: 1_000 })).rejects.toThrow(
+      'Redflow health option "timeout" and Redflow health option "timeoutMs" are the same option: keep Redflow health option "timeout"',
     );
     await expect(indicator.isHealthy('redflow', { queues: 'exports' } as never)).rejects.toThrow(
       'Redflow health option "queues" must be an array of queue names',

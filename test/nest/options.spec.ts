@@ -102,18 +102,27 @@ describe('@Step options', () => {
     expect(configError(() => decorate(Step('a\nb')))).toBe(
       '@Step name of Target.method must not contain control characters such as a newline or tab, got "a\\nb".',
     );
-    expect(configError(() => decorate(Step({ name: 'charge', timeout: 5 } as never)))).toBe(
-      'Unknown option "timeout" in @Step options of Target.method. Did you mean "timeoutMs"? Known options: name, timeoutMs, retries, heartbeatTimeout, compensate, compensateRetries.',
+    expect(configError(() => decorate(Step({ name: 'charge', timout: 5 } as never)))).toBe(
+      'Unknown option "timout" in @Step options of Target.method. Did you mean "timeout"? Known options: name, timeout, retries, heartbeatTimeout, compensate, compensateRetries.',
     );
   });
 
-  it('checks timeoutMs as a duration', () => {
+  it('checks the deprecated timeoutMs as a duration', () => {
     for (const timeoutMs of [0, -1, NaN, Infinity, 1e20]) {
       expect(configError(() => decorate(Step({ timeoutMs })))).toBe(
         `@Step timeoutMs of Target.method must be a duration > 0 and at most 24 days (the longest Node.js timer) (a number of ms or a string like "5s"), got ${timeoutMs === 1e20 ? '100000000000000000000' : timeoutMs}.`,
       );
     }
     expect(() => decorate(Step({ name: 'charge', timeoutMs: 500 }))).not.toThrow();
+  });
+
+  it("checks timeout as a duration, '30s' or ms", () => {
+    expect(configError(() => decorate(Step({ timeout: '0s' })))).toContain('@Step timeout of Target.method must be a duration > 0');
+    expect(configError(() => decorate(Step({ timeout: 'soon' })))).toContain('got "soon"');
+    expect(() => decorate(Step({ name: 'charge', timeout: '30s' }))).not.toThrow();
+    expect(configError(() => decorate(Step({ name: 'charge', timeout: '30s', timeoutMs: 30_000 })))).toContain(
+      '@Step timeout of Target.method and @Step timeoutMs of Target.method are the same option',
+    );
   });
 });
 
@@ -165,8 +174,11 @@ describe('@OnEvent name', () => {
 
 describe('RedflowModule options', () => {
   it('applies defaults', () => {
-    expect(resolveRedflowOptions({ app: 'x' })).toMatchObject({ app: 'x', worker: { enabled: true, concurrency: 10 }, shutdownTimeoutMs: 10_000 });
-    expect(resolveRedflowOptions({ app: 'x', worker: false, shutdownTimeoutMs: 0 })).toMatchObject({ worker: { enabled: false }, shutdownTimeoutMs: 0 });
+    expect(resolveRedflowOptions({ app: 'x' })).toMatchObject({ app: 'x', worker: { enabled: true, concurrency: 10 }, shutdownMs: 10_000 });
+    expect(resolveRedflowOptions({ app: 'x', worker: false, shutdownTimeout: 0 })).toMatchObject({ worker: { enabled: false }, shutdownMs: 0 });
+    expect(resolveRedflowOptions({ app: 'x', shutdownTimeout: '30s' })).toMatchObject({ shutdownMs: 30_000 });
+    // The deprecated name still works, in ms.
+    expect(resolveRedflowOptions({ app: 'x', shutdownTimeoutMs: 1_500 })).toMatchObject({ shutdownMs: 1_500 });
   });
 
   it('accepts every documented option', () => {
@@ -200,7 +212,7 @@ describe('RedflowModule options', () => {
     [
       'a misspelt runtime option',
       { app: 'x', worker: { runtime: { leaseMS: 1 } } },
-      'Unknown option "leaseMS" in RedflowModule option "worker.runtime". Did you mean "leaseMs"?',
+      'Unknown option "leaseMS" in RedflowModule option "worker.runtime". Did you mean "leaseDuration"?',
     ],
     ['a misspelt defaults option', { app: 'x', defaults: { maxConcurency: 1 } }, 'Did you mean "maxConcurrency"?'],
     [
@@ -264,7 +276,7 @@ describe('RedflowModule.forRoot', () => {
     const compiling = Test.createTestingModule({ imports: [RedflowModule.forRoot(options)], providers: [Jobs] }).compile();
     await expect(compiling).rejects.toThrow(ConfigurationError);
     await expect(compiling).rejects.toThrow(
-      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeoutMs, maxPayloadBytes, dashboard, redis, commandTimeoutMs, clock, events, tracing.',
+      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeout, maxPayloadBytes, dashboard, redis, commandTimeout, clock, events, tracing.',
     );
   });
 

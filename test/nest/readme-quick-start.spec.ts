@@ -12,13 +12,23 @@ import type { App } from 'supertest/types';
 
 import { RedflowClient, type RunState, type StepState } from '../../lib';
 import { RedflowOrchestrator } from '../../lib/nest/redflow.orchestrator';
-import { extractSnippets, SNIPPET_DIR } from '../support/readme-snippets';
+import { extractSnippets, SNIPPET_DIR, snippetRoot } from '../support/readme-snippets';
 
 /**
  * README's quick start, run: its src/ files are copied from README.md as written (only
  * `'nestjs-redflow'` points at lib/), and its AppModule is started the way its main.ts starts it,
- * on the test Redis with a prefix of its own, then driven over HTTP.
+ * on the test Redis with a prefix of its own, then driven over HTTP. The getting-started guide shows
+ * the same four files: they must stay the same as README's.
  */
+
+const GUIDE = 'docs/guide/getting-started.md';
+
+/** The `src/` files of a markdown file's quick start: name → code. */
+function quickStartFiles(source: string): Record<string, string> {
+  const { snippets } = extractSnippets(readFileSync(join(ROOT, source), 'utf8'), source);
+  const files = snippets.map((s) => [relative(snippetRoot(source), s.file), s.code] as const).filter(([name]) => name.startsWith('src/'));
+  return Object.fromEntries(files);
+}
 
 const ROOT = join(__dirname, '..', '..');
 const dir = join(ROOT, 'test', `.quick-start-${process.pid}-${randomBytes(3).toString('hex')}`);
@@ -69,6 +79,10 @@ describe("README's quick start, run as written", () => {
 
   it('has the four files of the quick start', () => {
     expect(files.sort()).toEqual(['src/app.module.ts', 'src/main.ts', 'src/welcome.controller.ts', 'src/welcome.workflows.ts']);
+  });
+
+  it(`shows the same four files in ${GUIDE}`, () => {
+    expect(quickStartFiles(GUIDE)).toEqual(quickStartFiles('README.md'));
   });
 
   it('POST /welcome starts a run (once per email) that runs its steps, waits, and ends with their outputs', async () => {

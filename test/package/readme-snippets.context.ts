@@ -1,9 +1,9 @@
 import type { RunHandle, WorkflowClient } from '../../lib/core';
 
 /**
- * What README's feature sections use without defining it, as the sections around them describe it:
- * a client created earlier, a run id, the user's own services. Compiled with every snippet by
- * readme-snippets.spec.ts; a snippet that declares one of these names uses its own.
+ * What the snippets of README.md and of the docs use without defining it, as the text around them
+ * describes it: a client created earlier, a run id, the user's own services. Compiled with every
+ * snippet by readme-snippets.spec.ts; a snippet that declares one of these names uses its own.
  */
 declare global {
   /** `createClient(...)`, or the injected `RedflowClient`. */

@@ -67,13 +67,20 @@ describe('checkout with RedflowTestingModule', () => {
         steps: { 'charge-card': { error: 'Card declined.' } },
       },
     );
-    // Two run retries of 200 ms: advance past each one.
-    expect(failed.status).toBe('waiting');
-    await testing.clock.advance('1s');
-    await testing.runUntilWaiting(failed.runId);
-    await testing.clock.advance('1s');
-    const ended = await testing.runUntilWaiting(failed.runId);
+    // Each of the 3 run attempts tries the step 3 times (the default step retries: 1 s, then 2 s
+    // apart), then the run retries after 200 ms: the clock is moved past each wait in turn.
+    let ended = failed;
+    const waits: string[] = [];
+    while (ended.status === 'waiting' && waits.length < 20) {
+      waits.push(ended.status);
+      await testing.clock.advance('2s');
+      ended = await testing.runUntilWaiting(failed.runId);
+    }
     expect(ended).toMatchObject({ status: 'failed', error: { message: 'Card declined.' } });
+    expect(ended.state.attempt).toBe(3);
+    // 2 step retries in each of 3 attempts, and 2 run retries between them.
+    expect(waits).toHaveLength(8);
+    expect(ended.steps.find((s) => s.name === 'charge-card')).toMatchObject({ status: 'failed', attempts: 9 });
   });
 
   it('types step mocks keyed by @Step method name', () => {

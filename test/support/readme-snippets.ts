@@ -12,8 +12,9 @@ import * as ts from 'typescript';
  * own; a block whose first line is a file name (`// src/app.module.ts`) is that file, so the quick
  * start's files import each other. Names that feature sections use without defining (`client`,
  * `step`, a `payments` service) are declared in readme-snippets.context.ts, and the app's own files
- * that snippets import (`./auth/admin.guard`) are in readme-snippets/. A block preceded by
- * `<!-- snippet: skip (reason) -->` is not compiled; the test lists those.
+ * that snippets import (`./auth/admin.guard`) are in readme-snippets/, placed beside the snippets of
+ * every markdown file. A block preceded by `<!-- snippet: skip (reason) -->` is not compiled; the
+ * test lists those. The docs' blocks are compiled the same way, each markdown file an app of its own.
  */
 
 const ROOT = join(__dirname, '..', '..');
@@ -23,6 +24,11 @@ export const SNIPPET_DIR = join(ROOT, '.readme-snippets');
 const CONTEXT = join(PACKAGE_TESTS, 'readme-snippets.context.ts');
 /** Files of the user's app that snippets import (`./auth/admin.guard`), placed beside the snippets. */
 const APP_FILES = join(PACKAGE_TESTS, 'readme-snippets');
+
+/** The folder a markdown file's snippets are compiled in: README's at the root, each doc's in a folder of its own. */
+export function snippetRoot(source: string): string {
+  return source === 'README.md' ? SNIPPET_DIR : join(SNIPPET_DIR, source.replace(/\W/g, '-'));
+}
 
 export interface Snippet {
   /** Absolute (virtual) path the snippet is compiled as. */
@@ -70,7 +76,7 @@ export function extractSnippets(markdown: string, source = 'README.md'): { snipp
       if (names.has(name)) throw new Error(`${source}:${start + 1}: a second snippet names the file "${name}". Give it another file name.`);
       names.add(name);
       // Each markdown file's snippets form an app of their own.
-      snippets.push({ file: join(SNIPPET_DIR, source === 'README.md' ? '' : source.replace(/\W/g, '-'), name), source, line: start + 1, code });
+      snippets.push({ file: join(snippetRoot(source), name), source, line: start + 1, code });
     }
     previous = '';
     i = end;
@@ -111,10 +117,12 @@ const OPTIONS: ts.CompilerOptions = {
 /** Compiles the snippets; returns one line per error, `README.md:<line>` first when it is in a snippet. */
 export function compileSnippets(snippets: Snippet[]): string[] {
   const byFile = new Map(snippets.map((s) => [s.file, s]));
+  // The app's own files, beside the snippets of each markdown file.
+  const roots = [...new Set(snippets.map((s) => snippetRoot(s.source)))];
   const appFiles = new Map(
     readdirSync(APP_FILES, { recursive: true, encoding: 'utf8' })
       .filter((f) => f.endsWith('.ts'))
-      .map((f) => [join(SNIPPET_DIR, f), join(APP_FILES, f)]),
+      .flatMap((f) => roots.map((root) => [join(root, f), join(APP_FILES, f)] as const)),
   );
   const host = ts.createCompilerHost(OPTIONS, true);
   const { fileExists, readFile, getSourceFile, directoryExists } = host;

@@ -88,7 +88,7 @@ describe('nearestName', () => {
 });
 
 describe('assertKnownKeys', () => {
-  const known = ['emitAt', 'idempotencyKey', 'idempotencyTtl'];
+  const known = ['emitAt', 'idempotencyKey', 'idempotencyWindow'];
 
   it('accepts undefined and objects with known keys only', () => {
     expect(() => assertKnownKeys('emitEvent options', undefined, known)).not.toThrow();
@@ -99,13 +99,13 @@ describe('assertKnownKeys', () => {
 
   it('names an unknown key with the nearest known one', () => {
     expect(thrown(() => assertKnownKeys('emitEvent options', { emitAt: 1, idempotencyKy: 'k' }, known)).message).toBe(
-      'Unknown option "idempotencyKy" in emitEvent options. Did you mean "idempotencyKey"? Known options: emitAt, idempotencyKey, idempotencyTtl.',
+      'Unknown option "idempotencyKy" in emitEvent options. Did you mean "idempotencyKey"? Known options: emitAt, idempotencyKey, idempotencyWindow.',
     );
   });
 
   it('names a far-off key without a suggestion', () => {
     expect(thrown(() => assertKnownKeys('emitEvent options', { availableAt: 1 }, known)).message).toBe(
-      'Unknown option "availableAt" in emitEvent options. Known options: emitAt, idempotencyKey, idempotencyTtl.',
+      'Unknown option "availableAt" in emitEvent options. Known options: emitAt, idempotencyKey, idempotencyWindow.',
     );
   });
 

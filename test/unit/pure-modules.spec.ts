@@ -45,8 +45,19 @@ describe('durations', () => {
     expect(() => dueAt(new Date(Number.NaN), 0)).toThrow(ConfigurationError);
     expect(timeOption(undefined, 'runAt')).toBe(0);
     expect(timeOption(new Date(42), 'runAt')).toBe(42);
-    expect(idempotencyTtlSec(undefined)).toBe(7 * 24 * 3600);
-    expect(() => idempotencyTtlSec(0)).toThrow(ConfigurationError);
+    expect(idempotencyTtlSec(undefined, 'start options')).toBe(7 * 24 * 3600);
+    expect(idempotencyTtlSec({ idempotencyWindow: '1d' }, 'start options')).toBe(24 * 3600);
+    // Redis keeps keys for whole seconds: a part of a second is kept for the whole one.
+    expect(idempotencyTtlSec({ idempotencyWindow: 1_500 }, 'start options')).toBe(2);
+    // The deprecated name counts seconds, as it always did.
+    expect(idempotencyTtlSec({ idempotencyTtl: 60 }, 'start options')).toBe(60);
+    expect(() => idempotencyTtlSec({ idempotencyWindow: 0 }, 'start options')).toThrow('idempotencyWindow of start options must be a duration > 0');
+    expect(() => idempotencyTtlSec({ idempotencyTtl: '1d' as never }, 'start options')).toThrow(
+      'idempotencyTtl of start options must be a number, got "1d"; or use idempotencyWindow of start options, which takes a duration such as \'7d\'.',
+    );
+    expect(() => idempotencyTtlSec({ idempotencyWindow: '1d', idempotencyTtl: 60 }, 'start options')).toThrow(
+      'idempotencyWindow of start options and idempotencyTtl of start options are the same option',
+    );
   });
 });
 

@@ -115,7 +115,7 @@ async function runDashboard(settings: DashboardSettings, { values, redact }: Com
   // Wait for the first outcome only: a Redis that is down is reported, and the dashboard starts anyway.
   await new Promise<void>((resolve) => redis.once('ready', resolve).once('error', () => resolve()));
   // The connection is ours to close; the client does not watch it, so outages are reported once, above.
-  const client = new WorkflowClient(redis, false, { prefix, commandTimeoutMs: DASHBOARD_COMMAND_TIMEOUT_MS });
+  const client = new WorkflowClient(redis, false, { prefix, commandTimeout: DASHBOARD_COMMAND_TIMEOUT_MS });
   const close = async () => {
     await client.close();
     redis.disconnect();

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 
 import { systemClock, type Clock } from '../definition/clock';
+import type { Duration } from '../definition/duration-format';
 import { stderrLogger, type RedflowLogger } from '../definition/logger';
-import { assertKnownKeys, checkDuration, checkInteger, checkResourceName, optionKeys } from '../definition/option-checks';
+import { assertKnownKeys, checkInteger, checkResourceName, optionKeys, renamedDuration } from '../definition/option-checks';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
 import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
@@ -28,8 +29,10 @@ export interface ClientOptions extends ConnectionOptions {
   maxPayloadBytes?: number;
   /**
    * How long a call waits for Redis before it rejects with `RedisUnavailableError`. A call that
-   * timed out may still be applied when Redis comes back. @default 10000
+   * timed out may still be applied when Redis comes back. @default '10s'
    */
+  commandTimeout?: Duration;
+  /** @deprecated Use `commandTimeout` (a duration such as `'10s'`, or ms); it goes in the next minor version. */
   commandTimeoutMs?: number;
   /**
    * Fail (ConfigurationError) instead of warning when Redis's `maxmemory-policy`, read on the
@@ -66,6 +69,7 @@ export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'prefix',
   'registry',
   'maxPayloadBytes',
+  'commandTimeout',
   'commandTimeoutMs',
   'requireNoEviction',
   'logger',
@@ -154,7 +158,9 @@ export class ClientContext {
     this.browseQueries = new RunBrowseQueries(redis, this.keys);
     this.registry = options.registry ?? getDefaultRegistry();
     this.maxPayloadBytes = checkInteger(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES, 'maxPayloadBytes', 1, 512 * 1024 * 1024);
-    this.commandTimeoutMs = checkDuration(options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS, 'commandTimeoutMs', { timer: true });
+    this.commandTimeoutMs =
+      renamedDuration(options, { name: 'commandTimeout', deprecated: 'commandTimeoutMs', label: (key) => `client option ${key}`, timer: true }) ??
+      DEFAULT_COMMAND_TIMEOUT_MS;
     this.requireNoEviction = options.requireNoEviction ?? false;
     this.logger = options.logger ?? stderrLogger;
     this.clock = options.clock ?? systemClock;

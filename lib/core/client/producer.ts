@@ -186,7 +186,7 @@ export class RunProducer {
     const encoded = encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.ctx.maxPayloadBytes);
     const now = this.ctx.clock.now();
     const runAt = timeOption(options.runAt, 'runAt');
-    const ttl = idempotencyTtlSec(options.idempotencyTtl);
+    const ttl = idempotencyTtlSec(options, 'the start options');
     // The caller's trace context goes into the run hash with the run's other fields, in the same script.
     const trace = this.ctx.tracing?.inject();
     // Every argument is checked before the call: bad input is reported as such even when Redis is down.
@@ -258,7 +258,7 @@ export class RunProducer {
       now: this.ctx.clock.now(),
       emitAt: timeOption(options.emitAt, 'emitAt'),
       idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),
-      idempotencyTtlSec: idempotencyTtlSec(options.idempotencyTtl),
+      idempotencyTtlSec: idempotencyTtlSec(options, 'emitEvent options'),
     };
     const { runIds } = await this.ctx.call(() => this.ctx.scripts.emitEvent(emit));
     return runIds;

@@ -1,6 +1,14 @@
-import { assertKnownKeys, checkDuration, checkUserName } from '../definition/option-checks';
-import { type WaitForRunOptions } from '../definition/run-options';
-import { TERMINAL_STATUSES, type FinalStatus, type RunHandle, type RunOutcome, type RunState, type RunStatus } from '../definition/run-types';
+import { assertKnownKeys, checkUserName, optionKeys, renamedDuration } from '../definition/option-checks';
+import type { GetRunEventOptions, WaitForRunOptions } from '../definition/run-options';
+import {
+  TERMINAL_STATUSES,
+  type FinalStatus,
+  type ResultOptions,
+  type RunHandle,
+  type RunOutcome,
+  type RunState,
+  type RunStatus,
+} from '../definition/run-types';
 import { CanceledError, ClientClosedError, RedisUnavailableError, RunNotFoundError, TimeoutError } from '../errors';
 import type { EndedRun } from '../store/run-queries';
 import { decodeJson, deserializeError } from '../store/serialization';
@@ -26,6 +34,15 @@ function isAbortSignal(value: unknown): value is AbortSignal {
 /** How long `getRunEvent` waits by default. */
 const GET_RUN_EVENT_TIMEOUT_MS = 60_000;
 
+const RESULT_OPTION_KEYS = optionKeys<ResultOptions>()(['timeout', 'timeoutMs', 'signal']);
+const WAIT_FOR_RUN_OPTION_KEYS = optionKeys<WaitForRunOptions>()(['timeout', 'timeoutMs', 'signal', 'throwOnFailure']);
+const GET_RUN_EVENT_OPTION_KEYS = optionKeys<GetRunEventOptions>()(['timeout', 'timeoutMs']);
+
+/** The `timeout` (or deprecated `timeoutMs`) of a wait in ms, checked; undefined when not given. */
+function waitTimeout(options: { timeout?: unknown; timeoutMs?: unknown } | undefined, call: string): number | undefined {
+  return renamedDuration(options, { name: 'timeout', deprecated: 'timeoutMs', label: (key) => `${call} ${key}`, allowZero: true, timer: true });
+}
+
 /**
  * Waiting for runs: `handle(id)`, a run's result (woken by its end message, see RunEndWatcher),
  * and the values it publishes. Its public methods are documented where `WorkflowClient` forwards
@@ -45,9 +62,9 @@ export class RunWaiter {
       id,
       getState: () => this.getRun<TOutput>(id),
       result: async (options) => {
-        assertKnownKeys('result() options', options, ['timeoutMs', 'signal']);
+        assertKnownKeys('result() options', options, RESULT_OPTION_KEYS);
         if (options?.signal !== undefined && !isAbortSignal(options.signal)) throw new TypeError('result() option "signal" must be an AbortSignal.');
-        return this.waitForResult<TOutput>(id, options?.timeoutMs, options?.signal);
+        return this.waitForResult<TOutput>(id, waitTimeout(options, 'result()'), options?.signal);
       },
     };
   }
@@ -57,11 +74,11 @@ export class RunWaiter {
    * result, up to 64 KiB; a larger one is read once more). See RunEndWatcher.
    */
   async waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions = {}): Promise<TOutput | RunOutcome<TOutput>> {
-    assertKnownKeys('waitForRun options', options, ['timeoutMs', 'signal', 'throwOnFailure']);
+    assertKnownKeys('waitForRun options', options, WAIT_FOR_RUN_OPTION_KEYS);
     if (options.signal !== undefined && !isAbortSignal(options.signal)) throw new TypeError('waitForRun option "signal" must be an AbortSignal.');
     if (options.throwOnFailure !== undefined && typeof options.throwOnFailure !== 'boolean')
       throw new TypeError('waitForRun option "throwOnFailure" must be true or false.');
-    const outcome = await this.awaitEnd<TOutput>(id, options.timeoutMs, options.signal, 'waitForRun timeoutMs');
+    const outcome = await this.awaitEnd<TOutput>(id, waitTimeout(options, 'waitForRun'), options.signal);
     if (options.throwOnFailure === false) return outcome;
     if (outcome.status === 'succeeded') return outcome.output;
     throw outcome.error;
@@ -69,7 +86,7 @@ export class RunWaiter {
 
   /** `handle.result()`: the output, or the run's error. */
   private async waitForResult<TOutput>(id: string, timeoutMs?: number, signal?: AbortSignal): Promise<TOutput> {
-    const outcome = await this.awaitEnd<TOutput>(id, timeoutMs, signal, 'result() timeoutMs');
+    const outcome = await this.awaitEnd<TOutput>(id, timeoutMs, signal);
     if (outcome.status === 'succeeded') return outcome.output;
     throw outcome.error;
   }
@@ -94,8 +111,7 @@ export class RunWaiter {
    * subscription), then waits for the message. Settles once, whatever comes first: the end, the
    * deadline, the abort, or an error.
    */
-  private awaitEnd<TOutput>(id: string, timeoutMs: number | undefined, signal: AbortSignal | undefined, what: string): Promise<RunOutcome<TOutput>> {
-    if (timeoutMs !== undefined) checkDuration(timeoutMs, what, { allowZero: true, timer: true });
+  private awaitEnd<TOutput>(id: string, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<RunOutcome<TOutput>> {
     if (!isPossibleRunId(id)) return Promise.reject(new RunNotFoundError(String(id)));
     const watcher = this.endWatcher;
     return new Promise<RunOutcome<TOutput>>((resolve, reject) => {
@@ -172,11 +188,10 @@ export class RunWaiter {
   }
 
   /** Polls the run, backing off from 10 ms to 250 ms, until the value, its end or the deadline. */
-  async getRunEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | null> {
-    assertKnownKeys('getRunEvent options', options, ['timeoutMs']);
+  async getRunEvent<T = unknown>(runId: string, key: string, options: GetRunEventOptions = {}): Promise<T | null> {
+    assertKnownKeys('getRunEvent options', options, GET_RUN_EVENT_OPTION_KEYS);
     checkUserName(key, 'The key of getRunEvent');
-    const timeoutMs =
-      options.timeoutMs === undefined ? GET_RUN_EVENT_TIMEOUT_MS : checkDuration(options.timeoutMs, 'getRunEvent timeoutMs', { allowZero: true, timer: true });
+    const timeoutMs = waitTimeout(options, 'getRunEvent') ?? GET_RUN_EVENT_TIMEOUT_MS;
     const deadline = Date.now() + timeoutMs;
     let pause = 10;
     for (;;) {

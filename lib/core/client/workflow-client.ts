@@ -1,7 +1,15 @@
 import type { Clock } from '../definition/clock';
 import type { RedflowLogger } from '../definition/logger';
 import type { RunEventsOptions } from '../definition/run-events';
-import type { CountRunsOptions, EmitEventOptions, ListRunsOptions, PruneOptions, RunOptions, WaitForRunOptions } from '../definition/run-options';
+import type {
+  CountRunsOptions,
+  EmitEventOptions,
+  GetRunEventOptions,
+  ListRunsOptions,
+  PruneOptions,
+  RunOptions,
+  WaitForRunOptions,
+} from '../definition/run-options';
 import { TERMINAL_STATUSES } from '../definition/run-types';
 import type { AttemptState, RunHandle, RunOutcome, RunState, RunStatus, RunSummary, StepState } from '../definition/run-types';
 import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
@@ -160,9 +168,9 @@ export class WorkflowClient {
   /**
    * Waits for a run to end, without polling. By default it resolves with the run's output and
    * rejects with its error (`CanceledError` when canceled); with `throwOnFailure: false` it
-   * resolves with the final state whatever it is. Rejects with `TimeoutError` after `timeoutMs`,
+   * resolves with the final state whatever it is. Rejects with `TimeoutError` after `timeout`,
    * with the signal's reason when `signal` aborts, and with `RunNotFoundError` when there is no
-   * such run. Without `timeoutMs`, a Redis that does not answer within `commandTimeoutMs`
+   * such run. Without `timeout`, a Redis that does not answer within `commandTimeoutMs`
    * rejects it with `RedisUnavailableError`; with it, the wait rides out the outage until then.
    *
    * Cost: one read of the run, then nothing until the run's end message arrives (it carries the
@@ -176,10 +184,10 @@ export class WorkflowClient {
 
   /**
    * The value the run published under `key` with `ctx.setEvent` (the latest one). Waits until it
-   * exists, for at most `timeoutMs` (default 60 s), and returns `null` when it does not exist by
+   * exists, for at most `timeout` (default 60 s), and returns `null` when it does not exist by
    * then or the run ended without it. `RunNotFoundError` when the run does not exist.
    */
-  getRunEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | null> {
+  getRunEvent<T = unknown>(runId: string, key: string, options: GetRunEventOptions = {}): Promise<T | null> {
     return this.waiter.getRunEvent<T>(runId, key, options);
   }
 

@@ -1,5 +1,5 @@
 import type { Duration } from './duration-format';
-import { checkDuration, checkInteger, checkTimestamp, MAX_DURATION_MS } from './option-checks';
+import { checkDuration, checkTimestamp, renamedDuration } from './option-checks';
 
 export type { Duration };
 
@@ -20,9 +20,14 @@ export function dueAt(value: Duration | Date, now: number, what = 'delay'): numb
 /** Default lifetime of an idempotency key: 7 days. */
 export const DEFAULT_IDEMPOTENCY_TTL_SEC = 7 * 24 * 60 * 60;
 
-/** The idempotency TTL in seconds, validated. */
-export function idempotencyTtlSec(ttl: number | undefined): number {
-  return checkInteger(ttl ?? DEFAULT_IDEMPOTENCY_TTL_SEC, 'idempotencyTtl (seconds)', 1, MAX_DURATION_MS / 1000);
+/**
+ * How long an idempotency key is kept, in whole seconds (Redis expires keys in seconds): the
+ * options' `idempotencyWindow`, or their deprecated `idempotencyTtl` in seconds. `what` names the
+ * call in messages, e.g. `start options`.
+ */
+export function idempotencyTtlSec(options: { idempotencyWindow?: Duration; idempotencyTtl?: number } | undefined, what: string): number {
+  const ms = renamedDuration(options, { name: 'idempotencyWindow', deprecated: 'idempotencyTtl', unitMs: 1_000, label: (key) => `${key} of ${what}` });
+  return ms === undefined ? DEFAULT_IDEMPOTENCY_TTL_SEC : Math.max(1, Math.ceil(ms / 1_000));
 }
 
 /** Epoch ms of a Date or epoch-ms option, at most 10 years ahead; 0 when not given. */

@@ -89,10 +89,18 @@ export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()(['id', 'expression', 
 export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
 
 /** Keys of `StepOptions` (`step.run`, `step.waitFor`, `@Step`). */
-export const STEP_OPTION_KEYS = optionKeys<StepOptions>()(['name', 'timeoutMs']);
+export const STEP_OPTION_KEYS = optionKeys<StepOptions>()(['name', 'timeout', 'timeoutMs']);
 
 /** Keys of `RunStepOptions` (`step.run`, `@Step`). */
-export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()(['name', 'timeoutMs', 'retries', 'heartbeatTimeout', 'compensate', 'compensateRetries']);
+export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()([
+  'name',
+  'timeout',
+  'timeoutMs',
+  'retries',
+  'heartbeatTimeout',
+  'compensate',
+  'compensateRetries',
+]);
 
 /** Keys of `StepRetryPolicy` (the `retries` of a step). */
 export const STEP_RETRY_KEYS = optionKeys<StepRetryPolicy>()(['maxAttempts', 'backoff', 'delay', 'maxDelay', 'jitter']);
@@ -141,7 +149,15 @@ export function checkStepRetry(policy: unknown, what: string): CheckedStepRetry 
 }
 
 /** Keys of `ChildRunOptions` (`step.runWorkflow`, `step.emitWorkflow`). */
-export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()(['name', 'timeoutMs', 'runAt', 'idempotencyKey', 'idempotencyTtl']);
+export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()([
+  'name',
+  'timeout',
+  'timeoutMs',
+  'runAt',
+  'idempotencyKey',
+  'idempotencyWindow',
+  'idempotencyTtl',
+]);
 
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
 export const EMIT_EVENT_STEP_OPTION_KEYS = optionKeys<EmitEventStepOptions>()(['name', 'emitAt']);
@@ -156,10 +172,18 @@ export const RACE_EVENT_OPTION_KEYS = optionKeys<RaceEventOptions>()(['match']);
 export const WAIT_FOR_SIGNAL_OPTION_KEYS = optionKeys<WaitForSignalOptions>()(['timeout']);
 
 /** Keys of `RunOptions` (starting a run). */
-export const RUN_OPTION_KEYS = optionKeys<RunOptions>()(['idempotencyKey', 'idempotencyTtl', 'runAt', 'queueOverride', 'timeout', 'version']);
+export const RUN_OPTION_KEYS = optionKeys<RunOptions>()([
+  'idempotencyKey',
+  'idempotencyWindow',
+  'idempotencyTtl',
+  'runAt',
+  'queueOverride',
+  'timeout',
+  'version',
+]);
 
 /** Keys of `EmitEventOptions`. */
-export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempotencyKey', 'idempotencyTtl', 'emitAt']);
+export const EMIT_EVENT_OPTION_KEYS = optionKeys<EmitEventOptions>()(['idempotencyKey', 'idempotencyWindow', 'idempotencyTtl', 'emitAt']);
 
 /** Keys of `ListRunsOptions`. */
 export const LIST_RUNS_OPTION_KEYS = optionKeys<ListRunsOptions>()(['workflow', 'status', 'version', 'waiting', 'limit', 'offset']);
@@ -208,12 +232,34 @@ export function assertKnownKeys(what: string, value: unknown, known: readonly st
   if (!isOptionObject(value)) throw new ConfigurationError(`${what} must be an object, got ${describeValue(value)}.`);
   for (const key of Object.keys(value)) {
     if (known.includes(key)) continue;
+    // A deprecated name is accepted, but never offered: messages name the current options only.
+    const current = known.filter((k) => !DEPRECATED_DURATION_NAMES.has(k) || !known.includes(DEPRECATED_DURATION_NAMES.get(k)!));
     const hint = Object.prototype.hasOwnProperty.call(hints, key) ? hints[key] : undefined;
-    const nearest = hint === undefined ? nearestName(key, known) : undefined;
+    const near = hint === undefined ? nearestName(key, known) : undefined;
+    const nearest = near !== undefined && !current.includes(near) ? DEPRECATED_DURATION_NAMES.get(near) : near;
     const advice = hint !== undefined ? ` ${hint}` : nearest !== undefined ? ` Did you mean "${nearest}"?` : '';
-    throw new ConfigurationError(`Unknown option ${JSON.stringify(key)} in ${what}.${advice} Known options: ${known.join(', ')}.`);
+    throw new ConfigurationError(`Unknown option ${JSON.stringify(key)} in ${what}.${advice} Known options: ${current.join(', ')}.`);
   }
 }
+
+/**
+ * Duration options renamed to one pattern (no unit in the name, a `Duration` value), by their
+ * deprecated older name: the old names are still accepted for one minor version.
+ */
+export const DEPRECATED_DURATION_NAMES: ReadonlyMap<string, string> = new Map([
+  ['timeoutMs', 'timeout'],
+  ['idempotencyTtl', 'idempotencyWindow'],
+  ['leaseMs', 'leaseDuration'],
+  ['heartbeatMs', 'heartbeatInterval'],
+  ['reaperIntervalMs', 'reaperInterval'],
+  ['blockTimeoutMs', 'blockTimeout'],
+  ['cleanupIntervalMs', 'cleanupInterval'],
+  ['retentionDays', 'retention'],
+  ['commandTimeoutMs', 'commandTimeout'],
+  ['shutdownTimeoutMs', 'shutdownTimeout'],
+  ['blockMs', 'blockTimeout'],
+  ['maxOldestQueuedAgeMs', 'maxOldestQueuedAge'],
+]);
 
 /**
  * Checks the keys of workflow options and of their nested option objects (`retries`, `debounce`,
@@ -261,6 +307,48 @@ export function checkDuration(value: unknown, what: string, opts: { allowZero?: 
     );
   }
   return Math.ceil(ms);
+}
+
+/** How a renamed duration option is read: see `renamedDuration`. */
+export interface RenamedDurationSpec {
+  /** The option's name: it takes a `Duration`. */
+  name: string;
+  /** Its deprecated older name, whose number counts `unitMs` ms (1 for `...Ms`, 1000 for seconds, a day for `...Days`). */
+  deprecated: string;
+  /** @default 1 */
+  unitMs?: number;
+  /** How an option is named in messages, e.g. (key) => `runtime.${key}`. */
+  label: (key: string) => string;
+  allowZero?: boolean;
+  timer?: boolean;
+}
+
+/**
+ * A duration option that replaced a name with a unit in it (`timeoutMs`, `retentionDays`, an
+ * `idempotencyTtl` in seconds), in ms: the option's `Duration`, else the deprecated name's number
+ * in its unit; undefined when neither is given. `ConfigurationError` when both are given, or for a
+ * bad value, naming the option as it was written.
+ */
+export function renamedDuration(options: object | undefined, spec: RenamedDurationSpec): number | undefined {
+  const o = (options ?? {}) as Record<string, unknown>;
+  const { name, deprecated, unitMs = 1, label } = spec;
+  const value = o[name];
+  const old = o[deprecated];
+  const limits = { allowZero: spec.allowZero, timer: spec.timer };
+  if (value !== undefined && old !== undefined) {
+    throw new ConfigurationError(
+      `${label(name)} and ${label(deprecated)} are the same option: keep ${label(name)} (a duration such as '30s'), and drop ${label(deprecated)}, its deprecated older name.`,
+    );
+  }
+  if (value !== undefined) return checkDuration(value, label(name), limits);
+  if (old === undefined) return undefined;
+  if (unitMs === 1) return checkDuration(old, label(deprecated), limits);
+  if (typeof old !== 'number') {
+    throw new ConfigurationError(
+      `${label(deprecated)} must be a number, got ${describeValue(old)}; or use ${label(name)}, which takes a duration such as '7d'.`,
+    );
+  }
+  return checkDuration(old * unitMs, label(deprecated), limits);
 }
 
 /**

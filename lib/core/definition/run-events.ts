@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors';
-import { assertKnownKeys, checkInteger, optionKeys } from './option-checks';
+import type { Duration } from './duration-format';
+import { assertKnownKeys, checkInteger, optionKeys, renamedDuration } from './option-checks';
 
 /** What happened to a run, as the event stream (`client.events()`) tells it. */
 export type RunEventType =
@@ -121,12 +122,14 @@ export interface RunEventsOptions {
   from?: 'now' | string;
   /** Most events held in memory; the reader stops reading Redis while it is full. @default 1000 */
   bufferSize?: number;
-  /** How long one XREAD blocks (ms) before the reader checks again whether it was closed. @default 1000 */
+  /** How long one XREAD blocks before the reader checks again whether it was closed (at most a minute). @default '1s' */
+  blockTimeout?: Duration;
+  /** @deprecated Use `blockTimeout` (a duration such as `'1s'`, or ms); it goes in the next minor version. */
   blockMs?: number;
 }
 
 /** Keys of `RunEventsOptions`. */
-export const RUN_EVENTS_OPTION_KEYS = optionKeys<RunEventsOptions>()(['workflow', 'runId', 'types', 'from', 'bufferSize', 'blockMs']);
+export const RUN_EVENTS_OPTION_KEYS = optionKeys<RunEventsOptions>()(['workflow', 'runId', 'types', 'from', 'bufferSize', 'blockTimeout', 'blockMs']);
 
 /** Default of `bufferSize`. */
 export const DEFAULT_EVENTS_BUFFER_SIZE = 1000;
@@ -138,7 +141,7 @@ const POSITION = /^(\d+-\d+):(\d+)$/;
 /** Options of `client.events()` checked, with defaults filled in. */
 export function checkRunEventsOptions(
   options: RunEventsOptions | undefined,
-): Required<Omit<RunEventsOptions, 'workflow' | 'runId' | 'types'>> &
+): Required<Pick<RunEventsOptions, 'from' | 'bufferSize' | 'blockMs'>> &
   Pick<RunEventsOptions, 'workflow' | 'runId'> & { types: ReadonlySet<RunEventType> | undefined } {
   assertKnownKeys('client.events() options', options, RUN_EVENTS_OPTION_KEYS);
   const o = options ?? {};
@@ -171,8 +174,16 @@ export function checkRunEventsOptions(
     types,
     from,
     bufferSize: checkInteger(o.bufferSize ?? DEFAULT_EVENTS_BUFFER_SIZE, 'client.events() option bufferSize', 1, 1_000_000),
-    blockMs: checkInteger(o.blockMs ?? 1000, 'client.events() option blockMs', 1, 60_000),
+    blockMs: blockTimeoutMs(o),
   };
+}
+
+/** The reader's `blockTimeout` (or deprecated `blockMs`) in ms: at most a minute, as XREAD BLOCK waits in one call. */
+function blockTimeoutMs(o: RunEventsOptions): number {
+  const label = (key: string) => `client.events() option ${key}`;
+  const ms = renamedDuration(o, { name: 'blockTimeout', deprecated: 'blockMs', label, timer: true }) ?? 1_000;
+  if (ms > 60_000) throw new ConfigurationError(`${label(o.blockTimeout === undefined ? 'blockMs' : 'blockTimeout')} must be at most a minute, got ${ms} ms.`);
+  return ms;
 }
 
 /**

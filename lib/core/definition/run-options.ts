@@ -6,7 +6,9 @@ import type { EndedStatus, RunStatus, WaitKind } from './run-types';
 export interface RunOptions {
   /** Returns the existing run for the same key (and input) instead of starting another one. */
   idempotencyKey?: string;
-  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  /** How long the idempotency key is kept: a start with the same key within it returns the same run. @default '7d' */
+  idempotencyWindow?: Duration;
+  /** @deprecated Use `idempotencyWindow` (a duration such as `'1d'`); `idempotencyTtl`, in seconds, goes in the next minor version. */
   idempotencyTtl?: number;
   /** Start no earlier than this (a Date or epoch ms); the run waits as `scheduled` until then. */
   runAt?: Date | number;
@@ -23,9 +25,11 @@ export interface RunOptions {
 
 /** Options of `emitEvent`. */
 export interface EmitEventOptions {
-  /** A repeated emit with the same key (within the TTL) returns the same runs. */
+  /** A repeated emit with the same key (within `idempotencyWindow`) returns the same runs. */
   idempotencyKey?: string;
-  /** Seconds the key is kept. @default 604800 (7 days) */
+  /** How long the key is kept. @default '7d' */
+  idempotencyWindow?: Duration;
+  /** @deprecated Use `idempotencyWindow` (a duration such as `'1d'`); `idempotencyTtl`, in seconds, goes in the next minor version. */
   idempotencyTtl?: number;
   /** Fan out at this time instead of now. */
   emitAt?: Date | number;
@@ -79,9 +83,19 @@ export interface PruneOptions {
   workflow?: string;
 }
 
+/** Options of `client.getRunEvent`. */
+export interface GetRunEventOptions {
+  /** How long to wait for the value to exist. @default '60s' */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration: `'30s'` or ms); `timeoutMs` goes in the next minor version. */
+  timeoutMs?: number;
+}
+
 /** Options of `client.waitForRun`. */
 export interface WaitForRunOptions {
-  /** Reject with TimeoutError after this long (ms). @default no limit */
+  /** Reject with TimeoutError after this long. @default no limit */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration: `'30s'` or ms); `timeoutMs` goes in the next minor version. */
   timeoutMs?: number;
   /** Stop waiting when it aborts: the wait rejects with the signal's reason. */
   signal?: AbortSignal;

@@ -3,6 +3,8 @@
  * rows, the error record, and the handle of a started run.
  */
 
+import type { Duration } from './duration-format';
+
 /**
  * Where a run is in its life. `compensating`: it failed for good or was canceled with
  * `{ compensate: true }`, and the compensations of its completed steps are running (it then ends
@@ -231,6 +233,16 @@ export type RunOutcome<TOutput = unknown> =
   /** A compensation failed after its retries (saga): `error` is the run's own error; `getRun` has the compensation's. */
   | { runId: string; status: 'compensation_failed'; error: Error };
 
+/** Options of `handle.result()`. */
+export interface ResultOptions {
+  /** Reject with TimeoutError after this long. @default no limit */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration: `'30s'` or ms); `timeoutMs` goes in the next minor version. */
+  timeoutMs?: number;
+  /** Stop waiting when it aborts: the wait rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
 /** A started run. */
 export interface RunHandle<TOutput = unknown> {
   readonly id: string;
@@ -239,7 +251,7 @@ export interface RunHandle<TOutput = unknown> {
   /**
    * Waits for the run to end, woken by its end (no polling). Resolves with its output; rejects
    * with its error when it failed, `CanceledError` when canceled, `TimeoutError` after
-   * `timeoutMs`, and the signal's reason when `signal` aborts.
+   * `timeout`, and the signal's reason when `signal` aborts.
    */
-  result(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<TOutput>;
+  result(options?: ResultOptions): Promise<TOutput>;
 }

@@ -8,7 +8,9 @@ import type { Duration } from './duration-format';
 export interface StepOptions {
   /** Unique within the run; a repeated name gets a `#2`, `#3`, ... suffix in call order. */
   name: string;
-  /** Aborts the step's signal and fails the attempt with `TimeoutError` after this many ms. */
+  /** Aborts the step's signal and fails the try with `TimeoutError` after this long (its `retries` then apply). @default no limit */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration: `'30s'` or ms); `timeoutMs` goes in the next minor version. */
   timeoutMs?: number;
 }
 
@@ -41,7 +43,7 @@ export interface RunStepOptions<T = any> extends StepOptions {
 
 /** What a `step.run` function receives. */
 export interface StepRunContext {
-  /** Aborted when the run is canceled, times out, or the step's `timeoutMs` or `heartbeatTimeout` passes. */
+  /** Aborted when the run is canceled, times out, or the step's `timeout` or `heartbeatTimeout` passes. */
   signal: AbortSignal;
   /** Tells the step's `heartbeatTimeout` that the function is still making progress. Free to call often. */
   heartbeat(): void;
@@ -104,7 +106,9 @@ export interface ChildRunOptions extends StepOptions {
   runAt?: Date | number;
   /** Reuse the run started with this key (see RunOptions.idempotencyKey). */
   idempotencyKey?: string;
-  /** Seconds the idempotency key is kept. @default 604800 (7 days) */
+  /** How long the idempotency key is kept. @default '7d' */
+  idempotencyWindow?: Duration;
+  /** @deprecated Use `idempotencyWindow` (a duration such as `'1d'`); `idempotencyTtl`, in seconds, goes in the next minor version. */
   idempotencyTtl?: number;
 }
 

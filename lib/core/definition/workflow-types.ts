@@ -77,7 +77,7 @@ export interface StepApi {
   waitFor(options: StepOptions | string, target: Duration | Date): Promise<void>;
   /**
    * Starts a child run and waits for its output without holding a worker slot. A replayed or
-   * recovered parent never starts a second child. `timeoutMs` caps the wait (TimeoutError).
+   * recovered parent never starts a second child. `timeout` caps the wait (TimeoutError).
    */
   runWorkflow<TInput, TOutput>(options: ChildRunOptions | string, workflow: WorkflowTarget<TInput, TOutput>, input: TInput): Promise<TOutput>;
   /** Starts a child run and returns its id without waiting for it. */

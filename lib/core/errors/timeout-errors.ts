@@ -1,13 +1,13 @@
 /** A step, a wait or a whole run that took longer than it may. */
 import { RedflowError } from './redflow-error';
 
-/** A step or a wait for a run's result took longer than its `timeoutMs`. */
+/** A step or a wait for a run's result took longer than its `timeout` (`timeoutMs` is that timeout, in ms). */
 export class TimeoutError extends RedflowError {
   constructor(
     readonly what: string,
     readonly timeoutMs: number,
   ) {
-    super(`${what} timed out after ${timeoutMs} ms. Raise timeoutMs if it needs longer.`);
+    super(`${what} timed out after ${timeoutMs} ms. Raise its timeout if it needs longer.`);
   }
 }
 

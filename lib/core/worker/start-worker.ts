@@ -8,7 +8,7 @@ import { WORKER_OPTION_KEYS, type WorkerOptions } from './worker-options';
 export async function startWorker(options: WorkerOptions): Promise<Worker> {
   const ownsClient = !options.client;
   assertKnownKeys('startWorker options', options, WORKER_OPTION_KEYS);
-  const { redis, url, prefix, maxPayloadBytes, commandTimeoutMs, requireNoEviction, logger, tracing } = options;
+  const { redis, url, prefix, maxPayloadBytes, commandTimeout, commandTimeoutMs, requireNoEviction, logger, tracing } = options;
   const client =
     options.client ??
     createClient({
@@ -16,6 +16,7 @@ export async function startWorker(options: WorkerOptions): Promise<Worker> {
       url,
       prefix,
       maxPayloadBytes,
+      commandTimeout,
       commandTimeoutMs,
       requireNoEviction,
       logger,

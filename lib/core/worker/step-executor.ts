@@ -41,7 +41,7 @@ export const run: StepApiEntry<'run'> = (rt) => (options, fn) => runStep(rt, opt
  */
 async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T> {
   const { ctx } = rt;
-  const { opts, name, field, record } = rt.replay.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
+  const { opts, name, field, record, timeoutMs } = rt.replay.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
   const compensable = registerCompensation(rt, name, opts);
   const heartbeatMs = opts.heartbeatTimeout === undefined ? undefined : checkHeartbeatTimeout(opts.heartbeatTimeout, `heartbeatTimeout of step "${name}"`);
   if (record?.kind === 'succeeded') return record.output as T;
@@ -65,8 +65,8 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
     try {
       const times: StepTimes = { startedAt, finishedAt: startedAt };
       const output = await (span
-        ? span.activate(() => execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable, times))
-        : execute(rt, name, field, opts.timeoutMs, heartbeatMs, fn, compensable, times));
+        ? span.activate(() => execute(rt, name, field, timeoutMs, heartbeatMs, fn, compensable, times))
+        : execute(rt, name, field, timeoutMs, heartbeatMs, fn, compensable, times));
       span?.end({ outcome: 'succeeded' });
       ctx.hooks.emit('onStepComplete', { ...hook, output, durationMs: Date.now() - startedAt });
       // A step that threw before: the try that succeeded joins its tries (same batch as its record).

@@ -1,4 +1,5 @@
-import { assertKnownKeys, checkDuration, checkUserName, STEP_OPTION_KEYS } from '../definition/option-checks';
+import { assertKnownKeys, checkUserName, renamedDuration, STEP_OPTION_KEYS } from '../definition/option-checks';
+import type { StepOptions } from '../definition/step-types';
 import { ConfigurationError, CorruptRunDataError } from '../errors';
 import { decodeStepRecord, DETERMINISTIC_FIELD_PREFIX, PATCH_FIELD_PREFIX, STEP_FIELD_PREFIX, type StoredStep } from '../store/step-record';
 import type { CheckpointWriter } from './checkpoint-writer';
@@ -14,6 +15,8 @@ export interface BegunStep<O> {
   name: string;
   field: string;
   record?: StoredStep;
+  /** The step's `timeout` (or its deprecated `timeoutMs`) in ms, if it has one. */
+  timeoutMs: number | undefined;
 }
 
 /** What the journal asks of its attempt before it hands out a value: may steps still be taken? */
@@ -61,10 +64,10 @@ export class StepJournal {
    * Gives a step call its unique name (synchronously, in call order, so replays of loops and
    * Promise.all match) and its stored record, if any.
    */
-  begin<O extends { name: string; timeoutMs?: number }>(api: string, options: O | string, known: readonly string[] = STEP_OPTION_KEYS): BegunStep<O> {
+  begin<O extends StepOptions>(api: string, options: O | string, known: readonly string[] = STEP_OPTION_KEYS): BegunStep<O> {
     const opts = (typeof options === 'string' ? { name: options } : options) as O;
     assertKnownKeys(`step.${api} options`, opts, known);
-    if (opts?.timeoutMs !== undefined) checkDuration(opts.timeoutMs, `timeoutMs of step.${api}`, { timer: true });
+    const timeoutMs = renamedDuration(opts, { name: 'timeout', deprecated: 'timeoutMs', label: (key) => `${key} of step.${api}`, timer: true });
     if (!opts || typeof opts.name !== 'string' || opts.name === '') {
       throw new ConfigurationError(`step.${api} needs a non-empty name: step.${api}({ name: "charge" }, ...) or step.${api}("charge", ...).`);
     }
@@ -77,7 +80,7 @@ export class StepJournal {
     const stored = this.stored.get(field);
     const record = stored === undefined ? undefined : decodeStepRecord(this.runId, field, stored);
     this.guard?.reach(name, record !== undefined);
-    return { opts, name, field, record };
+    return { opts, name, field, record, timeoutMs };
   }
 
   /** The `seq` of the next record this attempt stores: records are numbered in the order they complete. */

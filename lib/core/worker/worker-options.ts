@@ -2,16 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 
 import type { ClientOptions, WorkflowClient } from '../client/workflow-client';
+import type { Duration } from '../definition/duration-format';
 import { stderrLogger, type RedflowLogger } from '../definition/logger';
 import {
   assertKnownKeys,
-  checkDuration,
   checkInteger,
   checkResourceName,
   checkStepRetry,
   checkUserName,
   DEFAULT_STEP_RETRIES,
   optionKeys,
+  renamedDuration,
   type CheckedStepRetry,
 } from '../definition/option-checks';
 import type { StepRetryPolicy } from '../definition/step-types';
@@ -31,15 +32,25 @@ import { versionQueues } from './version-routing';
 
 /** Timing of a worker. */
 export interface WorkerRuntimeOptions {
-  /** How long a run stays claimed without a heartbeat before another worker may take it. @default 10000 */
+  /** How long a run stays claimed without a heartbeat before another worker may take it. @default '10s' */
+  leaseDuration?: Duration;
+  /** @deprecated Use `leaseDuration` (a duration such as `'10s'`, or ms); it goes in the next minor version. */
   leaseMs?: number;
-  /** How often leases are renewed. @default leaseMs / 3 */
+  /** How often leases are renewed. @default a third of `leaseDuration` */
+  heartbeatInterval?: Duration;
+  /** @deprecated Use `heartbeatInterval` (a duration such as `'3s'`, or ms); it goes in the next minor version. */
   heartbeatMs?: number;
-  /** How often expired leases are looked for. @default 1000 */
+  /** How often expired leases are looked for. @default '1s' */
+  reaperInterval?: Duration;
+  /** @deprecated Use `reaperInterval` (a duration such as `'1s'`, or ms); it goes in the next minor version. */
   reaperIntervalMs?: number;
-  /** Longest blocking wait for new runs before due scheduled runs are checked again. @default 1000 */
+  /** Longest blocking wait for new runs before due scheduled runs are checked again. @default '1s' */
+  blockTimeout?: Duration;
+  /** @deprecated Use `blockTimeout` (a duration such as `'1s'`, or ms); it goes in the next minor version. */
   blockTimeoutMs?: number;
-  /** How often ended runs past retention are deleted. @default 60000 */
+  /** How often ended runs past retention are deleted. @default '1m' */
+  cleanupInterval?: Duration;
+  /** @deprecated Use `cleanupInterval` (a duration such as `'1m'`, or ms); it goes in the next minor version. */
   cleanupIntervalMs?: number;
   /**
    * A run whose lease expired more often than this in a row (its worker crashed each time) fails
@@ -77,11 +88,15 @@ export interface WorkerOptions extends ConnectionOptions {
    */
   defaultStepRetries?: StepRetryPolicy;
   /**
-   * Ended runs are deleted this many days after they finished (fractions allowed).
-   * @default process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30
+   * Ended runs are deleted this long after they finished (`'30d'`, `'12h'`, or ms).
+   * @default '30d', or process.env.REDFLOW_RUN_RETENTION_DAYS days
    */
+  retention?: Duration;
+  /** @deprecated Use `retention` (a duration such as `'30d'`); `retentionDays` goes in the next minor version. */
   retentionDays?: number;
-  /** For the client the worker creates (no `client` given): see ClientOptions. @default 10000 */
+  /** For the client the worker creates (no `client` given): see ClientOptions. @default '10s' */
+  commandTimeout?: Duration;
+  /** @deprecated Use `commandTimeout` (a duration such as `'10s'`, or ms); it goes in the next minor version. */
   commandTimeoutMs?: number;
   /** For the client the worker creates (no `client` given): see ClientOptions. @default false */
   requireNoEviction?: boolean;
@@ -108,10 +123,15 @@ export interface WorkerOptions extends ConnectionOptions {
 
 /** Keys of `WorkerRuntimeOptions` (the worker's `runtime` option). */
 export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
+  'leaseDuration',
   'leaseMs',
+  'heartbeatInterval',
   'heartbeatMs',
+  'reaperInterval',
   'reaperIntervalMs',
+  'blockTimeout',
   'blockTimeoutMs',
+  'cleanupInterval',
   'cleanupIntervalMs',
   'maxRecoveries',
 ]);
@@ -119,15 +139,17 @@ export const WORKER_RUNTIME_KEYS = optionKeys<WorkerRuntimeOptions>()([
 /** Options of `worker.stop()`. */
 export interface WorkerStopOptions {
   /**
-   * How long (ms) running runs may take to finish; what is still running then is left to be
-   * resumed by another worker once its lease expires. 0 leaves them at once.
-   * @default 10000
+   * How long running runs may take to finish; what is still running then is left to be resumed
+   * by another worker once its lease expires. 0 leaves them at once.
+   * @default '10s'
    */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration such as `'10s'`, or ms); it goes in the next minor version. */
   timeoutMs?: number;
 }
 
 /** Keys of `WorkerStopOptions`. */
-export const WORKER_STOP_OPTION_KEYS = optionKeys<WorkerStopOptions>()(['timeoutMs']);
+export const WORKER_STOP_OPTION_KEYS = optionKeys<WorkerStopOptions>()(['timeout', 'timeoutMs']);
 
 /** Keys of `WorkerOptions` (`startWorker`). */
 export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
@@ -144,7 +166,9 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'maxPayloadBytes',
   'defaultMaxConcurrency',
   'defaultStepRetries',
+  'retention',
   'retentionDays',
+  'commandTimeout',
   'commandTimeoutMs',
   'requireNoEviction',
   'hooks',
@@ -213,7 +237,7 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
     throw new ConfigurationError(`startWorker queues must be an array of queue names, got ${typeof options.queues}.`);
   }
   if (options.client) {
-    const ignored = (['redis', 'url', 'prefix', 'commandTimeoutMs', 'requireNoEviction'] as const).filter((k) => options[k] !== undefined);
+    const ignored = (['redis', 'url', 'prefix', 'commandTimeout', 'commandTimeoutMs', 'requireNoEviction'] as const).filter((k) => options[k] !== undefined);
     if (ignored.length) {
       throw new ConfigurationError(
         `startWorker got both client and ${ignored.join(', ')}: the client already has its connection and settings. Set ${ignored.join(', ')} on the client, or pass no client.`,
@@ -225,23 +249,20 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
   const concurrency = checkInteger(options.concurrency ?? 1, 'Worker concurrency', 1, 100_000);
   const runtime = options.runtime ?? {};
   assertKnownKeys('startWorker runtime options', runtime, WORKER_RUNTIME_KEYS);
-  const duration = (value: number | undefined, name: keyof WorkerRuntimeOptions, fallback: number) =>
-    value === undefined ? fallback : checkDuration(value, `runtime.${name}`, { timer: true });
-  const leaseMs = duration(runtime.leaseMs, 'leaseMs', 10_000);
-  const heartbeatMs = duration(runtime.heartbeatMs, 'heartbeatMs', Math.max(50, Math.floor(leaseMs / 3)));
+  const duration = (name: keyof WorkerRuntimeOptions, deprecated: keyof WorkerRuntimeOptions, fallback: number) =>
+    renamedDuration(runtime, { name, deprecated, label: (key) => `runtime.${key}`, timer: true }) ?? fallback;
+  const leaseMs = duration('leaseDuration', 'leaseMs', 10_000);
+  const heartbeatMs = duration('heartbeatInterval', 'heartbeatMs', Math.max(50, Math.floor(leaseMs / 3)));
   if (heartbeatMs >= leaseMs) {
     throw new ConfigurationError(
-      `runtime.heartbeatMs (${heartbeatMs}) must be shorter than runtime.leaseMs (${leaseMs}), or every lease expires before it is renewed; a third of leaseMs is the default.`,
+      `runtime.heartbeatInterval (${heartbeatMs} ms) must be shorter than runtime.leaseDuration (${leaseMs} ms), or every lease expires before it is renewed; a third of leaseDuration is the default.`,
     );
   }
-  const reaperIntervalMs = duration(runtime.reaperIntervalMs, 'reaperIntervalMs', 1_000);
+  const reaperIntervalMs = duration('reaperInterval', 'reaperIntervalMs', 1_000);
   const maxRecoveries = checkInteger(runtime.maxRecoveries ?? 5, 'runtime.maxRecoveries', 1, 1_000_000);
-  const blockTimeoutMs = duration(runtime.blockTimeoutMs, 'blockTimeoutMs', 1_000);
-  const cleanupIntervalMs = duration(runtime.cleanupIntervalMs, 'cleanupIntervalMs', 60_000);
-  const retentionDays = options.retentionDays ?? Number(process.env.REDFLOW_RUN_RETENTION_DAYS ?? 30);
-  if (!(retentionDays > 0 && retentionDays <= 3650)) {
-    throw new ConfigurationError(`retentionDays (or REDFLOW_RUN_RETENTION_DAYS) must be a number of days > 0 and at most 3650, got ${retentionDays}.`);
-  }
+  const blockTimeoutMs = duration('blockTimeout', 'blockTimeoutMs', 1_000);
+  const cleanupIntervalMs = duration('cleanupInterval', 'cleanupIntervalMs', 60_000);
+  const retentionMs = resolveRetention(options);
   if (options.defaultMaxConcurrency !== undefined && options.defaultMaxConcurrency !== Infinity) {
     checkInteger(options.defaultMaxConcurrency, 'defaultMaxConcurrency', 1, 1_000_000);
   }
@@ -264,7 +285,7 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
     maxRecoveries,
     blockTimeoutMs,
     cleanupIntervalMs,
-    retentionMs: retentionDays * DAY_MS,
+    retentionMs,
     defaultMaxConcurrency: options.defaultMaxConcurrency,
     defaultStepRetries: checkStepRetry(options.defaultStepRetries ?? DEFAULT_STEP_RETRIES, 'startWorker defaultStepRetries'),
     maxPayloadBytes,
@@ -276,8 +297,24 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
   };
 }
 
-/** The `timeoutMs` of `worker.stop()`, checked (ConfigurationError), 10 s by default. */
+/** The `timeout` of `worker.stop()` in ms, checked (ConfigurationError), 10 s by default. */
 export function resolveStopTimeout(options: WorkerStopOptions): number {
   assertKnownKeys('worker.stop options', options, WORKER_STOP_OPTION_KEYS);
-  return options.timeoutMs === undefined ? 10_000 : checkDuration(options.timeoutMs, 'worker.stop timeoutMs', { allowZero: true, timer: true });
+  return renamedDuration(options, { name: 'timeout', deprecated: 'timeoutMs', label: (key) => `worker.stop ${key}`, allowZero: true, timer: true }) ?? 10_000;
+}
+
+/**
+ * The worker's `retention` in ms: the option (or its deprecated `retentionDays`), else
+ * `REDFLOW_RUN_RETENTION_DAYS` days, else 30 days; at most 10 years.
+ */
+function resolveRetention(options: WorkerOptions): number {
+  const given = renamedDuration(options, { name: 'retention', deprecated: 'retentionDays', unitMs: DAY_MS, label: (key) => `startWorker ${key}` });
+  if (given !== undefined) return given;
+  const env = process.env.REDFLOW_RUN_RETENTION_DAYS;
+  if (env === undefined) return 30 * DAY_MS;
+  const days = Number(env);
+  if (!(days > 0 && days <= 3650)) {
+    throw new ConfigurationError(`REDFLOW_RUN_RETENTION_DAYS must be a number of days > 0 and at most 3650, got ${JSON.stringify(env)}.`);
+  }
+  return days * DAY_MS;
 }

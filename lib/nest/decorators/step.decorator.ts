@@ -1,10 +1,10 @@
 import { ConfigurationError, type Duration, type RunStepOptions, type StepRetryPolicy } from '../../core';
 import {
   assertKnownKeys,
-  checkDuration,
   checkHeartbeatTimeout,
   checkStepRetry,
   checkUserName,
+  renamedDuration,
   RUN_STEP_OPTION_KEYS,
 } from '../../core/definition/option-checks';
 import { REDFLOW_STEP } from '../redflow.constants';
@@ -15,6 +15,9 @@ import { methodLabel, type MethodOf } from './workflow.decorator';
 export interface StepDecoratorOptions<C extends string = string> {
   /** @default the method name */
   name?: string;
+  /** Aborts the step's signal and fails the try with `TimeoutError` after this long (`'30s'`, or ms). @default no limit */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration such as `'30s'`, or ms); `timeoutMs` goes in the next minor version. */
   timeoutMs?: number;
   /**
    * Retries this step by its own policy before the run-level retry applies (see `step.run`).
@@ -42,7 +45,7 @@ export interface StepDecoratorOptions<C extends string = string> {
  * Makes every call of this method inside a running workflow a durable step (`step.run`
  * semantics: stored once, replayed afterwards; repeated calls get `#2`, `#3` suffixes). Called
  * outside a run, the method just runs. Unknown options, a name with `#` or `|`, or an invalid
- * `timeoutMs` or `heartbeatTimeout` throw `ConfigurationError` when the class is decorated.
+ * `timeout` or `heartbeatTimeout` throw `ConfigurationError` when the class is decorated.
  */
 export function Step<const C extends string = never>(nameOrOptions?: string | StepDecoratorOptions<C>): MethodOf<C> {
   return (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
@@ -68,7 +71,7 @@ export function Step<const C extends string = never>(nameOrOptions?: string | St
     }
     const stepOptions: RunStepOptions = {
       name,
-      timeoutMs: options.timeoutMs === undefined ? undefined : checkDuration(options.timeoutMs, `@Step timeoutMs of ${where}`, { timer: true }),
+      timeout: renamedDuration(options, { name: 'timeout', deprecated: 'timeoutMs', label: (k) => `@Step ${k} of ${where}`, timer: true }),
       ...(options.retries === undefined ? {} : { retries: options.retries }),
       ...(options.compensateRetries === undefined ? {} : { compensateRetries: options.compensateRetries }),
       ...(options.heartbeatTimeout === undefined ? {} : { heartbeatTimeout: options.heartbeatTimeout }),

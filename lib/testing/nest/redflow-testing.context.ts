@@ -58,7 +58,7 @@ export class RedflowTestingContext {
       clock: this.clock,
       stepMocks: this.runner.stepMocks,
       worker: { concurrency: 4, runtime: { ...TEST_RUNTIME } },
-      shutdownTimeoutMs: 2_000,
+      shutdownTimeout: 2_000,
     };
   }
 

@@ -1,10 +1,11 @@
 import { Inject, Injectable, type OnApplicationShutdown, type Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 
+import type { Duration } from '../../core';
 import { RedflowClient, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from '../../nest';
 import { RedflowMetadataAccessor } from '../../nest/redflow-metadata.accessor';
 import type { TestRedisServer } from '../redis-server';
-import type { StepMockOf, TestRunResult } from '../test-runner';
+import type { StepMockOf, TestRunResult, WaitOptions } from '../test-runner';
 import type { VirtualClock } from '../virtual-clock';
 import { REDFLOW_TESTING_CONTEXT } from './redflow-testing.constants';
 import type { RedflowTestingContext } from './redflow-testing.context';
@@ -25,7 +26,9 @@ export type WorkflowStepMocks<T> = { [K in MethodName<T>]?: T[K] extends (...arg
 export interface RedflowTestingRunOptions<T> {
   /** Steps to mock: `@Step` method names or step names. */
   steps?: WorkflowStepMocks<T>;
-  /** How long to wait for the run to end or wait, in real ms. @default 5000 */
+  /** How long to wait for the run to end or wait, in real time. @default '5s' */
+  timeout?: Duration;
+  /** @deprecated Use `timeout` (a duration such as `'5s'`, or ms); it goes in the next minor version. */
   timeoutMs?: number;
 }
 
@@ -77,11 +80,11 @@ export class RedflowTesting implements OnApplicationShutdown {
       const step = typeof method === 'function' ? this.accessor.getStep(method as () => unknown) : undefined;
       steps[step?.name ?? key] = mock as StepMockOf;
     }
-    return this.context.runner.run(() => this.client.run(workflowClass, method, input), { steps, timeoutMs: options.timeoutMs });
+    return this.context.runner.run(() => this.client.run(workflowClass, method, input), { steps, timeout: options.timeout, timeoutMs: options.timeoutMs });
   }
 
   /** Resolves when the run has ended or waits, with its state. */
-  runUntilWaiting<TOutput = unknown>(runId: string, options: { timeoutMs?: number } = {}): Promise<TestRunResult<TOutput>> {
+  runUntilWaiting<TOutput = unknown>(runId: string, options: WaitOptions = {}): Promise<TestRunResult<TOutput>> {
     return this.context.runner.runUntilWaiting<TOutput>(runId, options);
   }
 

@@ -30,17 +30,17 @@ export const emitWorkflow: StepApiEntry<'emitWorkflow'> =
 async function startChild(rt: StepHost, mode: 'wait' | 'emit', options: ChildRunOptions | string, workflow: WorkflowTarget, input: unknown): Promise<unknown> {
   const { ctx } = rt;
   const api = mode === 'wait' ? 'runWorkflow' : 'emitWorkflow';
-  const { opts, name, field, record } = rt.replay.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
+  const { opts, name, field, record, timeoutMs } = rt.replay.begin<ChildRunOptions>(api, options, CHILD_RUN_OPTION_KEYS);
   if (record?.kind === 'succeeded') return record.output;
   if (record?.kind === 'child') {
     const deadline = record.deadline;
     if (deadline && ctx.clock.now() >= deadline) {
-      rt.failAt(field, ctx.clock.now(), new TimeoutError(`Waiting for child run "${record.childRunId}" of step "${name}"`, opts.timeoutMs ?? 0));
+      rt.failAt(field, ctx.clock.now(), new TimeoutError(`Waiting for child run "${record.childRunId}" of step "${name}"`, timeoutMs ?? 0));
     }
     rt.suspend(deadline, field);
   }
   await rt.ready();
-  const deadline = mode === 'wait' && opts.timeoutMs !== undefined ? ctx.clock.now() + opts.timeoutMs : 0;
+  const deadline = mode === 'wait' && timeoutMs !== undefined ? ctx.clock.now() + timeoutMs : 0;
   const { result, workflowName } = await callStartChild(rt, {
     step: rt.target(field),
     mode,
@@ -50,7 +50,7 @@ async function startChild(rt: StepHost, mode: 'wait' | 'emit', options: ChildRun
     what: `step "${name}"`,
     runAt: timeOption(opts.runAt, 'runAt'),
     idempotencyKey: opts.idempotencyKey === undefined ? '' : checkIdempotencyKey(opts.idempotencyKey, `idempotencyKey of step "${name}"`),
-    idempotencyTtlSec: idempotencyTtlSec(opts.idempotencyTtl),
+    idempotencyTtlSec: idempotencyTtlSec(opts, `step "${name}"`),
     deadline,
   });
   if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);

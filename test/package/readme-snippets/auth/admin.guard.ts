@@ -1,6 +1,6 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 
-/** The app's own guard that README's dashboard section reuses. */
+/** The app's own guard that the dashboard guide (docs/guide/dashboard.md) reuses. */
 @Injectable()
 export class AdminGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
