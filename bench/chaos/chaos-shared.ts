@@ -11,7 +11,7 @@ export interface ChaosInput {
 }
 
 /** Short timings (as FAST_RUNTIME in test/support/engine.ts) so recovery happens within seconds. */
-export const FAST_RUNTIME = { leaseMs: 1_000, heartbeatMs: 250, reaperIntervalMs: 100, blockTimeoutMs: 100 };
+export const FAST_RUNTIME = { leaseDuration: 1_000, heartbeatInterval: 250, reaperInterval: 100, blockTimeout: 100 };
 
 /** What step `name` of the run with input n returns. */
 export function stepValue(n: number, name: (typeof STEPS)[number]): number {

@@ -14,7 +14,7 @@
  *                    directory (it reloads the AOF), wait until it answers PING;
  *   - full Redis:    CONFIG SET maxmemory <used_memory + 32 KiB> (policy noeviction) for 2-3 s,
  *                    then maxmemory 0;
- *   - blocked loop:  SIGUSR2 to a random ready worker, which busy-waits 1.5 x leaseMs.
+ *   - blocked loop:  SIGUSR2 to a random ready worker, which busy-waits 1.5 x leaseDuration.
  * Then it waits until every run has ended, or until CHAOS_TIMEOUT_MS after the start, and prints
  * one table (see `report` for the exact meaning of each column). Every step body records each of
  * its executions in Redis before doing anything else (chaos-worker.ts `recordExecution`).
@@ -46,7 +46,7 @@ const FAULT_MIN_MS = envInt('CHAOS_FAULT_MIN_MS', 500);
 const FAULT_MAX_MS = Math.max(FAULT_MIN_MS, envInt('CHAOS_FAULT_MAX_MS', 3_000));
 const STEP_MS = envInt('CHAOS_STEP_MS', 100, 0);
 const MAX_ATTEMPTS = envInt('CHAOS_MAX_ATTEMPTS', 1);
-const BLOCK_MS = Math.round(FAST_RUNTIME.leaseMs * 1.5);
+const BLOCK_MS = Math.round(FAST_RUNTIME.leaseDuration * 1.5);
 const SEED = envInt('CHAOS_SEED', Math.floor(Math.random() * 2 ** 31), 0);
 const PREFIX = `chaos:${Date.now().toString(36)}${Math.floor(Math.random() * 1e9).toString(36)}`;
 const WORKER_SCRIPT = join(__dirname, 'chaos-worker.ts');
@@ -698,7 +698,7 @@ async function main(): Promise<number> {
   console.log('');
   console.log(table(outcome.rows));
   console.log('');
-  console.log(`seed ${SEED}, elapsed ${wall} (${WORKERS} workers x concurrency ${CONCURRENCY}, lease ${FAST_RUNTIME.leaseMs} ms, blocked loop ${BLOCK_MS} ms)`);
+  console.log(`seed ${SEED}, elapsed ${wall} (${WORKERS} workers x concurrency ${CONCURRENCY}, lease ${FAST_RUNTIME.leaseDuration} ms, blocked loop ${BLOCK_MS} ms)`);
   for (const note of outcome.notes) console.log(`- ${note}`);
   const top = [...workerLog].sort((a, b) => b[1] - a[1]).slice(0, 8);
   if (top.length) {

@@ -10,6 +10,7 @@ export { RedflowAdmin } from './redflow.admin';
 export {
   RedflowClient,
   type SignalPayload,
+  type TypedScheduleOptions,
   type WorkflowClassWithSignals,
   type WorkflowInput,
   type WorkflowMethodName,

@@ -9,37 +9,21 @@ import {
   type RedisConnection,
   type RunHandle,
   type RunOptions,
-  type WorkflowContext,
+  type ScheduleOptions,
+  type ScheduleState,
   type WorkflowRegistry,
 } from '../core';
 import { validateSignalPayload, type SignalDefinition } from '../core/definition/signal-definition';
 import { isConnection, openConnection } from '../core/store/connection';
-import { workflowName } from './decorators/workflow.decorator';
+import { workflowName, type WorkflowInput, type WorkflowMethodName, type WorkflowOutput } from './decorators/workflow.decorator';
 import type { RedflowMetadataAccessor } from './redflow-metadata.accessor';
 import { resolveRedflowOptions, type RedflowModuleOptions } from './redflow-options.interface';
 import { REDFLOW_LOGGER_CONTEXT } from './redflow.constants';
 
-/**
- * Method names of `T` whose first parameter is a `WorkflowContext`: the methods `@Workflow` can
- * decorate. Methods without parameters (`onModuleInit`, helpers), `onFailure` targets (their
- * context has no `step`) and methods taking anything else are left out.
- */
-export type WorkflowMethodName<T> = {
-  [K in keyof T]-?: T[K] extends (...args: infer A) => unknown
-    ? A extends [infer C, ...unknown[]]
-      ? [C] extends [WorkflowContext<unknown>]
-        ? K
-        : never
-      : never
-    : never;
-}[keyof T] &
-  string;
+export type { WorkflowInput, WorkflowMethodName, WorkflowOutput } from './decorators/workflow.decorator';
 
-/** The input type of a workflow method. */
-export type WorkflowInput<T, K extends keyof T> = T[K] extends (ctx: WorkflowContext<infer I>) => unknown ? I : never;
-
-/** The output type of a workflow method. */
-export type WorkflowOutput<T, K extends keyof T> = T[K] extends (...args: never[]) => infer R ? Awaited<R> : never;
+/** The options of a schedule of one typed workflow: `ScheduleOptions` without `workflow`, with a typed `input`. */
+export type TypedScheduleOptions<TInput> = Omit<ScheduleOptions, 'workflow' | 'input'> & { input?: TInput };
 
 /**
  * A workflow provider class that declares the signals its runs take, as a static member:
@@ -72,6 +56,24 @@ export class RedflowClient extends WorkflowClient {
     options?: RunOptions,
   ): Promise<RunHandle<WorkflowOutput<T, K>>> {
     return this.runByName(this.workflowNameOf(workflowClass, method), input, options);
+  }
+
+  /**
+   * Adds (or replaces) a runtime schedule (see `WorkflowClient.schedule`). Given the workflow
+   * class and method instead of a name, the method and the input are type-checked:
+   * `schedule('nightly', ReportWorkflows, 'build', { cron: '0 3 * * *', input: { full: true } })`.
+   */
+  override schedule(id: string, options: ScheduleOptions): Promise<ScheduleState>;
+  override schedule<T, K extends WorkflowMethodName<T>>(
+    id: string,
+    workflowClass: Type<T>,
+    method: K,
+    options: TypedScheduleOptions<WorkflowInput<T, K>>,
+  ): Promise<ScheduleState>;
+  override async schedule(id: string, ...args: unknown[]): Promise<ScheduleState> {
+    if (typeof args[0] !== 'function') return super.schedule(id, args[0] as ScheduleOptions);
+    const [workflowClass, method, options] = args as [Type<unknown>, string, TypedScheduleOptions<unknown>];
+    return super.schedule(id, { ...options, workflow: this.workflowNameOf(workflowClass, method as never) });
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 
 import { ConfigurationError, type InputSchema, type WorkflowContext, type WorkflowRegistry } from '../core';
@@ -120,7 +120,26 @@ export class RedflowExplorer {
         );
       }
     }
+    for (const listener of listeners) if (listener.workflowClass) listener.workflows = this.workflowsOf(listener.workflowClass, listener.where);
     return listeners;
+  }
+
+  /** The workflow names of a class given to `@OnRunEvent` (all its `@Workflow` methods, or one). */
+  private workflowsOf({ type, method }: { type: Type<unknown>; method?: string }, where: string): string[] {
+    const prototype = type.prototype as Record<string, Handler>;
+    const methods = method === undefined ? this.scanner.getAllMethodNames(prototype) : [method];
+    const names = methods.flatMap((m) => {
+      const options = typeof prototype[m] === 'function' ? this.accessor.getWorkflow(prototype[m]) : undefined;
+      return options ? [workflowName(options, type.name, m)] : [];
+    });
+    if (!names.length) {
+      throw new ConfigurationError(
+        method === undefined
+          ? `@OnRunEvent of ${where} listens to the workflows of ${type.name}, which has no @Workflow method. Give a class with @Workflow methods, or workflow names.`
+          : `@OnRunEvent of ${where} listens to ${type.name}.${method}, which is not a @Workflow method. Decorate it with @Workflow(), or fix the name.`,
+      );
+    }
+    return names;
   }
 }
 

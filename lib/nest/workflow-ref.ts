@@ -1,7 +1,7 @@
 import { Inject, type Type } from '@nestjs/common';
 
-import type { CountRunsOptions, ListRunsOptions, RunHandle, RunOptions, RunState } from '../core';
-import type { RedflowClient, WorkflowInput, WorkflowMethodName, WorkflowOutput } from './redflow.client';
+import type { CountRunsOptions, ListRunsOptions, RunHandle, RunOptions, RunState, ScheduleState } from '../core';
+import type { RedflowClient, TypedScheduleOptions, WorkflowInput, WorkflowMethodName, WorkflowOutput } from './redflow.client';
 
 /**
  * A typed handle on one `@Workflow` method, injected with `@InjectWorkflow(Class, 'method')` after
@@ -34,6 +34,14 @@ export class WorkflowRef<TInput, TOutput> {
   /** Runs of this workflow, newest first: `{ status?, limit?, offset? }`. */
   list(options: Omit<ListRunsOptions, 'workflow'> = {}): Promise<Array<RunState<TOutput>>> {
     return this.client.listRuns({ ...options, workflow: this.name }) as Promise<Array<RunState<TOutput>>>;
+  }
+
+  /**
+   * Adds (or replaces) the runtime schedule `id` of this workflow: `{ cron | every, input?,
+   * timezone? }`, the input typed as the workflow's (see `client.schedule`).
+   */
+  schedule(id: string, options: TypedScheduleOptions<TInput>): Promise<ScheduleState> {
+    return this.client.schedule(id, { ...options, workflow: this.name });
   }
 
   /** How many runs of this workflow there are, optionally in one status. */

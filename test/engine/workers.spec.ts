@@ -21,7 +21,7 @@ describe('listWorkers', () => {
     const registry = new WorkflowRegistry();
     registry.define('slow', { queue: 'work', version: 3 }, async () => gate.promise);
     const before = Date.now();
-    const worker = await engine.worker({ registry, queues: ['work'], concurrency: 4, runtime: { ...FAST_RUNTIME, heartbeatMs: 100 }, logger: silent });
+    const worker = await engine.worker({ registry, queues: ['work'], concurrency: 4, runtime: { ...FAST_RUNTIME, heartbeatInterval: 100 }, logger: silent });
     const [listed] = await engine.client.listWorkers();
     expect(listed).toEqual({
       workerId: worker.workerId,
@@ -49,7 +49,7 @@ describe('listWorkers', () => {
   it('drops the entry of a worker that stopped renewing it, on read and at the next presence call of another worker', async () => {
     const registry = new WorkflowRegistry();
     registry.define('quick', {}, () => 'done');
-    const worker = await engine.worker({ registry, runtime: { ...FAST_RUNTIME, heartbeatMs: 100 }, logger: silent });
+    const worker = await engine.worker({ registry, runtime: { ...FAST_RUNTIME, heartbeatInterval: 100 }, logger: silent });
     // A worker that died: an entry that lapsed long ago, and one that is not JSON.
     const stale = JSON.stringify({ workerId: 'dead', expiresAt: Date.now() - 1000 });
     await engine.redis.hset(engine.client.keys.workers(), 'dead', stale, 'garbage', 'not json');

@@ -52,8 +52,8 @@ describe('RedflowMetadataAccessor', () => {
   });
 
   it('reads @Step options, defaulting the name to the method name', () => {
-    expect(accessor.getStep(proto.defaultNamed)).toEqual({ name: 'defaultNamed', timeoutMs: undefined });
-    expect(accessor.getStep(proto.charge)).toEqual({ name: 'charge', timeoutMs: 500 });
+    expect(accessor.getStep(proto.defaultNamed)).toEqual({ name: 'defaultNamed', timeout: undefined });
+    expect(accessor.getStep(proto.charge)).toEqual({ name: 'charge', timeout: 500 });
     expect(accessor.getStep(proto.undecorated)).toBeUndefined();
   });
 

@@ -179,6 +179,25 @@ describe('a first-class Nest citizen', () => {
     expect(await place.get(other.id)).toBeNull();
   });
 
+  it('schedules a workflow by its typed handle or by class and method, the input type-checked', async () => {
+    await start([RedflowModule.forRoot(options({ worker: false })), OrdersModule]);
+    const { place } = nest.app!.get(Orders);
+    const client = nest.app!.get(RedflowClient);
+    expect(await place.schedule('nightly-order', { cron: '0 3 * * *', input: { qty: 2 } })).toMatchObject({
+      id: 'nightly-order',
+      workflow: 'place-order',
+      cron: '0 3 * * *',
+      input: { qty: 2 },
+    });
+    expect(await client.schedule('hourly-other', OrderWorkflows, 'other', { every: '1h' })).toMatchObject({ workflow: 'other-order', every: 3_600_000 });
+    expect((await client.listSchedules()).map((s) => `${s.id}:${s.workflow}`).sort()).toEqual(['hourly-other:other-order', 'nightly-order:place-order']);
+    // The input is the workflow's, and the method a @Workflow method: both checked by the compiler.
+    // @ts-expect-error qty is a number in OrderDto
+    await expect(place.schedule('bad', { every: '1h', input: { qty: 'two' } })).rejects.toThrow('qty');
+    // @ts-expect-error "format" is not a @Workflow method of OrderWorkflows
+    await expect(client.schedule('bad', OrderWorkflows, 'format', { every: '1h' })).rejects.toThrow('OrderWorkflows.format is not a @Workflow method');
+  });
+
   it('forFeature names a class without @Workflow methods', () => {
     class NotWorkflows {}
     expect(() => RedflowModule.forFeature(NotWorkflows)).toThrow(

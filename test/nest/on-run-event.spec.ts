@@ -64,6 +64,29 @@ class OrderAudit {
   }
 }
 
+/** Listens by workflow class (and method), checked by the compiler and resolved to names at startup. */
+@Injectable()
+class TypedAudit {
+  readonly lines: string[] = [];
+
+  @OnRunEvent('run.completed', { workflow: OrderWorkflows, method: 'other' })
+  otherDone(event: RunCompleteEvent) {
+    this.lines.push(`one method: ${event.workflow}`);
+  }
+
+  @OnRunEvent('run.completed', { workflow: OrderWorkflows })
+  anyDone(event: RunCompleteEvent) {
+    this.lines.push(`whole class: ${event.workflow}`);
+  }
+}
+
+/** Never provided: only the compiler's verdict on it counts. */
+export class TypeCheckedAudit {
+  // @ts-expect-error "charge" is a @Step, not a @Workflow method of OrderWorkflows
+  @OnRunEvent('run.completed', { workflow: OrderWorkflows, method: 'charge' })
+  never() {}
+}
+
 describe('@OnRunEvent', () => {
   const redis = connect();
   let app: INestApplication | undefined;
@@ -120,6 +143,41 @@ describe('@OnRunEvent', () => {
     expect((await client.getRun(failed.id))?.status).toBe('failed');
   });
 
+  it('listens by workflow class, or by class and method', async () => {
+    const nest = await start([OrderWorkflows, TypedAudit]);
+    const client = nest.get(RedflowClient);
+    const audit = nest.get(TypedAudit);
+    await (await client.run(OrderWorkflows, 'place', { id: 'o-3' })).result({ timeout: '5s' });
+    await (await client.run(OrderWorkflows, 'other', {})).result({ timeout: '5s' });
+    await eventually(() => audit.lines.length === 3);
+    expect(audit.lines.sort()).toEqual(['one method: other', 'whole class: other', 'whole class: place-order']);
+  });
+
+  it('fails at startup when the class or method it names is not a workflow', async () => {
+    @Injectable()
+    class WrongMethod {
+      @OnRunEvent('run.failed', { workflow: OrderWorkflows, method: 'charge' as never })
+      handle() {}
+    }
+    await expect(start([OrderWorkflows, WrongMethod])).rejects.toThrow(
+      '@OnRunEvent of WrongMethod.handle listens to OrderWorkflows.charge, which is not a @Workflow method. Decorate it with @Workflow(), or fix the name.',
+    );
+    await app?.close();
+    app = undefined;
+    @Injectable()
+    class NotWorkflows {
+      ping() {}
+    }
+    @Injectable()
+    class WrongClass {
+      @OnRunEvent('run.failed', { workflow: NotWorkflows })
+      handle() {}
+    }
+    await expect(start([OrderWorkflows, WrongClass])).rejects.toThrow(
+      '@OnRunEvent of WrongClass.handle listens to the workflows of NotWorkflows, which has no @Workflow method.',
+    );
+  });
+
   it('refuses unknown events and a workflow filter on worker.error when the class is decorated', () => {
     expect(() => OnRunEvent('run.finished' as never)).not.toThrow();
     const decorate = (event: string, options?: object) => () => {
@@ -133,5 +191,6 @@ describe('@OnRunEvent', () => {
     expect(decorate('run.finished')).toThrow(/unknown event "run.finished"\. Use one of run\.started, run\.completed/);
     expect(decorate('worker.error', { workflow: 'x' })).toThrow(/'worker.error' belongs to no workflow/);
     expect(decorate('run.completed', { workflows: 'x' })).toThrow(/workflows/);
+    expect(decorate('run.completed', { workflow: 'x', method: 'y' })).toThrow(/has a method but no workflow class/);
   });
 });

@@ -114,11 +114,10 @@ export class WorkflowClient {
   }
 
   /**
-   * Starts several runs of one workflow: `items` are `{ input, options? }`. Every item's options and
-   * input (schema and size) are checked before the first run is stored, so one bad item stores
-   * nothing and its error names its index. The runs are then sent together, without waiting for
-   * each reply; a Redis failure part-way can leave the earlier items stored (give them idempotency
-   * keys to retry safely). Resolves with the handles, in the items' order.
+   * Starts several runs of one workflow (`items`: `{ input, options? }`). Every item is checked
+   * before the first run is stored (one bad item stores nothing; its error names its index), then
+   * all are sent together; a Redis failure part-way can leave earlier items stored (give them
+   * idempotency keys to retry safely). Resolves with the handles, in the items' order.
    */
   runManyByName<TOutput = unknown>(name: string, items: ReadonlyArray<{ input: unknown; options?: RunOptions }>): Promise<Array<RunHandle<TOutput>>> {
     return this.producer.runManyByName<TOutput>(name, items);
@@ -130,9 +129,8 @@ export class WorkflowClient {
   }
 
   /**
-   * Emits an event: every workflow subscribed to it (option `event: [{ name }]`) gets a run with the
-   * payload as input. Returns their run ids, or `[]` when `emitAt` is in the future (the fan-out
-   * then happens when due). With `idempotencyKey`, a repeated emit returns the same runs.
+   * Emits an event: each workflow subscribed to it (`event: [{ name }]`) gets a run with the payload
+   * as input. Returns their run ids (`[]` for a future `emitAt`); a repeated `idempotencyKey`, the same runs.
    */
   emitEvent(event: string, payload: unknown, options: EmitEventOptions = {}): Promise<string[]> {
     return this.producer.emitEvent(event, payload, options);
@@ -144,12 +142,11 @@ export class WorkflowClient {
   }
 
   /**
-   * Adds a schedule that starts a run of `workflow` on every tick of `cron` (a croner expression,
-   * in `timezone`) or `every` interval (at least 1 s), with `input`, once per tick across all
-   * workers, like a workflow's `cron` trigger; it is stored in Redis, so it outlives this process.
-   * Scheduling an id again replaces its schedule (an unchanged one keeps its next tick). A
-   * workflow in this client's registry is checked locally (input schema included); any other must
-   * be registered in Redis by a worker, else `UnknownWorkflowError`. Resolves with the schedule.
+   * Adds a schedule, stored in Redis: a run of `workflow` with `input` on every tick of `cron` (a
+   * croner expression, in `timezone`) or `every` interval (at least 1 s), once per tick across all
+   * workers. Scheduling an id again replaces it (an unchanged one keeps its next tick). A workflow
+   * of this client's registry is checked here (its input schema too); any other must be registered
+   * in Redis by a worker, else `UnknownWorkflowError`. Resolves with the schedule.
    */
   schedule(id: string, options: ScheduleOptions): Promise<ScheduleState> {
     return this.producer.schedule(id, options);
@@ -166,15 +163,12 @@ export class WorkflowClient {
   }
 
   /**
-   * Waits for a run to end, without polling. By default it resolves with the run's output and
-   * rejects with its error (`CanceledError` when canceled); with `throwOnFailure: false` it
-   * resolves with the final state whatever it is. Rejects with `TimeoutError` after `timeout`,
-   * with the signal's reason when `signal` aborts, and with `RunNotFoundError` when there is no
-   * such run. Without `timeout`, a Redis that does not answer within `commandTimeoutMs`
-   * rejects it with `RedisUnavailableError`; with it, the wait rides out the outage until then.
-   *
-   * Cost: one read of the run, then nothing until the run's end message arrives (it carries the
-   * result, up to 64 KiB; a larger one is read once more). See RunEndWatcher.
+   * Waits for a run to end, without polling: resolves with its output, rejects with its error
+   * (`CanceledError` when canceled); `throwOnFailure: false` resolves with the final state instead.
+   * `TimeoutError` after `timeout`, the signal's reason when `signal` aborts, `RunNotFoundError`
+   * for no such run. Without `timeout`, a Redis silent for `commandTimeout` rejects it with
+   * `RedisUnavailableError`; with it, the wait rides out the outage until then. Cost: one read,
+   * then the run's end message (it carries results up to 64 KiB). See RunEndWatcher.
    */
   waitForRun<TOutput = unknown>(id: string, options: WaitForRunOptions & { throwOnFailure: false }): Promise<RunOutcome<TOutput>>;
   waitForRun<TOutput = unknown>(id: string, options?: WaitForRunOptions & { throwOnFailure?: true }): Promise<TOutput>;

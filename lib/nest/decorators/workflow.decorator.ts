@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 
-import type { InputSchema, WorkflowOptions } from '../../core';
+import type { InputSchema, WorkflowContext, WorkflowOptions } from '../../core';
 import { assertWorkflowOptionKeys, optionKeys, WORKFLOW_OPTION_KEYS } from '../../core/definition/option-checks';
 import { REDFLOW_WORKFLOW } from '../redflow.constants';
 
@@ -70,3 +70,25 @@ export function methodLabel(target: object, key: string | symbol): string {
 export function workflowName(options: WorkflowDecoratorOptions, className: string, method: string): string {
   return options.name ?? `${className}.${method}`;
 }
+
+/**
+ * Method names of `T` whose first parameter is a `WorkflowContext`: the methods `@Workflow` can
+ * decorate. Methods without parameters (`onModuleInit`, helpers), `onFailure` targets (their
+ * context has no `step`) and methods taking anything else are left out.
+ */
+export type WorkflowMethodName<T> = {
+  [K in keyof T]-?: T[K] extends (...args: infer A) => unknown
+    ? A extends [infer C, ...unknown[]]
+      ? [C] extends [WorkflowContext<unknown>]
+        ? K
+        : never
+      : never
+    : never;
+}[keyof T] &
+  string;
+
+/** The input type of a workflow method. */
+export type WorkflowInput<T, K extends keyof T> = T[K] extends (ctx: WorkflowContext<infer I>) => unknown ? I : never;
+
+/** The output type of a workflow method. */
+export type WorkflowOutput<T, K extends keyof T> = T[K] extends (...args: never[]) => infer R ? Awaited<R> : never;
