@@ -698,7 +698,9 @@ async function main(): Promise<number> {
   console.log('');
   console.log(table(outcome.rows));
   console.log('');
-  console.log(`seed ${SEED}, elapsed ${wall} (${WORKERS} workers x concurrency ${CONCURRENCY}, lease ${FAST_RUNTIME.leaseDuration} ms, blocked loop ${BLOCK_MS} ms)`);
+  console.log(
+    `seed ${SEED}, elapsed ${wall} (${WORKERS} workers x concurrency ${CONCURRENCY}, lease ${FAST_RUNTIME.leaseDuration} ms, blocked loop ${BLOCK_MS} ms)`,
+  );
   for (const note of outcome.notes) console.log(`- ${note}`);
   const top = [...workerLog].sort((a, b) => b[1] - a[1]).slice(0, 8);
   if (top.length) {
