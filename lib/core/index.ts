@@ -12,8 +12,9 @@ export type {
   WaitingFilter,
 } from './definition/run-options';
 export type { ResultOptions, RunHandle } from './definition/run-types';
-export type { ScheduleOptions } from './definition/schedule-types';
+export type { ScheduleOptions, SchedulePolicies } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
+export { createSchedules, MAX_BACKFILL_TICKS, WorkflowSchedules, type ScheduleFireResult } from './client/schedules';
 export { RunEventStream } from './client/run-events-reader';
 export {
   RUN_EVENT_TYPES,

@@ -7,6 +7,7 @@ export { Step, type StepDecoratorOptions } from './decorators/step.decorator';
 export { currentStep } from './step-context';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
 export { RedflowAdmin } from './redflow.admin';
+export { RedflowSchedules } from './redflow.schedules';
 export {
   RedflowClient,
   type SignalPayload,

@@ -12,6 +12,7 @@ import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY, REDFLOW_WORKFLOW } from './redflow
 import { RedflowExplorer } from './redflow.explorer';
 import { REDFLOW_ASYNC_OPTIONS_TYPE, REDFLOW_MODULE_OPTIONS, REDFLOW_OPTIONS_TYPE, RedflowConfigurableModule } from './redflow.module-definition';
 import { RedflowOrchestrator } from './redflow.orchestrator';
+import { RedflowSchedules } from './redflow.schedules';
 import { getWorkflowRefToken, WorkflowRef } from './workflow-ref';
 
 /** What an `UnknownWorkflowError` tells a Nest user to do. */
@@ -37,8 +38,9 @@ const NEST_HOW_TO_DEFINE =
       inject: [REDFLOW_MODULE_OPTIONS, REDFLOW_REGISTRY, RedflowMetadataAccessor],
     },
     RedflowAdmin,
+    RedflowSchedules,
   ],
-  exports: [RedflowClient, RedflowAdmin],
+  exports: [RedflowClient, RedflowAdmin, RedflowSchedules],
 })
 export class RedflowModule extends RedflowConfigurableModule implements NestModule {
   constructor(

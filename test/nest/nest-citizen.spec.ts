@@ -7,9 +7,11 @@ import request from 'supertest';
 
 import {
   createClient,
+  Cron,
   InjectWorkflow,
   RedflowClient,
   RedflowModule,
+  RedflowSchedules,
   UnknownWorkflowError,
   Workflow,
   type RedflowModuleOptions,
@@ -196,6 +198,32 @@ describe('a first-class Nest citizen', () => {
     await expect(place.schedule('bad', { every: '1h', input: { qty: 'two' } })).rejects.toThrow('qty');
     // @ts-expect-error "format" is not a @Workflow method of OrderWorkflows
     await expect(client.schedule('bad', OrderWorkflows, 'format', { every: '1h' })).rejects.toThrow('OrderWorkflows.format is not a @Workflow method');
+  });
+
+  it('injects RedflowSchedules, which pauses, lists and previews a @Cron trigger with its policies', async () => {
+    @Injectable()
+    class Digests {
+      @Cron('0 6 * * *', { id: 'morning-digest', timezone: 'UTC', overlap: 'buffer-one', missed: 'skip' })
+      @Workflow('morning-digest')
+      async digest(_ctx: WorkflowContext) {
+        return 'sent';
+      }
+    }
+    const app = await nest.start({ imports: [RedflowModule.forRoot(options())], providers: [Digests] });
+    const schedules = app.get(RedflowSchedules);
+    expect(await schedules.get('morning-digest')).toMatchObject({
+      id: 'morning-digest',
+      source: 'definition',
+      workflow: 'morning-digest',
+      policies: { overlap: 'buffer-one', missed: 'skip' },
+      nextAt: expect.any(Number),
+    });
+    const paused = await schedules.pause('morning-digest', { note: 'mail provider outage' });
+    expect(paused).toMatchObject({ paused: { note: 'mail provider outage' } });
+    expect(paused.nextAt).toBeUndefined();
+    const [next] = await schedules.preview('morning-digest', 1, Date.UTC(2027, 0, 1));
+    expect(next.toISOString()).toBe('2027-01-01T06:00:00.000Z');
+    expect((await schedules.resume('morning-digest')).paused).toBeUndefined();
   });
 
   it('forFeature names a class without @Workflow methods', () => {

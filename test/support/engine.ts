@@ -48,11 +48,11 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 }
 
 /** Polls `check` every 10 ms until it returns a truthy value (or throws after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5_000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value) return value;
+    if (value) return value as NonNullable<T>;
     if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms: ${check.toString()}`);
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -166,6 +166,10 @@ describe('keys', () => {
       k_events: () => keys.events(),
       k_cancel_channel: () => keys.cancelChannel(),
       k_ended_channel: () => keys.endedChannel(),
+      k_cron_defs: () => keys.cronDefs(),
+      k_cron_last: () => keys.cronLast(),
+      k_cron_buffered: () => keys.cronBuffered(),
+      k_cron_paused: () => keys.cronPaused(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
     expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());

@@ -1,4 +1,4 @@
-import { scheduleIdOf } from '../definition/cron';
+import { policiesOf, scheduleIdOf, type StoredCron } from '../definition/cron';
 import {
   assertKnownKeys,
   checkInteger,
@@ -11,7 +11,7 @@ import {
 } from '../definition/option-checks';
 import { type CountRunsOptions, type ListRunsOptions } from '../definition/run-options';
 import { RUN_STATUSES, WAIT_KINDS, type AttemptState, type RunState, type RunSummary, type StepState, type WaitKind } from '../definition/run-types';
-import { type CronState, type ScheduleState } from '../definition/schedule-types';
+import { type CronState, type SchedulePolicies, type ScheduleState } from '../definition/schedule-types';
 import { type QueueStats, type QueueStatsOptions, type RunStats, type WorkerInfo } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
 import { ConfigurationError } from '../errors';
@@ -64,6 +64,12 @@ function checkListOptions(options: ListRunsOptions, what: string): RunFilter & {
   const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
   const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
   return { ...filter, limit, offset };
+}
+
+/** `{ policies }` of a stored schedule that has any, else nothing. */
+function withPolicies(def: StoredCron): { policies?: SchedulePolicies } {
+  const policies = policiesOf(def);
+  return policies ? { policies } : {};
 }
 
 /**
@@ -143,7 +149,7 @@ export class RunReader {
 
   async listCrons(): Promise<CronState[]> {
     return (await this.ctx.call(() => this.ctx.registryQueries.crons()))
-      .map(({ cronId, def, nextAt }): CronState => {
+      .map(({ cronId, def, nextAt, paused }): CronState => {
         const scheduleId = scheduleIdOf(cronId);
         return {
           id: scheduleId ?? cronId,
@@ -154,6 +160,8 @@ export class RunReader {
           timezone: def.timezone ?? undefined,
           input: def.input,
           nextAt,
+          ...withPolicies(def),
+          ...(paused && { paused }),
         };
       })
       .sort((a, b) => a.id.localeCompare(b.id) || a.source.localeCompare(b.source));
@@ -161,10 +169,11 @@ export class RunReader {
 
   async listSchedules(): Promise<ScheduleState[]> {
     const schedules: ScheduleState[] = [];
-    for (const { cronId, def, nextAt } of await this.ctx.call(() => this.ctx.registryQueries.crons())) {
+    for (const { cronId, def, nextAt, paused } of await this.ctx.call(() => this.ctx.registryQueries.crons())) {
       const id = scheduleIdOf(cronId);
       if (id === undefined) continue;
-      schedules.push({ id, workflow: def.workflow, cron: def.expression, every: def.every, timezone: def.timezone ?? undefined, input: def.input, nextAt });
+      const shape = { cron: def.expression, every: def.every, timezone: def.timezone ?? undefined };
+      schedules.push({ id, workflow: def.workflow, ...shape, input: def.input, nextAt, ...withPolicies(def), ...(paused && { paused }) });
     }
     return schedules.sort((a, b) => a.id.localeCompare(b.id));
   }

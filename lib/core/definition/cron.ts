@@ -6,7 +6,8 @@
 import { Cron } from 'croner';
 
 import { ConfigurationError, InvalidCronError } from '../errors';
-import { checkUserName } from './option-checks';
+import { checkInteger, checkUserName, describeValue } from './option-checks';
+import type { SchedulePolicies } from './schedule-types';
 import type { CronTrigger, WorkflowDefinition } from './workflow-types';
 
 /** When a schedule ticks: a cron expression (in a time zone), or every `every` ms. */
@@ -22,6 +23,85 @@ export interface StoredCron {
   /** The interval in ms; absent for a cron expression. */
   every?: number;
   input: unknown;
+  /** Its policies, only those given (so a schedule stored before they existed reads the same). */
+  missed?: SchedulePolicies['missed'];
+  missedLimit?: number;
+  overlap?: SchedulePolicies['overlap'];
+}
+
+/** A tick found later than this (ms) was missed: no worker ran when it was due. */
+export const MISSED_AFTER_MS = 60_000;
+
+/** The default of `missedLimit`. */
+export const DEFAULT_MISSED_LIMIT = 100;
+
+const MISSED = ['skip', 'once', 'all'] as const;
+const OVERLAP = ['skip', 'allow', 'cancel-previous', 'buffer-one'] as const;
+
+/** The policies given in `options` (a trigger or schedule options), checked; only those given. */
+export function checkSchedulePolicies(options: SchedulePolicies, what: string): SchedulePolicies {
+  const policies: SchedulePolicies = {};
+  if (options.missed !== undefined) {
+    if (!MISSED.includes(options.missed))
+      throw new ConfigurationError(`missed of ${what} must be 'skip', 'once' or 'all', got ${describeValue(options.missed)}.`);
+    policies.missed = options.missed;
+  }
+  if (options.missedLimit !== undefined) {
+    if (options.missed !== 'all') throw new ConfigurationError(`missedLimit of ${what} applies to missed: 'all' only: set missed: 'all', or drop missedLimit.`);
+    policies.missedLimit = checkInteger(options.missedLimit, `missedLimit of ${what}`, 1, 10_000);
+  }
+  if (options.overlap !== undefined) {
+    if (!OVERLAP.includes(options.overlap)) {
+      throw new ConfigurationError(`overlap of ${what} must be 'skip', 'allow', 'cancel-previous' or 'buffer-one', got ${describeValue(options.overlap)}.`);
+    }
+    policies.overlap = options.overlap;
+  }
+  return policies;
+}
+
+/** The policies of a stored schedule, only those it has. */
+export function policiesOf(stored: StoredCron): SchedulePolicies | undefined {
+  const { missed, missedLimit, overlap } = stored;
+  if (missed === undefined && missedLimit === undefined && overlap === undefined) return undefined;
+  return { ...(missed && { missed }), ...(missedLimit && { missedLimit }), ...(overlap && { overlap }) };
+}
+
+/**
+ * What the ticker does with a due tick (`tick`, found at `now`), by the schedule's `missed`
+ * policy: `fire` it (the schedule then moves to `next`), or move the schedule to `next` without
+ * firing (`skip`): missed ticks dropped, or the ones past `missedLimit`.
+ */
+export function planTick(stored: StoredCron, tick: number, now: number): { fire: boolean; next: number } {
+  const schedule = scheduleOf(stored);
+  const late = now - tick > MISSED_AFTER_MS;
+  const missed = stored.missed ?? 'once';
+  if (late && missed === 'skip') return { fire: false, next: nextCronTick(stored.workflow, schedule, now - MISSED_AFTER_MS) };
+  if (missed !== 'all') return { fire: true, next: nextCronTick(stored.workflow, schedule, Math.max(tick, now)) };
+  if (late) {
+    // Keep the latest `missedLimit` missed ticks: the oldest of them is where firing starts.
+    const oldestKept = lastTicks(stored.workflow, schedule, now, stored.missedLimit ?? DEFAULT_MISSED_LIMIT).at(-1);
+    if (oldestKept !== undefined && oldestKept > tick) return { fire: false, next: oldestKept };
+  }
+  return { fire: true, next: nextCronTick(stored.workflow, schedule, tick) };
+}
+
+/** Up to `count` ticks at or before `at`, newest first. */
+export function lastTicks(workflow: string, schedule: CronSchedule, at: number, count: number): number[] {
+  if ('every' in schedule) {
+    const last = Math.floor(at / schedule.every) * schedule.every;
+    return Array.from({ length: count }, (_, i) => last - i * schedule.every);
+  }
+  return parseCron(workflow, schedule)
+    .previousRuns(count, new Date(at + 1))
+    .map((d) => d.getTime());
+}
+
+/** The next `count` ticks after `after`, oldest first. */
+export function nextTicks(workflow: string, schedule: CronSchedule, after: number, count: number): number[] {
+  const ticks: number[] = [];
+  let at = after;
+  for (let i = 0; i < count; i++) ticks.push((at = nextCronTick(workflow, schedule, at)));
+  return ticks;
 }
 
 /**
@@ -91,12 +171,12 @@ export function scheduleOf(stored: StoredCron): CronSchedule {
   return { expression: stored.expression ?? '', timezone: stored.timezone ?? undefined };
 }
 
-/** The stored JSON of a trigger or schedule of `workflow`. */
-export function encodeCron(workflow: string, trigger: CronSchedule & { input?: unknown }): string {
+/** The stored JSON of a trigger or schedule of `workflow`, with its policies (checked), if any. */
+export function encodeCron(workflow: string, trigger: CronSchedule & { input?: unknown }, policies: SchedulePolicies = {}): string {
   const input = trigger.input ?? null;
   const stored: StoredCron =
     'every' in trigger ? { workflow, every: trigger.every, input } : { workflow, expression: trigger.expression, timezone: trigger.timezone ?? null, input };
-  return JSON.stringify(stored);
+  return JSON.stringify({ ...stored, ...policies });
 }
 
 /** A stored trigger read back (throws `SyntaxError` for text that is not JSON). */

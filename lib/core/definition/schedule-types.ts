@@ -1,6 +1,31 @@
 /** Cron schedules: a runtime schedule's options, and the schedules as stored in Redis. */
 import type { Duration } from './duration-format';
 
+/**
+ * What a schedule does with the ticks it missed while no worker ran, and with a tick that finds
+ * its previous run still going. The same for a workflow's `cron` triggers (`@Cron`) and runtime
+ * schedules; independent of `maxConcurrency`, which still skips a tick when the workflow is full.
+ */
+export interface SchedulePolicies {
+  /**
+   * Ticks found more than a minute late (no worker ran then): `'skip'` drops them and goes on with
+   * the next tick; `'once'` fires the first of them, once; `'all'` fires each of them, in order
+   * (the latest `missedLimit` at most).
+   * @default 'once'
+   */
+  missed?: 'skip' | 'once' | 'all';
+  /** With `missed: 'all'`: the most missed ticks fired, the latest ones. @default 100 */
+  missedLimit?: number;
+  /**
+   * A tick whose schedule's previous run has not ended (queued, running, waiting or compensating):
+   * `'skip'` starts nothing; `'allow'` starts another run beside it; `'cancel-previous'` cancels
+   * the previous run and starts the new one; `'buffer-one'` starts the tick's run as soon as the
+   * previous one ends (one tick waits; the ticks that come meanwhile are dropped).
+   * @default 'skip'
+   */
+  overlap?: 'skip' | 'allow' | 'cancel-previous' | 'buffer-one';
+}
+
 /** A cron schedule as registered in Redis: a trigger of a workflow definition, or a runtime schedule. */
 export interface CronState {
   /** The trigger's id (`cron[].id`, `@Cron({ id })`, or `<workflow>#<index>`), or the id given to `client.schedule`. */
@@ -14,12 +39,16 @@ export interface CronState {
   every?: number;
   timezone?: string;
   input: unknown;
-  /** Epoch ms of the next tick. */
+  /** Epoch ms of the next tick; absent while paused. */
   nextAt?: number;
+  /** Its policies, when any was given (defaults: `missed: 'once'`, `overlap: 'skip'`). */
+  policies?: SchedulePolicies;
+  /** Set while paused (`schedules.pause`), with the note given and when. */
+  paused?: { note?: string; at: number };
 }
 
 /** Options of `client.schedule`: the workflow, and exactly one of `cron` and `every`. */
-export interface ScheduleOptions {
+export interface ScheduleOptions extends SchedulePolicies {
   /** The workflow each tick starts a run of. */
   workflow: string;
   /** A croner expression (a leading seconds field is allowed), e.g. `"0 9 * * 1-5"`. */
@@ -42,6 +71,10 @@ export interface ScheduleState {
   every?: number;
   timezone?: string;
   input: unknown;
-  /** Epoch ms of the next tick. */
+  /** Epoch ms of the next tick; absent while paused. */
   nextAt?: number;
+  /** Its policies, when any was given (defaults: `missed: 'once'`, `overlap: 'skip'`). */
+  policies?: SchedulePolicies;
+  /** Set while paused, with the note given and when. */
+  paused?: { note?: string; at: number };
 }

@@ -7,6 +7,7 @@
 import type { Duration } from './duration-format';
 import type { RunOptions } from './run-options';
 import type { RunHandle } from './run-types';
+import type { SchedulePolicies } from './schedule-types';
 import type {
   ChildRunOptions,
   CompensationOutcome,
@@ -165,6 +166,8 @@ export interface CancelOnTrigger<TInput = any> {
 export interface WorkflowContext<TInput = unknown> {
   input: TInput;
   run: RunInfo;
+  /** The time of the schedule's tick that started this run (a `cron` trigger or a runtime schedule); absent otherwise. */
+  scheduledAt?: Date;
   /** Aborted when the run is canceled or this worker loses the run. */
   signal: AbortSignal;
   step: StepApi;
@@ -209,7 +212,7 @@ export interface LimitOptions<TInput = any> {
 }
 
 /** A cron trigger (croner syntax; a leading seconds field is allowed). */
-export interface CronTrigger {
+export interface CronTrigger extends SchedulePolicies {
   /** Stable id of the schedule. @default "<workflow>#<index>" */
   id?: string;
   expression: string;

@@ -1,5 +1,5 @@
 import { ConfigurationError, UnknownWorkflowError } from '../errors';
-import { checkCronId, parseCron } from './cron';
+import { checkCronId, checkSchedulePolicies, parseCron } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
 import {
   assertWorkflowOptionKeys,
@@ -215,6 +215,7 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   (options.cron ?? []).forEach((trigger, i) => {
     parseCron(name, trigger);
     const id = trigger.id === undefined ? `${name}#${i}` : checkCronId(trigger.id, `cron[${i}].id ${of}`);
+    checkSchedulePolicies(trigger, `cron trigger "${id}" ${of}`);
     if (ids.has(id)) throw new ConfigurationError(`Cron id "${id}" is used twice in workflow "${name}". Give each cron trigger its own id.`);
     ids.add(id);
   });

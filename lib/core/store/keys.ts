@@ -169,9 +169,21 @@ export class RedflowKeys {
   cronDefs(): string {
     return `${this.base}cron:defs`;
   }
-  /** Cron id → its next tick (ms). */
+  /** Cron id → its next tick (ms); a paused schedule has none. */
   cronNext(): string {
     return `${this.base}cron:next`;
+  }
+  /** Cron id → the id of the run its latest tick started (the overlap policies read it). */
+  cronLast(): string {
+    return `${this.base}cron:last`;
+  }
+  /** Cron id → the tick held by `overlap: 'buffer-one'` until the previous run ends. */
+  cronBuffered(): string {
+    return `${this.base}cron:buffered`;
+  }
+  /** Cron id → JSON `{ note?, at }` of a paused schedule. */
+  cronPaused(): string {
+    return `${this.base}cron:paused`;
   }
   /** Written while Redis is down or refusing writes, to learn when it takes writes again. */
   probe(): string {

@@ -1,4 +1,5 @@
 import { ENDED_STATUSES, type EndedStatus } from '../definition/run-types';
+import type { SchedulePolicies } from '../definition/schedule-types';
 import type { RedisConnection } from './connection';
 import { WaitScripts } from './wait-scripts';
 
@@ -6,6 +7,9 @@ import { WaitScripts } from './wait-scripts';
 export type { RedisConnection };
 export type { ClaimedRun, SkippedClaim, FinishResult, FinishOutcome } from './run-scripts';
 export type { StepTarget } from './wait-scripts';
+
+/** What `cronFire` did: see `cron-fire-1.lua`. */
+export type CronFireResult = 'fired' | 'skipped' | 'overlap' | 'buffered' | 'dropped' | 'taken' | 'unknown';
 
 /**
  * The only place that calls the Lua scripts. Its methods are split by concern along a chain of
@@ -31,8 +35,26 @@ export class RedisScripts extends WaitScripts {
     return (await this.call('sync-registry', keys, { base: k.base, owner, now, prune: prune ? '1' : '0', entries })) as string[];
   }
 
-  async cronFire(cronId: string, tick: number, next: number, workflow: string, input: string, now: number): Promise<'fired' | 'skipped' | 'taken' | 'unknown'> {
-    return (await this.call('cron-fire', [this.keys.cronNext()], { base: this.keys.base, cronId, tick, next, workflow, input, now })) as 'fired';
+  /**
+   * `cron-fire-1.lua`: fires the tick `tick` of cron `cronId` once (mode `tick`), moves past a
+   * missed one (`drop`), or fires a tick of `trigger` / `backfill` (`manual`), by its overlap policy.
+   */
+  async cronFire(a: {
+    cronId: string;
+    tick: number;
+    next: number;
+    workflow: string;
+    input: string;
+    now: number;
+    overlap: NonNullable<SchedulePolicies['overlap']>;
+    mode: 'tick' | 'drop' | 'manual';
+  }): Promise<CronFireResult> {
+    return (await this.call('cron-fire', [this.keys.cronNext()], { base: this.keys.base, ...a })) as CronFireResult;
+  }
+
+  /** `cron-pause-1.lua`: pauses cron `cronId` (`paused`: the pause's JSON) or resumes it at `next`. False when it does not exist. */
+  async cronPause(cronId: string, paused: string | null, next: number): Promise<boolean> {
+    return (await this.call('cron-pause', [this.keys.cronNext()], { base: this.keys.base, cronId, paused: paused ?? '', next })) === 1;
   }
 
   /**
@@ -46,13 +68,14 @@ export class RedisScripts extends WaitScripts {
     next: number;
     workflow: string;
     local: boolean;
-  }): Promise<{ outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number } | { outcome: 'unknown' } | { outcome: 'dynamic' }> {
+  }): Promise<{ outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number | undefined } | { outcome: 'unknown' } | { outcome: 'dynamic' }> {
     const k = this.keys;
     const args = { base: k.base, cronId: a.cronId, def: a.def, next: a.next, workflow: a.workflow, local: a.local ? '1' : '0' };
     const [outcome, next] = (await this.call('schedule', [k.cronDefs(), k.cronNext()], args)) as [string, string?];
     if (outcome === 'unknown') return { outcome };
     if (outcome === 'dynamic') return { outcome };
-    return { outcome: outcome as 'created', nextAt: Number(next) };
+    // A paused schedule has no next tick.
+    return { outcome: outcome as 'created', nextAt: next === undefined || next === null ? undefined : Number(next) };
   }
 
   /** `unschedule-2.lua`: removes the runtime schedule stored as `cronId`; false when there was none. */

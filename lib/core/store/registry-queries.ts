@@ -14,6 +14,8 @@ export interface StoredCronEntry {
   cronId: string;
   def: StoredCron;
   nextAt?: number;
+  /** Set while paused. */
+  paused?: { note?: string; at: number };
 }
 
 /**
@@ -100,10 +102,19 @@ export class RegistryQueries {
 
   /** Every entry of `cron:defs`, decoded, with its next tick from `cron:next`. */
   async crons(): Promise<StoredCronEntry[]> {
-    const [defs, next] = await Promise.all([this.redis.hgetall(this.keys.cronDefs()), this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES')]);
+    const [defs, next, paused] = await Promise.all([
+      this.redis.hgetall(this.keys.cronDefs()),
+      this.redis.zrange(this.keys.cronNext(), 0, '-1', 'WITHSCORES'),
+      this.redis.hgetall(this.keys.cronPaused()),
+    ]);
     const nextById = new Map<string, number>();
     for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
-    return Object.entries(defs).map(([cronId, json]) => ({ cronId, def: decodeCron(json), nextAt: nextById.get(cronId) }));
+    return Object.entries(defs).map(([cronId, json]) => ({
+      cronId,
+      def: decodeCron(json),
+      nextAt: nextById.get(cronId),
+      ...(paused[cronId] !== undefined && { paused: JSON.parse(paused[cronId]) as { note?: string; at: number } }),
+    }));
   }
 
   /**

@@ -255,9 +255,11 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
   runHandler(definition: WorkflowDefinition, steps: StepRuntime, info: RunInfo, input: unknown): Promise<unknown> {
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const executor = this;
+    const scheduledAt = this.claimed.hash.scheduledAt;
     const context = {
       input,
       run: info,
+      ...(scheduledAt && { scheduledAt: new Date(Number(scheduledAt)) }),
       step: steps.api,
       setEvent: (key: string, value: unknown) => steps.setEvent(key, value),
       get signal() {

@@ -7,7 +7,7 @@
 -- ARGV: base cronId def next workflow local
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id ('@' + schedule id)    ARGV[3] definition JSON
 -- ARGV[4] its next tick (ms)  ARGV[5] workflow    ARGV[6] '1' when the caller has the workflow's definition
--- Returns { 'created' | 'replaced' | 'unchanged', next tick } | { 'unknown' } | { 'dynamic' }
+-- Returns { 'created' | 'replaced' | 'unchanged', next tick (none while paused) } | { 'unknown' } | { 'dynamic' }
 --!include writable.lua
 --!include keys.lua
 --!include cron.lua
@@ -21,6 +21,6 @@ if ARGV[6] ~= '1' then
   if meta[2] == '1' then return { 'dynamic' } end
 end
 local existed = redis.call('HEXISTS', KEYS[1], id) == 1
-local next, changed = put_cron(KEYS[1], KEYS[2], id, def, ARGV[4])
+local next, changed = put_cron(base, KEYS[1], KEYS[2], id, def, ARGV[4])
 if not changed then return { 'unchanged', next } end
 return { existed and 'replaced' or 'created', next }

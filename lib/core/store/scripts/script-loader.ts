@@ -48,6 +48,7 @@ export const SCRIPTS = {
   'emit-event': 1,
   'fire-events': 1,
   'cron-fire': 1,
+  'cron-pause': 1,
   schedule: 2,
   unschedule: 2,
   cleanup: 4,

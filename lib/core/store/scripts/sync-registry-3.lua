@@ -37,7 +37,7 @@ end
 
 local function remove_crons(list, keep)
   for id in string.gmatch(list or '', '[^\n]+') do
-    if not keep[id] and not is_runtime_cron(id) then remove_cron(KEYS[2], KEYS[3], id) end
+    if not keep[id] and not is_runtime_cron(id) then remove_cron(base, KEYS[2], KEYS[3], id) end
   end
 end
 
@@ -55,7 +55,7 @@ for _, wf in ipairs(workflows) do
     for _, cron in ipairs(wf.crons) do
       cronIds[#cronIds + 1] = cron.id
       keepCrons[cron.id] = true
-      put_cron(KEYS[2], KEYS[3], cron.id, cron.def, cron.next)
+      put_cron(base, KEYS[2], KEYS[3], cron.id, cron.def, cron.next)
   end
   remove_crons(old[2], keepCrons)
   redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,

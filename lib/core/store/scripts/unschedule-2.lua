@@ -9,4 +9,4 @@
 local base, id = ARGV[1], ARGV[2]
 assert_writable(base)
 if not is_runtime_cron(id) then return redis.error_reply('ERR schedule ids start with @') end
-return remove_cron(KEYS[1], KEYS[2], id) and 1 or 0
+return remove_cron(base, KEYS[1], KEYS[2], id) and 1 or 0

@@ -58,3 +58,8 @@ local function k_cancel_channel(base) return base .. 'cancel' end
 local function k_ended_channel(base) return base .. 'ended' end
 -- The run event stream (XADD by run-events.lua, read by client.events()).
 local function k_events(base) return base .. 'events' end
+local function k_cron_defs(base) return base .. 'cron:defs' end
+-- Cron id -> the run its latest tick started / the tick buffered by overlap 'buffer-one' / a pause's JSON.
+local function k_cron_last(base) return base .. 'cron:last' end
+local function k_cron_buffered(base) return base .. 'cron:buffered' end
+local function k_cron_paused(base) return base .. 'cron:paused' end
