@@ -9,6 +9,7 @@ import { runsResumeCommand } from './commands/runs-resume';
 import { runsShowCommand } from './commands/runs-show';
 import { runsSignalCommand } from './commands/runs-signal';
 import { runsTerminateCommand } from './commands/runs-terminate';
+import { schedulesListCommand, schedulesPauseCommand, schedulesPreviewCommand, schedulesResumeCommand, schedulesTriggerCommand } from './commands/schedules';
 import { workflowsCommand } from './commands/workflows';
 
 /** Every command of `redflow` by the words that name it, in the order the help text lists them. */
@@ -23,6 +24,11 @@ export const COMMANDS: ReadonlyArray<readonly [name: string, command: CliCommand
   ['runs resume', runsResumeCommand],
   ['runs signal', runsSignalCommand],
   ['workflows', workflowsCommand],
+  ['schedules list', schedulesListCommand],
+  ['schedules pause', schedulesPauseCommand],
+  ['schedules resume', schedulesResumeCommand],
+  ['schedules trigger', schedulesTriggerCommand],
+  ['schedules preview', schedulesPreviewCommand],
 ];
 
 /** The help text: each command's usage line, the common options, then each command's own paragraph. */

@@ -14,7 +14,7 @@ export type {
 export type { ResultOptions, RunHandle } from './definition/run-types';
 export type { ScheduleOptions, SchedulePolicies } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
-export { createSchedules, MAX_BACKFILL_TICKS, WorkflowSchedules, type ScheduleFireResult } from './client/schedules';
+export { createSchedules, MAX_BACKFILL_TICKS, WorkflowSchedules, type ScheduleFireResult, type ScheduleSource } from './client/schedules';
 export { RunEventStream } from './client/run-events-reader';
 export {
   RUN_EVENT_TYPES,

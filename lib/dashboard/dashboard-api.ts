@@ -144,9 +144,18 @@ export class DashboardApi implements DashboardContext {
     return this.fleet.schedules();
   }
 
-  /** `POST /api/schedules/trigger`: starts a schedule's workflow now. */
+  /** `POST /api/schedules/trigger`: a tick of a schedule now, under its overlap policy. */
   trigger(query: DashboardQuery, headers: IncomingHttpHeaders) {
     return this.fleet.trigger(query, headers);
+  }
+
+  /** `POST /api/schedules/pause` and `/resume`: pauses or resumes a schedule. */
+  pauseSchedule(query: DashboardQuery, headers: IncomingHttpHeaders) {
+    return this.fleet.pause(query, headers);
+  }
+
+  resumeSchedule(query: DashboardQuery, headers: IncomingHttpHeaders) {
+    return this.fleet.resume(query, headers);
   }
 
   /** `POST /api/runs/bulk`: one action on up to 100 runs, each on its own (dashboard-bulk-api.ts). */

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
+import { createSchedules, type WorkflowSchedules } from '../core/client/schedules';
 import { nextCronTick, scheduleOf } from '../core/definition/cron';
 import type { RunSummary } from '../core/definition/run-types';
 import type { CronState } from '../core/definition/schedule-types';
@@ -19,9 +20,10 @@ export interface FleetHost extends DashboardContext {
   checkActionHeaders(headers: IncomingHttpHeaders): Promise<void>;
 }
 
-/** The next `count` ticks of a schedule from its stored next tick (or now); empty when they cannot be computed. */
+/** The next `count` ticks of a schedule from its stored next tick; none while paused or once it has ended. */
 function nextTicks(cron: CronState, count: number, now: number): number[] {
   const ticks: number[] = [];
+  if (cron.paused || cron.nextAt === undefined) return ticks;
   try {
     const schedule = scheduleOf({ workflow: cron.workflow, expression: cron.expression, timezone: cron.timezone, every: cron.every, input: null });
     let tick = cron.nextAt ?? nextCronTick(cron.workflow, schedule, now);
@@ -128,21 +130,58 @@ export class FleetPages {
     };
   }
 
-  /** `POST /api/schedules/trigger?id=&source=`: starts the schedule's workflow now with its input (201, `{ runId }`). */
+  /**
+   * `POST /api/schedules/trigger?id=&source=`: a tick of the schedule now, under its overlap
+   * policy (`schedules.trigger`): 201 `{ runId }`, or 409 when it started nothing (the previous
+   * run goes on, the workflow is full or not registered), saying why.
+   */
   async trigger(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
+    const { id, source } = await this.scheduleAction(query, headers);
+    const fired = await this.schedulesCall(() => this.control.trigger(id, { source }));
+    if (fired.outcome === 'fired') return { runId: fired.runId! };
+    const why = {
+      overlap: `its previous run goes on, and its overlap policy starts no other`,
+      skipped: `its workflow is at its maxConcurrency`,
+      unknown: `its workflow is not registered`,
+    }[fired.outcome];
+    throw new DashboardHttpError(409, fired.outcome === 'unknown' ? 'UNKNOWN_WORKFLOW' : 'NOT_STARTED', `Schedule "${id}" started nothing: ${why}.`);
+  }
+
+  /** `POST /api/schedules/pause?id=&source=&note=`: pauses the schedule (`schedules.pause`); its state. */
+  async pause(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<CronState> {
+    const { id, source } = await this.scheduleAction(query, headers);
+    const note = param(query, 'note');
+    return this.schedulesCall(() => this.control.pause(id, { source, ...(note ? { note } : {}) }));
+  }
+
+  /** `POST /api/schedules/resume?id=&source=`: resumes the schedule at its first tick after now; its state. */
+  async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<CronState> {
+    const { id, source } = await this.scheduleAction(query, headers);
+    return this.schedulesCall(() => this.control.resume(id, { source }));
+  }
+
+  private get control(): WorkflowSchedules {
+    return createSchedules(this.host.client);
+  }
+
+  /** The schedule an action names, after the action checks (read-only, anti-CSRF); 404 when there is none, 400 when two share the id. */
+  private async scheduleAction(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ id: string; source?: 'runtime' | 'definition' }> {
     await this.host.checkActionHeaders(headers);
     const id = param(query, 'id');
     if (id === undefined) throw badRequest('Give the schedule id as the query parameter "id".');
     const source = param(query, 'source');
     if (source !== undefined && source !== 'definition' && source !== 'runtime')
       throw badRequest('The query parameter "source" must be definition or runtime.');
-    const { client } = this.host;
-    const found = (await this.host.read(() => client.listCrons())).filter((c) => c.id === id && (source === undefined || c.source === source));
+    const found = (await this.host.read(() => this.host.client.listCrons())).filter((c) => c.id === id && (source === undefined || c.source === source));
     if (!found.length) throw new DashboardHttpError(404, 'NOT_FOUND', `No schedule "${id}".`);
     if (found.length > 1) throw badRequest(`Both a cron of a definition and a runtime schedule are named "${id}": give source=definition or source=runtime.`);
+    return { id, source: found[0].source };
+  }
+
+  /** A schedules call, with a ConfigurationError (a bad note, an input function not defined here) as a 400. */
+  private async schedulesCall<T>(call: () => Promise<T>): Promise<T> {
     try {
-      const handle = await this.host.read(() => client.runByName(found[0].workflow, found[0].input));
-      return { runId: handle.id };
+      return await this.host.read(call);
     } catch (error) {
       if (error instanceof UnknownWorkflowError) throw new DashboardHttpError(409, 'UNKNOWN_WORKFLOW', error.message);
       if (error instanceof ConfigurationError) throw badRequest(error.message);

@@ -83,6 +83,18 @@ export class RedflowDashboardController {
     return this.api.trigger(query, nodeRequest(request).headers);
   }
 
+  @Post('api/schedules/pause')
+  @HttpCode(200)
+  pauseSchedule(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.pauseSchedule(query, nodeRequest(request).headers);
+  }
+
+  @Post('api/schedules/resume')
+  @HttpCode(200)
+  resumeSchedule(@Query() query: Query, @Req() request: NestRequest) {
+    return this.api.resumeSchedule(query, nodeRequest(request).headers);
+  }
+
   @Get('api/runs')
   runs(@Query() query: Query) {
     return this.api.runs(query);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
-import { createDashboardHandler, NonRetriableError, WorkflowRegistry } from '../../lib';
+import { createDashboardHandler, createSchedules, NonRetriableError, WorkflowRegistry } from '../../lib';
 import { CHROMIUM, describeBrowser, serve, startChromium, type TestServer } from '../support/browser';
 import { eventually, TestEngine } from '../support/engine';
 
@@ -330,6 +330,21 @@ describeBrowser('the operator UI in chromium', () => {
     expect(dialogs).toEqual(['Start schedule "nightly-mail" (notify) now?']);
     const started = (await page.getByTestId('run-id').textContent()) ?? '';
     expect((await engine.client.getRun(started))?.workflow).toBe('notify');
+
+    // Pause (the prompt asks for a note) and resume: no next fire times while paused.
+    await open('#/schedules');
+    await row.waitFor();
+    dialogs.length = 0;
+    await row.getByTestId('schedule-pause').click();
+    await row.getByTestId('schedule-resume').waitFor();
+    expect(dialogs[0]).toContain('Pause schedule "nightly-mail"?');
+    expect(await row.getByTestId('schedule-state').textContent()).toContain('paused');
+    expect(await row.getByTestId('schedule-next').locator('li').count()).toBe(0);
+    expect((await createSchedules(engine.client).get('nightly-mail'))?.paused).toBeDefined();
+    await row.getByTestId('schedule-resume').click();
+    await row.getByTestId('schedule-pause').waitFor();
+    expect(await row.getByTestId('schedule-state').textContent()).toContain('active');
+    expect(await row.getByTestId('schedule-next').locator('li').count()).toBe(5);
   });
 
   it('pauses live updates with a toggle', async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 
-import { NonRetriableError, type RedflowLogger, type RunState, type StepState, type WorkflowContext, type WorkflowMeta } from '../../lib';
+import { NonRetriableError, type CronState, type RedflowLogger, type RunState, type StepState, type WorkflowContext, type WorkflowMeta } from '../../lib';
 import { clusterMode, eventually, TestEngine } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
 
@@ -140,6 +140,52 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     // A version's updatedAt is its workers' last heartbeat, which may tick between the two calls.
     const withoutHeartbeat = (list: WorkflowMeta[]) => list.map((w) => ({ ...w, versions: w.versions.map(({ updatedAt: _beat, ...v }) => v) }));
     expect(withoutHeartbeat(json(fromEnv))).toEqual(withoutHeartbeat(workflows));
+  });
+
+  it('schedules: list, pause with a note, resume, trigger and preview, by the ids list shows; an unknown id is one sentence', async () => {
+    // A prefix of its own, with no worker: the runs a trigger starts stay queued and list nowhere else.
+    const own = new TestEngine();
+    try {
+      own.registry.define('nightly', { cron: [{ id: 'nightly', expression: '0 3 * * *', timezone: 'UTC', overlap: 'skip' }] }, () => 'tick');
+      await own.client.syncRegistry(own.registry, { owner: 'cli' });
+      const cli = (...args: string[]) => run([...args, '--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', own.prefix]);
+
+      const listed = await cli('schedules', 'list');
+      expect(listed).toMatchObject({ code: 0, stderr: '' });
+      const [header, , row] = lines(listed.stdout);
+      expect(cells(header)).toEqual(['id', 'source', 'workflow', 'when', 'timezone', 'next', 'policies', 'state']);
+      expect(cells(row)).toEqual(['nightly', 'definition', 'nightly', '0 3 * * *', 'UTC', expect.stringMatching(/T03:00:00\.000Z$/), 'overlap=skip', 'active']);
+
+      expect(await cli('schedules', 'pause', 'nightly', '--note', 'db upgrade')).toMatchObject({
+        code: 0,
+        stdout: 'Paused schedule nightly: no tick fires until "redflow schedules resume nightly".\n',
+      });
+      const [paused] = JSON.parse((await cli('schedules', 'list', '--json')).stdout) as CronState[];
+      expect(paused).toMatchObject({ id: 'nightly', paused: { note: 'db upgrade' } });
+      expect(paused.nextAt).toBeUndefined();
+      expect(cells(lines((await cli('schedules', 'list')).stdout)[2]).at(-1)).toBe('paused: db upgrade');
+      expect((await cli('schedules', 'resume', 'nightly')).stdout).toMatch(/^Resumed schedule nightly: next tick \d{4}-\d\d-\d\dT03:00:00\.000Z\.\n$/);
+
+      const preview = await cli('schedules', 'preview', 'nightly', '--count', '2');
+      expect(lines(preview.stdout)).toEqual([expect.stringMatching(/T03:00:00\.000Z$/), expect.stringMatching(/T03:00:00\.000Z$/)]);
+      const [first, second] = lines(preview.stdout).map((t) => Date.parse(t));
+      expect(second - first).toBe(86_400_000);
+
+      const fired = await cli('schedules', 'trigger', 'nightly');
+      expect(fired.stdout).toMatch(/^Started run cron\.nightly\.\d+ of schedule nightly\.\n$/);
+      // Its run is still queued (no worker here): the overlap policy 'skip' starts nothing more.
+      expect((await cli('schedules', 'trigger', 'nightly')).stdout).toBe(
+        'Started nothing: the previous run of schedule nightly goes on (its overlap policy).\n',
+      );
+
+      const unknown = await cli('schedules', 'pause', 'nope');
+      expect(unknown).toMatchObject({ code: 1, stdout: '' });
+      expect(lines(unknown.stderr)).toEqual([
+        'There is no schedule "nope": schedules.list() shows the ids of runtime schedules and of workflows\' cron triggers.',
+      ]);
+    } finally {
+      await own.close();
+    }
   });
 
   it('runs list: a table newest first; --json, --status, --workflow, --limit and --offset', async () => {

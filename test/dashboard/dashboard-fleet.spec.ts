@@ -114,5 +114,22 @@ describe('dashboard API: queues, workers, versions, schedules', () => {
     expect((await trigger('id=nope')).status).toBe(404);
     expect((await trigger('')).status).toBe(400);
     expect((await trigger('id=ok-yearly', SAME_ORIGIN_JSON)).status).toBe(403);
+
+    // Pause with a note and resume; a paused schedule lists no next ticks.
+    const action = (path: string, query: string) =>
+      request(server)
+        .post(`/redflow/api/schedules/${path}?${query}`)
+        .set({ ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token })
+        .send({});
+    const paused = await action('pause', 'id=ok-yearly&note=year-end%20freeze');
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({ id: 'ok-yearly', paused: { note: 'year-end freeze' } });
+    const listed = (await get('/api/schedules').expect(200)).body.schedules.find((s: { id: string }) => s.id === 'ok-yearly');
+    expect(listed).toMatchObject({ paused: { note: 'year-end freeze' }, next: [] });
+    const resumed = await action('resume', 'id=ok-yearly');
+    expect(resumed.body.paused).toBeUndefined();
+    expect(resumed.body.nextAt).toBe(first);
+    expect((await action('pause', 'id=nope')).status).toBe(404);
+    expect((await request(server).post('/redflow/api/schedules/pause?id=ok-yearly').set(SAME_ORIGIN_JSON).send({})).status).toBe(403);
   });
 });

@@ -231,7 +231,20 @@ describe('scripts on a Redis that refuses writes', () => {
       ['wait-any', scripts.waitAny(step('s:race'), now, { record: '[6,1,1,0]', branches: '[["a","s","sig"]]' })],
       ['sync-registry', client.syncRegistry(registry, { owner: 'atomic' })],
       ['presence', scripts.presence('worker-1', now, now + 60_000, [['w', 1]])],
-      ['cron-fire', scripts.cronFire({ cronId: '@s', tick: now, next: now + 3_600_000, workflow: 'w', input: 'null', now, overlap: 'allow', mode: 'tick' })],
+      [
+        'cron-fire',
+        scripts.cronFire({
+          cronId: '@s',
+          tick: now,
+          next: now + 3_600_000,
+          workflow: 'w',
+          input: 'null',
+          now,
+          overlap: 'allow',
+          mode: 'tick',
+          limit: undefined,
+        }),
+      ],
       ['cron-pause', scripts.cronPause('@s', '{"at":0}', now)],
       ['backfill-run-index', scripts.backfillRunIndex({ workflow: 'w', token: 'marker-1', leaseMs: 1000, cursor: '0', count: 10 })],
     ];

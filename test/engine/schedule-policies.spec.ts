@@ -214,6 +214,77 @@ describe('schedule policies', () => {
     await expect(schedules.backfill('daily', { from: 0, to: Date.UTC(2026, 0, 1) })).rejects.toThrow('more than 1000 ticks');
   });
 
+  it('bounds: no tick before startAt nor after endAt, and no more runs than limit; an ended schedule stays listed', async () => {
+    engine.define('report', {}, () => 'ok');
+    const start = await moveToGrid(MINUTE, 1_000);
+    await engine.worker();
+    const later = await schedules.upsert('later', { workflow: 'report', every: '1m', startAt: start + 5 * MINUTE, endAt: start + 6 * MINUTE });
+    expect(later.nextAt).toBe(start + 5 * MINUTE);
+    await schedules.upsert('twice', { workflow: 'report', every: '1m', limit: 2 });
+    for (let i = 0; i < 3; i++) {
+      await engine.clock.advance(MINUTE);
+      await eventually(async () => {
+        const next = (await schedules.get('twice'))?.nextAt;
+        return next === undefined || next > engine.clock.now();
+      });
+    }
+    await eventually(async () => (await runsOf('report')).length === 2);
+    const twice = await schedules.get('twice');
+    expect(twice?.nextAt).toBeUndefined();
+    expect(twice?.paused).toBeUndefined();
+    expect((await runsOf('report')).map((r) => r.tick)).toEqual([start + MINUTE, start + 2 * MINUTE]);
+    // 'later' fires its two ticks (5 and 6 minutes in), then ends.
+    await engine.clock.advance(2 * MINUTE);
+    await eventually(async () => (await runsOf('report')).length === 3);
+    await engine.clock.advance(MINUTE);
+    await eventually(async () => (await runsOf('report')).length === 4);
+    await eventually(async () => (await schedules.get('later'))?.nextAt === undefined);
+    expect((await runsOf('report')).map((r) => r.tick)).toEqual([start + MINUTE, start + 2 * MINUTE, start + 5 * MINUTE, start + 6 * MINUTE]);
+    expect(await schedules.preview('later', 3, start)).toEqual([new Date(start + 5 * MINUTE), new Date(start + 6 * MINUTE)]);
+    await expect(schedules.upsert('bad', { workflow: 'report', every: '1m', startAt: start, endAt: start - 1 })).rejects.toThrow(
+      'endAt of schedule "bad" must be after its startAt',
+    );
+  });
+
+  it("a trigger's input can be a function of its tick's time; one that throws drops the tick, loudly", async () => {
+    const errors: string[] = [];
+    engine.define('daily', { cron: [{ id: 'daily', expression: '* * * * *', input: (at: Date) => ({ day: at.toISOString() }) }] }, ({ input }) => input);
+    let calls = 0;
+    engine.define(
+      'fragile',
+      {
+        cron: [
+          {
+            id: 'fragile',
+            expression: '* * * * *',
+            input: () => {
+              if (++calls === 1) throw new Error('the calendar service is down');
+              return { ok: true };
+            },
+          },
+        ],
+      },
+      ({ input }) => input,
+    );
+    const start = await moveToGrid(MINUTE, 1_000);
+    await engine.worker({ logger: { log: () => undefined, warn: () => undefined, error: (m) => errors.push(m) } });
+    await engine.clock.advance(MINUTE);
+    const [run] = await eventually(async () => {
+      const runs = await runsOf('daily');
+      return runs[0]?.status === 'succeeded' ? runs : undefined;
+    });
+    expect(run.input).toEqual({ day: new Date(start + MINUTE).toISOString() });
+    expect(run.output).toEqual({ day: new Date(start + MINUTE).toISOString() });
+    await eventually(() => errors.some((e) => e.includes('the calendar service is down')));
+    expect(errors.find((e) => e.includes('calendar'))).toBe(
+      `Cron "fragile" dropped its tick at ${new Date(start + MINUTE).toISOString()}: its input function failed: the calendar service is down`,
+    );
+    expect(await runsOf('fragile')).toEqual([]);
+    await engine.clock.advance(MINUTE);
+    await eventually(async () => (await runsOf('fragile')).length === 1);
+    expect((await runsOf('fragile'))[0].tick).toBe(start + 2 * MINUTE);
+  });
+
   it('previews the next fire times, each local time once on the days clocks change, in two time zones', async () => {
     engine.define('report', {}, () => 'ok');
     await engine.client.syncRegistry(engine.registry, { owner: 'app' });

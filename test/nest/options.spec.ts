@@ -136,7 +136,9 @@ describe('@Cron options', () => {
       }
       return Reports;
     });
-    expect(message).toBe('Unknown option "timeZone" in @Cron options of Reports.nightly. Did you mean "timezone"? Known options: id, timezone, input.');
+    expect(message).toBe(
+      'Unknown option "timeZone" in @Cron options of Reports.nightly. Did you mean "timezone"? Known options: id, timezone, input, missed, missedLimit, overlap, startAt, endAt, limit.',
+    );
   });
 
   it('rejects an expression in the options and a non-string expression', () => {

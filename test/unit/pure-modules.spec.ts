@@ -170,6 +170,7 @@ describe('keys', () => {
       k_cron_last: () => keys.cronLast(),
       k_cron_buffered: () => keys.cronBuffered(),
       k_cron_paused: () => keys.cronPaused(),
+      k_cron_count: () => keys.cronCount(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];
     expect(functions.map(([, name]) => name).sort()).toEqual(Object.keys(twins).sort());

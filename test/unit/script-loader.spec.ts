@@ -101,11 +101,12 @@ describe('Lua scripts', () => {
       built: /'\[' \.\./,
       // '^%[5,%d+,', ',(%d+)%]$': a Lua pattern over a JSON array, that is a step or tries record
       pattern: /'[^'\n]*%[[[\]][^'\n]*'/,
-      // cjson.decode: only of the registry JSON sent by sync-registry, of an error's JSON and of a worker's entry
+      // cjson.decode: only of the registry JSON sent by sync-registry, of an error's JSON, of a worker's entry and of a cron's definition
       decoded: /cjson\.decode/,
     };
     const decodesOther: Record<string, string> = {
       'sync-registry-3.lua': 'cjson.decode(ARGV[i])',
+      'includes/cron.lua': 'pcall(cjson.decode, def)',
       'includes/run-events.lua': 'pcall(cjson.decode, errorJson)',
       'presence-1.lua': 'pcall(cjson.decode, entries[j + 1])',
     };

@@ -1,4 +1,15 @@
-import { checkSchedulePolicies, encodeCron, MIN_EVERY_MS, nextCronTick, parseCron, runtimeCronId, type CronSchedule } from '../definition/cron';
+import {
+  checkScheduleBounds,
+  checkSchedulePolicies,
+  decodeCron,
+  encodeCron,
+  MIN_EVERY_MS,
+  nextTickOf,
+  parseCron,
+  policiesOf,
+  runtimeCronId,
+  type CronSchedule,
+} from '../definition/cron';
 import { idempotencyTtlSec, timeOption } from '../definition/duration';
 import { eventFields } from '../definition/event-match';
 import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
@@ -219,7 +230,7 @@ export class RunProducer {
     if (typeof workflow !== 'string' || !workflow)
       throw new ConfigurationError(`workflow of schedule "${id}" must be a workflow name, got ${describeValue(workflow)}.`);
     const tick = checkSchedule(id, options);
-    const policies = checkSchedulePolicies(options, `schedule "${id}"`);
+    const policies = { ...checkSchedulePolicies(options, `schedule "${id}"`), ...checkScheduleBounds(options, `schedule "${id}"`) };
     const input = options.input ?? null;
     const definition = this.ctx.registry.get(workflow);
     if (definition) {
@@ -228,10 +239,11 @@ export class RunProducer {
     }
     // As stored: what JSON makes of it (Dates become strings), checked for size and JSON-safety.
     const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.ctx.maxPayloadBytes)) as unknown;
+    const def = encodeCron(workflow, { ...tick, input: stored }, policies);
     const schedule = {
       cronId: runtimeCronId(id),
-      def: encodeCron(workflow, { ...tick, input: stored }, policies),
-      next: nextCronTick(workflow, tick, this.ctx.clock.now()),
+      def,
+      next: nextTickOf(decodeCron(def), this.ctx.clock.now()),
       workflow,
       local: definition !== undefined,
     };
@@ -239,7 +251,8 @@ export class RunProducer {
     if (result.outcome === 'unknown') throw this.ctx.registry.unknownWorkflow(workflow);
     if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
     const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
-    return { id, workflow, ...shape, input: stored, nextAt: result.nextAt, ...(Object.keys(policies).length && { policies }) };
+    const given = policiesOf(decodeCron(def));
+    return { id, workflow, ...shape, input: stored, nextAt: result.nextAt, ...(given && { policies: given }) };
   }
 
   async unschedule(id: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { checkSchedulePolicies, cronIds, encodeCron, nextCronTick } from '../definition/cron';
+import { checkScheduleBounds, checkSchedulePolicies, cronIds, decodeCron, encodeCron, nextTickOf } from '../definition/cron';
 import { registryFlowControl } from '../definition/flow-control';
 import { assertKnownKeys, checkInteger, checkUserName, versionQueue } from '../definition/option-checks';
 import type { WorkflowRegistry } from '../definition/workflow';
@@ -25,8 +25,9 @@ export async function syncRegistry(ctx: ClientContext, registry: WorkflowRegistr
     const limit = d.maxConcurrency ?? options.defaultMaxConcurrency ?? Infinity;
     const ids = cronIds(d);
     const crons = (d.options.cron ?? []).map((trigger, i) => {
-      const policies = checkSchedulePolicies(trigger, `cron trigger "${ids[i]}" of workflow "${d.name}"`);
-      return { id: ids[i], def: encodeCron(d.name, trigger, policies), next: nextCronTick(d.name, trigger, now) };
+      const what = `cron trigger "${ids[i]}" of workflow "${d.name}"`;
+      const def = encodeCron(d.name, trigger, { ...checkSchedulePolicies(trigger, what), ...checkScheduleBounds(trigger, what) });
+      return { id: ids[i], def, next: nextTickOf(decodeCron(def), now) ?? '' };
     });
     return JSON.stringify({
       name: d.name,

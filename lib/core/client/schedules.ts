@@ -1,8 +1,9 @@
-import { lastTicks, nextTicks, runtimeCronId, scheduleIdOf, scheduleOf, type StoredCron } from '../definition/cron';
+import { cronInputFunction, lastTicks, nextTickOf, nextTicks, runtimeCronId, scheduleIdOf, scheduleOf, type StoredCron } from '../definition/cron';
 import { assertKnownKeys, checkInteger, checkTimestamp, checkUserName } from '../definition/option-checks';
 import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
 import { ConfigurationError } from '../errors';
 import type { CronFireResult } from '../store/redis-scripts';
+import { encodeInput } from '../store/serialization';
 import type { WorkflowClient } from './workflow-client';
 
 /** The most ticks one `backfill` fires. */
@@ -16,6 +17,11 @@ export interface ScheduleFireResult {
   outcome: 'fired' | 'overlap' | 'skipped' | 'unknown';
   /** The run of the tick (when it fired, or already existed from an earlier fire of the same tick). */
   runId?: string;
+}
+
+/** Which of a runtime schedule and a workflow's trigger of the same id is meant. @default the runtime schedule, if there is one */
+export interface ScheduleSource {
+  source?: 'runtime' | 'definition';
 }
 
 /**
@@ -42,30 +48,31 @@ export class WorkflowSchedules {
   }
 
   /** A schedule or trigger by id, or null. */
-  async get(id: string): Promise<CronState | null> {
-    const all = await this.list();
-    return all.find((c) => c.id === id && c.source === 'runtime') ?? all.find((c) => c.id === id) ?? null;
+  async get(id: string, options: ScheduleSource = {}): Promise<CronState | null> {
+    const all = (await this.list()).filter((c) => c.id === id && (options.source === undefined || c.source === options.source));
+    return all.find((c) => c.source === 'runtime') ?? all[0] ?? null;
   }
 
   /**
    * Pauses a schedule or trigger: no tick fires until `resume` (across restarts and deploys; the
    * workers' registry sync keeps a trigger paused). `note` says why, for the operator who finds it.
    */
-  async pause(id: string, options: { note?: string } = {}): Promise<CronState> {
-    assertKnownKeys('schedules.pause options', options, ['note']);
+  async pause(id: string, options: { note?: string } & ScheduleSource = {}): Promise<CronState> {
+    assertKnownKeys('schedules.pause options', options, ['note', 'source']);
     if (options.note !== undefined) checkUserName(options.note, 'The note of schedules.pause', { max: 1_000 });
-    const { cronId } = await this.find(id);
+    const { cronId } = await this.find(id, options);
     const paused = JSON.stringify({ ...(options.note !== undefined && { note: options.note }), at: this.client.clock.now() });
     await this.client.context.call(() => this.client.scripts.cronPause(cronId, paused, 0));
-    return (await this.find(id)).state;
+    return (await this.find(id, options)).state;
   }
 
   /** Resumes a paused schedule at its first tick after now (ticks missed while paused do not fire). */
-  async resume(id: string): Promise<CronState> {
-    const { cronId, def } = await this.find(id);
-    const next = nextTicks(def.workflow, scheduleOf(def), this.client.clock.now(), 1)[0];
+  async resume(id: string, options: ScheduleSource = {}): Promise<CronState> {
+    assertKnownKeys('schedules.resume options', options, ['source']);
+    const { cronId, def } = await this.find(id, options);
+    const next = nextTickOf(def, this.client.clock.now());
     await this.client.context.call(() => this.client.scripts.cronPause(cronId, null, next));
-    return (await this.find(id)).state;
+    return (await this.find(id, options)).state;
   }
 
   /**
@@ -73,8 +80,9 @@ export class WorkflowSchedules {
    * `buffer-one` start nothing while the previous run goes on, `cancel-previous` cancels it). The
    * schedule's own ticks go on unchanged, paused or not.
    */
-  async trigger(id: string): Promise<ScheduleFireResult> {
-    const found = await this.find(id);
+  async trigger(id: string, options: ScheduleSource = {}): Promise<ScheduleFireResult> {
+    assertKnownKeys('schedules.trigger options', options, ['source']);
+    const found = await this.find(id, options);
     return this.fire(found, this.client.clock.now());
   }
 
@@ -99,11 +107,18 @@ export class WorkflowSchedules {
     return results;
   }
 
-  /** The next `count` fire times of the schedule (as Dates), from now, or from `after`; for a paused one, as if resumed. */
+  /**
+   * The next `count` fire times of the schedule (as Dates), from now or from `after`, within its
+   * `startAt` and `endAt` (fewer when it ends first); for a paused one, as if resumed.
+   */
   async preview(id: string, count = 5, after: Date | number = this.client.clock.now()): Promise<Date[]> {
     checkInteger(count, 'The count of schedules.preview', 1, 1_000);
     const { def } = await this.find(id);
-    return nextTicks(def.workflow, scheduleOf(def), checkTimestamp(after, 'preview after'), count).map((t) => new Date(t));
+    const ticks: Date[] = [];
+    for (let at = nextTickOf(def, checkTimestamp(after, 'preview after')); at !== undefined && ticks.length < count; at = nextTickOf(def, at)) {
+      ticks.push(new Date(at));
+    }
+    return ticks;
   }
 
   /** The fire times of the schedule up to `before` (newest first, at most `count`). */
@@ -120,10 +135,11 @@ export class WorkflowSchedules {
       tick,
       next: 0,
       workflow: def.workflow,
-      input: JSON.stringify(def.input ?? null),
+      input: this.inputOf(cronId, def, tick),
       now: this.client.clock.now(),
       overlap: def.overlap ?? 'skip',
       mode: 'manual' as const,
+      limit: undefined,
     };
     const outcome: CronFireResult = await this.client.context.call(() => this.client.scripts.cronFire(call));
     const runId = `cron.${cronId}.${tick}`;
@@ -131,12 +147,30 @@ export class WorkflowSchedules {
     return { at: tick, outcome: outcome === 'buffered' ? 'overlap' : (outcome as ScheduleFireResult['outcome']) };
   }
 
+  /** The input JSON of a tick: the stored input, or what the trigger's input function returns (it must be defined in this process). */
+  private inputOf(cronId: string, def: StoredCron, tick: number): string {
+    if (!def.inputFn) return JSON.stringify(def.input ?? null);
+    const fn = cronInputFunction(this.client.registry, cronId, def);
+    if (!fn) {
+      throw new ConfigurationError(
+        `Cron "${cronId}" computes its input with a function of workflow "${def.workflow}", which this client's registry does not define: trigger or backfill it from the app that defines the workflow.`,
+      );
+    }
+    return encodeInput(
+      def.workflow,
+      fn(new Date(tick)),
+      `The input cron "${cronId}" computed for ${new Date(tick).toISOString()}`,
+      this.client.maxPayloadBytes,
+    );
+  }
+
   /** The stored entry of `id`: a runtime schedule first, else a workflow's trigger; `ConfigurationError` when neither exists. */
-  private async find(id: string): Promise<{ cronId: string; def: StoredCron; state: CronState }> {
+  private async find(id: string, { source }: ScheduleSource = {}): Promise<{ cronId: string; def: StoredCron; state: CronState }> {
     checkUserName(id, 'The schedule id');
     const entries = await this.client.context.call(() => this.client.context.registryQueries.crons());
-    const entry = entries.find((e) => e.cronId === runtimeCronId(id)) ?? entries.find((e) => e.cronId === id && scheduleIdOf(e.cronId) === undefined);
-    const state = entry && (await this.get(id));
+    const runtime = source === 'definition' ? undefined : entries.find((e) => e.cronId === runtimeCronId(id));
+    const entry = runtime ?? (source === 'runtime' ? undefined : entries.find((e) => e.cronId === id && scheduleIdOf(e.cronId) === undefined));
+    const state = entry && (await this.get(id, { source: runtime ? 'runtime' : 'definition' }));
     if (!entry || !state) {
       throw new ConfigurationError(`There is no schedule "${id}": schedules.list() shows the ids of runtime schedules and of workflows' cron triggers.`);
     }

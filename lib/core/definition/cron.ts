@@ -6,8 +6,8 @@
 import { Cron } from 'croner';
 
 import { ConfigurationError, InvalidCronError } from '../errors';
-import { checkInteger, checkUserName, describeValue } from './option-checks';
-import type { SchedulePolicies } from './schedule-types';
+import { checkInteger, checkTimestamp, checkUserName, describeValue } from './option-checks';
+import type { ScheduleBounds, SchedulePolicies } from './schedule-types';
 import type { CronTrigger, WorkflowDefinition } from './workflow-types';
 
 /** When a schedule ticks: a cron expression (in a time zone), or every `every` ms. */
@@ -23,10 +23,16 @@ export interface StoredCron {
   /** The interval in ms; absent for a cron expression. */
   every?: number;
   input: unknown;
+  /** Set when the input is a function of the tick's time (a workflow's trigger): `input` is then null. */
+  inputFn?: true;
   /** Its policies, only those given (so a schedule stored before they existed reads the same). */
   missed?: SchedulePolicies['missed'];
   missedLimit?: number;
   overlap?: SchedulePolicies['overlap'];
+  /** Its bounds in epoch ms, only those given. */
+  startAt?: number;
+  endAt?: number;
+  limit?: number;
 }
 
 /** A tick found later than this (ms) was missed: no worker ran when it was due. */
@@ -59,6 +65,30 @@ export function checkSchedulePolicies(options: SchedulePolicies, what: string): 
   return policies;
 }
 
+/** The bounds given in `options` (a trigger or schedule options), checked, in epoch ms; only those given. */
+export function checkScheduleBounds(options: ScheduleBounds, what: string): { startAt?: number; endAt?: number; limit?: number } {
+  const bounds: { startAt?: number; endAt?: number; limit?: number } = {};
+  if (options.startAt !== undefined) bounds.startAt = checkTimestamp(options.startAt, `startAt of ${what}`);
+  if (options.endAt !== undefined) bounds.endAt = checkTimestamp(options.endAt, `endAt of ${what}`);
+  if (bounds.startAt !== undefined && bounds.endAt !== undefined && bounds.endAt <= bounds.startAt) {
+    throw new ConfigurationError(
+      `endAt of ${what} must be after its startAt, got ${new Date(bounds.endAt).toISOString()} <= ${new Date(bounds.startAt).toISOString()}.`,
+    );
+  }
+  if (options.limit !== undefined) bounds.limit = checkInteger(options.limit, `limit of ${what}`, 1, Number.MAX_SAFE_INTEGER);
+  return bounds;
+}
+
+/**
+ * The first tick of a stored schedule after `after`, within its bounds (`startAt`, `endAt`);
+ * undefined when it has none left: the schedule has ended.
+ */
+export function nextTickOf(stored: StoredCron, after: number): number | undefined {
+  const from = stored.startAt === undefined ? after : Math.max(after, stored.startAt - 1);
+  const next = nextCronTick(stored.workflow, scheduleOf(stored), from);
+  return stored.endAt !== undefined && next > stored.endAt ? undefined : next;
+}
+
 /** The policies of a stored schedule, only those it has. */
 export function policiesOf(stored: StoredCron): SchedulePolicies | undefined {
   const { missed, missedLimit, overlap } = stored;
@@ -71,18 +101,19 @@ export function policiesOf(stored: StoredCron): SchedulePolicies | undefined {
  * policy: `fire` it (the schedule then moves to `next`), or move the schedule to `next` without
  * firing (`skip`): missed ticks dropped, or the ones past `missedLimit`.
  */
-export function planTick(stored: StoredCron, tick: number, now: number): { fire: boolean; next: number } {
-  const schedule = scheduleOf(stored);
+export function planTick(stored: StoredCron, tick: number, now: number): { fire: boolean; next: number | undefined } {
   const late = now - tick > MISSED_AFTER_MS;
   const missed = stored.missed ?? 'once';
-  if (late && missed === 'skip') return { fire: false, next: nextCronTick(stored.workflow, schedule, now - MISSED_AFTER_MS) };
-  if (missed !== 'all') return { fire: true, next: nextCronTick(stored.workflow, schedule, Math.max(tick, now)) };
+  if (stored.endAt !== undefined && tick > stored.endAt) return { fire: false, next: undefined };
+  if (late && missed === 'skip') return { fire: false, next: nextTickOf(stored, now - MISSED_AFTER_MS) };
+  if (missed !== 'all') return { fire: true, next: nextTickOf(stored, Math.max(tick, now)) };
   if (late) {
     // Keep the latest `missedLimit` missed ticks: the oldest of them is where firing starts.
-    const oldestKept = lastTicks(stored.workflow, schedule, now, stored.missedLimit ?? DEFAULT_MISSED_LIMIT).at(-1);
-    if (oldestKept !== undefined && oldestKept > tick) return { fire: false, next: oldestKept };
+    const oldestKept = lastTicks(stored.workflow, scheduleOf(stored), now, stored.missedLimit ?? DEFAULT_MISSED_LIMIT).at(-1);
+    if (oldestKept !== undefined && oldestKept > tick && (stored.startAt === undefined || oldestKept >= stored.startAt))
+      return { fire: false, next: oldestKept };
   }
-  return { fire: true, next: nextCronTick(stored.workflow, schedule, tick) };
+  return { fire: true, next: nextTickOf(stored, tick) };
 }
 
 /** Up to `count` ticks at or before `at`, newest first. */
@@ -171,15 +202,36 @@ export function scheduleOf(stored: StoredCron): CronSchedule {
   return { expression: stored.expression ?? '', timezone: stored.timezone ?? undefined };
 }
 
-/** The stored JSON of a trigger or schedule of `workflow`, with its policies (checked), if any. */
-export function encodeCron(workflow: string, trigger: CronSchedule & { input?: unknown }, policies: SchedulePolicies = {}): string {
-  const input = trigger.input ?? null;
+/** The stored JSON of a trigger or schedule of `workflow`, with its policies and bounds (checked), if any. */
+export function encodeCron(
+  workflow: string,
+  trigger: CronSchedule & { input?: unknown },
+  policies: SchedulePolicies & { startAt?: number; endAt?: number; limit?: number } = {},
+): string {
+  // A function of the tick's time is called when the tick fires, by a worker that has it.
+  const inputFn = typeof trigger.input === 'function' ? ({ inputFn: true } as const) : {};
+  const input = typeof trigger.input === 'function' ? null : (trigger.input ?? null);
   const stored: StoredCron =
     'every' in trigger ? { workflow, every: trigger.every, input } : { workflow, expression: trigger.expression, timezone: trigger.timezone ?? null, input };
-  return JSON.stringify({ ...stored, ...policies });
+  return JSON.stringify({ ...stored, ...inputFn, ...policies });
 }
 
 /** A stored trigger read back (throws `SyntaxError` for text that is not JSON). */
 export function decodeCron(json: string): StoredCron {
   return JSON.parse(json) as StoredCron;
+}
+
+/**
+ * The input function of a workflow's trigger stored as `cronId` (`input` given as a function of
+ * the tick's time), from `registry`; undefined when the registry has no such workflow or trigger.
+ */
+export function cronInputFunction(
+  registry: { get(name: string): WorkflowDefinition | undefined },
+  cronId: string,
+  stored: StoredCron,
+): ((at: Date) => unknown) | undefined {
+  const definition = registry.get(stored.workflow);
+  const index = definition ? cronIds(definition).indexOf(cronId) : -1;
+  const fn: unknown = index >= 0 ? definition!.options.cron?.[index]?.input : undefined;
+  return typeof fn === 'function' ? (fn as (at: Date) => unknown) : undefined;
 }

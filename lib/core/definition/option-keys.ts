@@ -68,7 +68,18 @@ export const DEBOUNCE_KEYS = optionKeys<DebounceOptions>()(['period', 'timeout',
 export const LIMIT_KEYS = optionKeys<LimitOptions>()(['limit', 'period', 'key']);
 
 /** Keys of `CronTrigger` (an item of the `cron` option). */
-export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()(['id', 'expression', 'timezone', 'input', 'missed', 'missedLimit', 'overlap']);
+export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()([
+  'id',
+  'expression',
+  'timezone',
+  'input',
+  'missed',
+  'missedLimit',
+  'overlap',
+  'startAt',
+  'endAt',
+  'limit',
+]);
 
 /** Keys of `EventTrigger` (an item of the `event` option). */
 export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
@@ -140,4 +151,16 @@ export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow'
 export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
 
 /** Keys of `ScheduleOptions` (`client.schedule`). */
-export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()(['workflow', 'cron', 'every', 'input', 'timezone', 'missed', 'missedLimit', 'overlap']);
+export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()([
+  'workflow',
+  'cron',
+  'every',
+  'input',
+  'timezone',
+  'missed',
+  'missedLimit',
+  'overlap',
+  'startAt',
+  'endAt',
+  'limit',
+]);

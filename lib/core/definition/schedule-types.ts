@@ -26,6 +26,16 @@ export interface SchedulePolicies {
   overlap?: 'skip' | 'allow' | 'cancel-previous' | 'buffer-one';
 }
 
+/** When a schedule may fire, for `@Cron` triggers and runtime schedules alike. */
+export interface ScheduleBounds {
+  /** No tick before this time (a Date or epoch ms). @default now */
+  startAt?: Date | number;
+  /** No tick after this time: the schedule then ends (it stays listed, with no next tick). @default no end */
+  endAt?: Date | number;
+  /** The most runs its ticks start (`trigger` and `backfill` not counted): the schedule then ends. @default no limit */
+  limit?: number;
+}
+
 /** A cron schedule as registered in Redis: a trigger of a workflow definition, or a runtime schedule. */
 export interface CronState {
   /** The trigger's id (`cron[].id`, `@Cron({ id })`, or `<workflow>#<index>`), or the id given to `client.schedule`. */
@@ -48,7 +58,7 @@ export interface CronState {
 }
 
 /** Options of `client.schedule`: the workflow, and exactly one of `cron` and `every`. */
-export interface ScheduleOptions extends SchedulePolicies {
+export interface ScheduleOptions extends SchedulePolicies, ScheduleBounds {
   /** The workflow each tick starts a run of. */
   workflow: string;
   /** A croner expression (a leading seconds field is allowed), e.g. `"0 9 * * 1-5"`. */

@@ -7,7 +7,7 @@
 import type { Duration } from './duration-format';
 import type { RunOptions } from './run-options';
 import type { RunHandle } from './run-types';
-import type { SchedulePolicies } from './schedule-types';
+import type { ScheduleBounds, SchedulePolicies } from './schedule-types';
 import type {
   ChildRunOptions,
   CompensationOutcome,
@@ -212,13 +212,17 @@ export interface LimitOptions<TInput = any> {
 }
 
 /** A cron trigger (croner syntax; a leading seconds field is allowed). */
-export interface CronTrigger extends SchedulePolicies {
+export interface CronTrigger extends SchedulePolicies, ScheduleBounds {
   /** Stable id of the schedule. @default "<workflow>#<index>" */
   id?: string;
   expression: string;
   /** IANA time zone. @default the worker's */
   timezone?: string;
-  /** The input of every run it starts. @default null */
+  /**
+   * The input of every run it starts, or a function of the tick's time that returns it, called when
+   * the tick fires (by a worker with this workflow's definition: a worker without it leaves the
+   * tick to one that has it). @default null
+   */
   input?: unknown;
 }
 

@@ -185,6 +185,10 @@ export class RedflowKeys {
   cronPaused(): string {
     return `${this.base}cron:paused`;
   }
+  /** Cron id → how many runs its ticks started (a schedule with a `limit` ends there). */
+  cronCount(): string {
+    return `${this.base}cron:count`;
+  }
   /** Written while Redis is down or refusing writes, to learn when it takes writes again. */
   probe(): string {
     return `${this.base}probe`;

@@ -42,19 +42,23 @@ export class RedisScripts extends WaitScripts {
   async cronFire(a: {
     cronId: string;
     tick: number;
-    next: number;
+    /** The following tick; undefined when the schedule has ended (`endAt`). */
+    next: number | undefined;
     workflow: string;
     input: string;
     now: number;
     overlap: NonNullable<SchedulePolicies['overlap']>;
     mode: 'tick' | 'drop' | 'manual';
+    /** The schedule's `limit`, if any. */
+    limit: number | undefined;
   }): Promise<CronFireResult> {
-    return (await this.call('cron-fire', [this.keys.cronNext()], { base: this.keys.base, ...a })) as CronFireResult;
+    const args = { base: this.keys.base, ...a, next: a.next ?? '', limit: a.limit ?? '' };
+    return (await this.call('cron-fire', [this.keys.cronNext()], args)) as CronFireResult;
   }
 
   /** `cron-pause-1.lua`: pauses cron `cronId` (`paused`: the pause's JSON) or resumes it at `next`. False when it does not exist. */
-  async cronPause(cronId: string, paused: string | null, next: number): Promise<boolean> {
-    return (await this.call('cron-pause', [this.keys.cronNext()], { base: this.keys.base, cronId, paused: paused ?? '', next })) === 1;
+  async cronPause(cronId: string, paused: string | null, next: number | undefined): Promise<boolean> {
+    return (await this.call('cron-pause', [this.keys.cronNext()], { base: this.keys.base, cronId, paused: paused ?? '', next: next ?? '' })) === 1;
   }
 
   /**
@@ -65,12 +69,13 @@ export class RedisScripts extends WaitScripts {
   async schedule(a: {
     cronId: string;
     def: string;
-    next: number;
+    /** Its first tick; undefined when it has none (past its `endAt`). */
+    next: number | undefined;
     workflow: string;
     local: boolean;
   }): Promise<{ outcome: 'created' | 'replaced' | 'unchanged'; nextAt: number | undefined } | { outcome: 'unknown' } | { outcome: 'dynamic' }> {
     const k = this.keys;
-    const args = { base: k.base, cronId: a.cronId, def: a.def, next: a.next, workflow: a.workflow, local: a.local ? '1' : '0' };
+    const args = { base: k.base, cronId: a.cronId, def: a.def, next: a.next ?? '', workflow: a.workflow, local: a.local ? '1' : '0' };
     const [outcome, next] = (await this.call('schedule', [k.cronDefs(), k.cronNext()], args)) as [string, string?];
     if (outcome === 'unknown') return { outcome };
     if (outcome === 'dynamic') return { outcome };

@@ -76,7 +76,7 @@ export const SCRIPT_ARGS = {
     'fields',
   ],
   'fire-events': ['base', 'now', 'batch'],
-  'cron-fire': ['base', 'cronId', 'tick', 'next', 'workflow', 'input', 'now', 'overlap', 'mode'],
+  'cron-fire': ['base', 'cronId', 'tick', 'next', 'workflow', 'input', 'now', 'overlap', 'mode', 'limit'],
   'cron-pause': ['base', 'cronId', 'paused', 'next'],
   schedule: ['base', 'cronId', 'def', 'next', 'workflow', 'local'],
   unschedule: ['base', 'cronId'],

@@ -61,7 +61,8 @@ export class WorkerMaintenance {
     timers.every(settings.blockTimeoutMs, () => this.whenHealthy(() => this.promoteAll()));
     timers.every(settings.cleanupIntervalMs, () => this.whenHealthy(() => this.cleanup()));
     // Where a cron tick fires: cron-ticker.ts, once per tick across every worker of the prefix.
-    timers.loop(async () => (health.healthy ? fireDueCrons(client, (error, message) => this.worker.reportError(error, 'cron', message)) : 1_000));
+    const report = (error: unknown, message: string) => this.worker.reportError(error, 'cron', message);
+    timers.loop(async () => (health.healthy ? fireDueCrons(client, settings.registry, report) : 1_000));
   }
 
   /** Runs a background task only while Redis is healthy. */

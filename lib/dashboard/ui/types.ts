@@ -171,4 +171,6 @@ export interface ScheduleRow {
   nextAt?: number;
   next?: number[];
   lastRuns?: RunRow[];
+  policies?: { missed?: string; missedLimit?: number; overlap?: string };
+  paused?: { note?: string; at: number };
 }

@@ -6,10 +6,11 @@
 -- (cron:buffered) and checks again in a second, leaving the cron's next time there meanwhile.
 -- The tick is skipped too when the workflow is at its maxConcurrency.
 -- KEYS[1] cron next-time zset
--- ARGV: base cronId tick next workflow input now overlap mode
+-- ARGV: base cronId tick next workflow input now overlap mode limit
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id     ARGV[3] tick time (ms, the expected score)
--- ARGV[4] following tick (ms) ARGV[5] workflow    ARGV[6] input JSON  ARGV[7] now (ms)
+-- ARGV[4] following tick (ms; '' when the schedule has ended)    ARGV[5] workflow    ARGV[6] input JSON  ARGV[7] now (ms)
 -- ARGV[8] overlap: 'skip' | 'allow' | 'cancel-previous' | 'buffer-one'
+-- ARGV[10] the schedule's limit of runs, or '' (the run that reaches it ends the schedule)
 -- ARGV[9] mode: 'tick' (a due tick), 'drop' (a missed tick: the next time moves, nothing fires), or
 --         'manual' (trigger / backfill: no compare-and-set and the next time stays; 'buffer-one' skips)
 -- Returns 'fired' | 'skipped' (at maxConcurrency) | 'overlap' (skipped: the previous run goes on) |
@@ -32,10 +33,11 @@ if not manual then
   runTick = redis.call('HGET', bufferedKey, cronId) or tick
 end
 
--- Moves the schedule to its following tick, done with the held one (not for a manual tick).
+-- Moves the schedule to its following tick ('': none, it has ended), done with the held one (not
+-- for a manual tick).
 local function advance()
   if manual then return end
-  redis.call('ZADD', KEYS[1], ARGV[4], cronId)
+  if ARGV[4] == '' then redis.call('ZREM', KEYS[1], cronId) else redis.call('ZADD', KEYS[1], ARGV[4], cronId) end
   redis.call('HDEL', bufferedKey, cronId)
 end
 
@@ -77,4 +79,8 @@ local runId = 'cron.' .. cronId .. '.' .. runTick
 start_run(base, { runId = runId, workflow = workflow, queue = meta[1], maxAttempts = meta[2] or '1',
   input = ARGV[6], now = now, availableAt = now, ifAbsent = true, extra = { 'scheduledAt', runTick } })
 redis.call('HSET', lastKey, cronId, runId)
+-- A schedule with a limit ends with its last run: the count is of ticks' runs, not manual ones.
+if ARGV[10] ~= '' and not manual and redis.call('HINCRBY', k_cron_count(base), cronId, 1) >= tonumber(ARGV[10]) then
+  redis.call('ZREM', KEYS[1], cronId)
+end
 return 'fired'

@@ -4,19 +4,22 @@
 -- KEYS[1] cron next-time zset
 -- ARGV: base cronId paused next
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id
--- ARGV[3] the pause's JSON, or '' to resume     ARGV[4] the next tick when resuming (ms)
+-- ARGV[3] the pause's JSON, or '' to resume
+-- ARGV[4] the next tick when resuming (ms), or '' when the schedule has none left (past endAt)
 -- Returns 1, or 0 when there is no such cron
 --!include writable.lua
 --!include keys.lua
+--!include cron.lua
 
 local base, cronId = ARGV[1], ARGV[2]
 assert_writable(base)
-if redis.call('HEXISTS', k_cron_defs(base), cronId) == 0 then return 0 end
+local def = redis.call('HGET', k_cron_defs(base), cronId)
+if not def then return 0 end
 if ARGV[3] ~= '' then
   redis.call('HSET', k_cron_paused(base), cronId, ARGV[3])
   redis.call('ZREM', KEYS[1], cronId)
   redis.call('HDEL', k_cron_buffered(base), cronId)
-elseif redis.call('HDEL', k_cron_paused(base), cronId) == 1 then
+elseif redis.call('HDEL', k_cron_paused(base), cronId) == 1 and ARGV[4] ~= '' and not cron_limit_reached(base, cronId, def) then
   redis.call('ZADD', KEYS[1], ARGV[4], cronId)
 end
 return 1

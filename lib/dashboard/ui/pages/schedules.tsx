@@ -9,28 +9,69 @@ import { navigate, runHref } from '../router';
 import type { ScheduleRow } from '../types';
 import { schedule } from './workflows';
 
-function RunNow({ id, workflow }: { id: string; workflow: string }) {
-  const { meta } = usePage();
+/** Run now (a tick under the overlap policy), and pause or resume: hidden in read-only mode. */
+function ScheduleActions({ row }: { row: ScheduleRow }) {
+  const { meta, reload } = usePage();
   const [message, setMessage] = useState('');
   if (meta.readOnly) return null;
-  const run = async () => {
-    if (!window.confirm(`Start schedule "${id}" (${workflow}) now?`)) return;
+  const { id, workflow } = row;
+  const source = row.source ?? '';
+  const attempt = async (action: () => Promise<void>) => {
     try {
-      const { runId } = await act<{ runId: string }>(`/schedules/trigger?${query({ id })}`);
-      navigate(runHref(runId));
+      setMessage('');
+      await action();
     } catch (error) {
       setMessage(error instanceof Error ? error.message : String(error));
     }
   };
+  const run = () =>
+    attempt(async () => {
+      if (!window.confirm(`Start schedule "${id}" (${workflow}) now?`)) return;
+      const { runId } = await act<{ runId: string }>(`/schedules/trigger?${query({ id, source })}`);
+      navigate(runHref(runId));
+    });
+  const pause = () =>
+    attempt(async () => {
+      const note = window.prompt(`Pause schedule "${id}"? No tick fires until it is resumed. A note for the next operator (optional):`, '');
+      if (note === null) return;
+      await act(`/schedules/pause?${query({ id, source, note })}`);
+      reload();
+    });
+  const resume = () =>
+    attempt(async () => {
+      if (!window.confirm(`Resume schedule "${id}"? It goes on with its first tick after now.`)) return;
+      await act(`/schedules/resume?${query({ id, source })}`);
+      reload();
+    });
   return (
     <>
       <button type="button" data-testid="schedule-trigger" onClick={() => void run()}>
         Run now
       </button>{' '}
+      {row.paused ? (
+        <button type="button" data-testid="schedule-resume" onClick={() => void resume()}>
+          Resume
+        </button>
+      ) : (
+        <button type="button" data-testid="schedule-pause" onClick={() => void pause()}>
+          Pause
+        </button>
+      )}{' '}
       <span class="error" role="alert">
         {message}
       </span>
     </>
+  );
+}
+
+/** Active, paused (with its note) or ended, and the policies given. */
+function ScheduleState({ row }: { row: ScheduleRow }) {
+  const policies = Object.entries(row.policies ?? {}).map(([k, v]) => `${k}: ${String(v)}`);
+  return (
+    <td data-testid="schedule-state">
+      {row.paused ? <strong>paused{row.paused.note ? ` · ${row.paused.note}` : ''}</strong> : row.nextAt === undefined ? 'ended' : 'active'}
+      {policies.length ? <div class="muted small">{policies.join(', ')}</div> : null}
+    </td>
   );
 }
 
@@ -50,6 +91,7 @@ function SchedulesView({ data }: { data: { schedules: ScheduleRow[] } }) {
                 <th scope="col">When</th>
                 <th scope="col">Next fire times</th>
                 <th scope="col">Last runs</th>
+                <th scope="col">State</th>
                 <th scope="col">
                   <span class="sr-only">Actions</span>
                 </th>
@@ -83,8 +125,9 @@ function SchedulesView({ data }: { data: { schedules: ScheduleRow[] } }) {
                       ))}
                     </ul>
                   </td>
+                  <ScheduleState row={s} />
                   <td>
-                    <RunNow id={s.id} workflow={s.workflow} />
+                    <ScheduleActions row={s} />
                   </td>
                 </tr>
               ))}

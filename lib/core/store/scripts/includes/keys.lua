@@ -63,3 +63,5 @@ local function k_cron_defs(base) return base .. 'cron:defs' end
 local function k_cron_last(base) return base .. 'cron:last' end
 local function k_cron_buffered(base) return base .. 'cron:buffered' end
 local function k_cron_paused(base) return base .. 'cron:paused' end
+-- Cron id -> how many runs its ticks started (for its `limit`).
+local function k_cron_count(base) return base .. 'cron:count' end
