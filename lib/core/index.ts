@@ -90,6 +90,7 @@ export type { RedflowLogger } from './definition/logger';
 export type { WorkflowMeta } from './definition/workflow-types';
 export { RUN_HOOK_EVENTS } from './definition/worker-hooks';
 export type {
+  JournalLargeEvent,
   RunCanceledEvent,
   RunCompleteEvent,
   RunFailedEvent,

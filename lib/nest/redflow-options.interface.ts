@@ -35,6 +35,11 @@ export interface RedflowWorkerOptions {
    * @default true
    */
   logFailedRuns?: boolean;
+  /**
+   * A run whose journal (step records and values) grows past this many bytes is told once: a
+   * warning and `@OnRunEvent('run.journal-large')`. `Infinity` turns it off. @default 1048576 (1 MiB)
+   */
+  journalWarningBytes?: number;
 }
 
 /** Checks of the Redis server made at startup. */
@@ -146,6 +151,7 @@ export const REDFLOW_WORKER_OPTION_KEYS = optionKeys<RedflowWorkerOptions>()([
   'retention',
   'retentionDays',
   'logFailedRuns',
+  'journalWarningBytes',
 ]);
 
 /** Keys of `RedflowWorkflowDefaults` (the `defaults` option). */

@@ -161,6 +161,7 @@ export class RedflowOrchestrator implements OnModuleInit, OnApplicationBootstrap
       retention: worker.retention,
       retentionDays: worker.retentionDays,
       logFailedRuns: worker.logFailedRuns,
+      journalWarningBytes: worker.journalWarningBytes,
       defaultMaxConcurrency: this.options.defaults?.maxConcurrency,
       defaultStepRetries: this.options.defaults?.stepRetries,
       logger: this.logger,

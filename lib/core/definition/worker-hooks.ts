@@ -53,6 +53,14 @@ export interface StepFailedEvent extends StepHookEvent {
   durationMs: number;
 }
 
+/** A run's journal (its step records and other stored values) passed the worker's `journalWarningBytes`. */
+export interface JournalLargeEvent extends RunHookEvent {
+  /** The journal's size now, in bytes of stored text. */
+  bytes: number;
+  /** The worker's `journalWarningBytes`. */
+  limit: number;
+}
+
 /** Where an error reported to `onError` came from. */
 export interface WorkerErrorContext {
   workerId: string;
@@ -77,6 +85,11 @@ export interface WorkerHooks {
   onStepComplete?(event: StepCompleteEvent): unknown;
   /** A `step.run` function threw. */
   onStepFailed?(event: StepFailedEvent): unknown;
+  /**
+   * A run's journal grew past `journalWarningBytes` (once per run): every attempt reads it whole,
+   * and Redis keeps it in memory until the run is deleted. Store less per step, or split the run.
+   */
+  onJournalLarge?(event: JournalLargeEvent): unknown;
   /** The worker hit an error of its own (Redis, a run it could not finish, a cron that could not fire). */
   onError?(error: unknown, context: WorkerErrorContext): unknown;
 }
@@ -90,6 +103,7 @@ export const RUN_HOOK_EVENTS = {
   'step.started': 'onStepStart',
   'step.completed': 'onStepComplete',
   'step.failed': 'onStepFailed',
+  'run.journal-large': 'onJournalLarge',
   'worker.error': 'onError',
 } as const satisfies Record<string, keyof WorkerHooks>;
 

@@ -17,6 +17,12 @@ export interface AttemptContext {
   /** @internal Test step mocks, consulted before a step's function is called. */
   stepMocks?: StepMocks;
   maxPayloadBytes: number;
+  /** A journal larger than this (bytes) is told once per run (`journalLarge`). */
+  journalWarningBytes: number;
+  /** The run was told large already (its hash has `journalLarge`). */
+  journalWarned: boolean;
+  /** Tells that the run's journal passed `journalWarningBytes`: a warning and the `onJournalLarge` hook. */
+  journalLarge(bytes: number): void;
   /** How a step that sets no `retries` retries: the workflow's `stepRetries`, else the worker's default. */
   stepRetries: CheckedStepRetry;
   scripts: RedisScripts;

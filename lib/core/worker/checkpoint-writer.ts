@@ -2,6 +2,16 @@ import type { AttemptContext } from './attempt-context';
 
 const noop = () => undefined;
 
+/** The run-hash field that says the run's journal passed `journalWarningBytes` (its size then): so it is told once per run. */
+export const JOURNAL_LARGE_FIELD = 'journalLarge';
+
+/** The size of journal text in bytes (UTF-8). */
+export function journalBytes(fields: Iterable<[string, string]>): number {
+  let bytes = 0;
+  for (const [field, value] of fields) bytes += Buffer.byteLength(field) + Buffer.byteLength(value);
+  return bytes;
+}
+
 /**
  * The write buffer of one attempt's step API. A new step's record is sent lazily: the step
  * resolves as soon as its function returns, and the record is written either by the next step
@@ -19,10 +29,15 @@ export class CheckpointWriter {
   private flushError: unknown;
   private flushQueued = false;
 
-  /** `replayOnly`: a replay that only collects compensations, which writes nothing. */
+  /**
+   * `replayOnly`: a replay that only collects compensations, which writes nothing. `bytes`: the
+   * size of the journal the attempt started with; `warned`: its run was told large already.
+   */
   constructor(
     private readonly ctx: AttemptContext,
     private readonly replayOnly: boolean,
+    private bytes = 0,
+    private warned = false,
   ) {}
 
   /** Adds a field to the next checkpoint. */
@@ -30,6 +45,13 @@ export class CheckpointWriter {
     if (this.closed || this.replayOnly) return;
     this.pending.push(field, json);
     this.written.set(field, json);
+    this.bytes += Buffer.byteLength(field) + Buffer.byteLength(json);
+    if (!this.warned && this.bytes > this.ctx.journalWarningBytes) {
+      // Told once per run: the marker goes out with this checkpoint, and later attempts read it.
+      this.warned = true;
+      this.pending.push(JOURNAL_LARGE_FIELD, String(this.bytes));
+      this.ctx.journalLarge(this.bytes);
+    }
     if (!this.flushQueued) {
       this.flushQueued = true;
       // Handlers that return right after their last step carry its record in the finish script;

@@ -31,6 +31,8 @@ export interface ExecutorHost {
   readonly maxPayloadBytes: number;
   /** Step retries of workflows that set no `stepRetries` (the `defaultStepRetries` option). */
   readonly defaultStepRetries: CheckedStepRetry;
+  /** The `journalWarningBytes` option. */
+  readonly journalWarningBytes: number;
   readonly logger: RedflowLogger;
   /** Whether a run that ends failed or compensation_failed here is logged (the `logFailedRuns` option). */
   readonly logFailedRuns: boolean;

@@ -11,6 +11,7 @@ import { decodeJson, encodeJson, serializeError } from '../store/serialization';
 import { isJournalField } from '../store/step-record';
 import { AttemptFinisher, type FinishedAttempt } from './attempt-finisher';
 import { AttemptState, withinDeadline } from './attempt-state';
+import { JOURNAL_LARGE_FIELD } from './checkpoint-writer';
 import { compensate, type CompensatingAttempt } from './compensation-phase';
 import { dueCompensations } from './compensations';
 import type { ExecutorHost } from './executor-host';
@@ -204,6 +205,15 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
     }
   }
 
+  /** A warning, and the `onJournalLarge` hook: the run's journal passed `journalWarningBytes`. */
+  private journalLarge(info: RunInfo, bytes: number): void {
+    const limit = this.host.journalWarningBytes;
+    this.host.logger.warn(
+      `Run "${this.runId}" of workflow "${info.workflow}" stores ${bytes} bytes of step records and values, more than journalWarningBytes (${limit}): every attempt reads them whole, and Redis keeps them until the run is deleted. Store less per step (ids instead of documents), or split the work into child runs.`,
+    );
+    this.host.hooks.emit('onJournalLarge', { runId: this.runId, workflow: info.workflow, attempt: info.attempt, bytes, limit });
+  }
+
   /** How the steps of a workflow retry when they set no `retries`: its `stepRetries` (checked when defined), else the worker's. */
   private stepRetriesOf(workflow: string): CheckedStepRetry {
     const own = this.host.registry.get(workflow)?.options.stepRetries;
@@ -223,6 +233,9 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
       stepMocks: this.host.stepMocks,
       maxPayloadBytes: this.host.maxPayloadBytes,
       stepRetries: this.stepRetriesOf(info.workflow),
+      journalWarningBytes: this.host.journalWarningBytes,
+      journalWarned: this.claimed.hash[JOURNAL_LARGE_FIELD] !== undefined,
+      journalLarge: (bytes) => this.journalLarge(info, bytes),
       scripts: this.host.scripts,
       registry: this.host.registry,
       stopReason,

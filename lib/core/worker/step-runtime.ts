@@ -5,7 +5,7 @@ import type { StepTarget } from '../store/redis-scripts';
 import { encodeJson, serializeError } from '../store/serialization';
 import { encodeFailureRecord, PROGRESS_FIELD, STEP_FIELD_PREFIX, VALUE_FIELD_PREFIX } from '../store/step-record';
 import type { AttemptContext } from './attempt-context';
-import { CheckpointWriter } from './checkpoint-writer';
+import { CheckpointWriter, journalBytes } from './checkpoint-writer';
 import type { JournalGuard } from './journal-guard';
 import { stopStep, type InflightStep, type RegisteredCompensation, type StepHost } from './step-host';
 import { StepJournal } from './step-journal';
@@ -53,7 +53,7 @@ export class StepRuntime implements StepHost {
     stored: Map<string, string>,
     private readonly replayOnly = false,
   ) {
-    this.writer = new CheckpointWriter(ctx, replayOnly);
+    this.writer = new CheckpointWriter(ctx, replayOnly, journalBytes(stored), ctx.journalWarned);
     this.replay = new StepJournal(ctx.runId, stored, replayOnly, this.writer, this);
     this.guard = this.replay.guard;
     this.api = buildStepApi(this);

@@ -88,6 +88,13 @@ export interface WorkerOptions extends ConnectionOptions {
    */
   defaultStepRetries?: StepRetryPolicy;
   /**
+   * A run whose journal (step records and other stored values) grows past this many bytes is told
+   * once: a warning naming the run, and the `onJournalLarge` hook (`@OnRunEvent('run.journal-large')`).
+   * `Infinity` turns it off.
+   * @default 1048576 (1 MiB)
+   */
+  journalWarningBytes?: number;
+  /**
    * Ended runs are deleted this long after they finished (`'30d'`, `'12h'`, or ms).
    * @default '30d', or process.env.REDFLOW_RUN_RETENTION_DAYS days
    */
@@ -166,6 +173,7 @@ export const WORKER_OPTION_KEYS = optionKeys<WorkerOptions>()([
   'maxPayloadBytes',
   'defaultMaxConcurrency',
   'defaultStepRetries',
+  'journalWarningBytes',
   'retention',
   'retentionDays',
   'commandTimeout',
@@ -218,6 +226,7 @@ export interface ResolvedWorkerOptions {
   defaultMaxConcurrency: number | undefined;
   /** Step retries of workflows that set no `stepRetries`, checked. */
   defaultStepRetries: CheckedStepRetry;
+  journalWarningBytes: number;
   maxPayloadBytes: number;
   logger: RedflowLogger;
   logFailedRuns: boolean;
@@ -226,6 +235,9 @@ export interface ResolvedWorkerOptions {
   tracing: GuardedTracing | undefined;
   stepMocks: StepMocks | undefined;
 }
+
+/** The default of `journalWarningBytes`: 1 MiB. */
+export const DEFAULT_JOURNAL_WARNING_BYTES = 1_048_576;
 
 /** Checks `options` (ConfigurationError naming the option and the fix) and applies the defaults. */
 export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOptions): ResolvedWorkerOptions {
@@ -288,6 +300,10 @@ export function resolveWorkerOptions(client: WorkflowClient, options: WorkerOpti
     retentionMs,
     defaultMaxConcurrency: options.defaultMaxConcurrency,
     defaultStepRetries: checkStepRetry(options.defaultStepRetries ?? DEFAULT_STEP_RETRIES, 'startWorker defaultStepRetries'),
+    journalWarningBytes:
+      options.journalWarningBytes === undefined || options.journalWarningBytes === Infinity
+        ? (options.journalWarningBytes ?? DEFAULT_JOURNAL_WARNING_BYTES)
+        : checkInteger(options.journalWarningBytes, 'startWorker journalWarningBytes', 1, Number.MAX_SAFE_INTEGER),
     maxPayloadBytes,
     logger,
     logFailedRuns: options.logFailedRuns ?? true,

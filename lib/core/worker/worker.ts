@@ -51,6 +51,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
   readonly leaseMs: number;
   readonly maxPayloadBytes: number;
   readonly defaultStepRetries: CheckedStepRetry;
+  readonly journalWarningBytes: number;
   readonly logger: RedflowLogger;
   readonly logFailedRuns: boolean;
   readonly health: RedisHealth;
@@ -98,6 +99,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
     this.leaseMs = settings.leaseMs;
     this.maxPayloadBytes = settings.maxPayloadBytes;
     this.defaultStepRetries = settings.defaultStepRetries;
+    this.journalWarningBytes = settings.journalWarningBytes;
     this.logger = settings.logger;
     this.logFailedRuns = settings.logFailedRuns;
     this.hooks = settings.hooks;
