@@ -25,7 +25,14 @@ function nextTicks(cron: CronState, count: number, now: number): number[] {
   const ticks: number[] = [];
   if (cron.paused || cron.nextAt === undefined) return ticks;
   try {
-    const schedule = scheduleOf({ workflow: cron.workflow, expression: cron.expression, timezone: cron.timezone, every: cron.every, input: null });
+    const schedule = scheduleOf({
+      workflow: cron.workflow,
+      expression: cron.expression,
+      timezone: cron.timezone,
+      every: cron.every,
+      rrule: cron.rrule,
+      input: null,
+    });
     let tick = cron.nextAt ?? nextCronTick(cron.workflow, schedule, now);
     while (ticks.length < count) {
       ticks.push(tick);

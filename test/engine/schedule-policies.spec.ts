@@ -309,6 +309,41 @@ describe('schedule policies', () => {
     }
   });
 
+  it('a calendar rule (RFC 5545) says what cron cannot, in its own time zone, and the ticker fires it', async () => {
+    engine.define('report', {}, () => 'ok');
+    await engine.worker();
+    const monthEnd = 'DTSTART;TZID=Europe/Paris:20270101T090000\nRRULE:FREQ=MONTHLY;BYDAY=-1FR';
+    expect(await schedules.upsert('month-end', { workflow: 'report', rrule: monthEnd })).toMatchObject({ rrule: monthEnd, nextAt: expect.any(Number) });
+    // The last Friday of each month at 09:00 Paris time: 08:00 UTC in winter, 07:00 in summer.
+    expect((await schedules.preview('month-end', 4, Date.UTC(2027, 0, 1))).map((d) => d.toISOString())).toEqual([
+      '2027-01-29T08:00:00.000Z',
+      '2027-02-26T08:00:00.000Z',
+      '2027-03-26T08:00:00.000Z',
+      '2027-04-30T07:00:00.000Z',
+    ]);
+    expect((await schedules.get('month-end'))?.rrule).toBe(monthEnd);
+
+    const start = await moveToGrid(MINUTE, 1_000);
+    const dtstart = `${new Date(start).toISOString().replace(/[-:]/g, '').slice(0, 15)}Z`;
+    await schedules.upsert('two-minutes', { workflow: 'report', rrule: `DTSTART:${dtstart}\nRRULE:FREQ=MINUTELY;INTERVAL=2;COUNT=2` });
+    await engine.clock.advance(2 * MINUTE);
+    await eventually(async () => (await runsOf('report')).length === 1);
+    expect((await runsOf('report'))[0].tick).toBe(start + 2 * MINUTE);
+    // COUNT=2: the rule's own end ends the schedule.
+    await eventually(async () => (await schedules.get('two-minutes'))?.nextAt === undefined);
+
+    await expect(schedules.upsert('x', { workflow: 'report', rrule: 'RRULE:FREQ=DAILY' })).rejects.toThrow(
+      'rrule of schedule "x" must start with its DTSTART line',
+    );
+    await expect(schedules.upsert('x', { workflow: 'report', rrule: 'DTSTART:20270101T090000Z\nRRULE:FREQ=SOMETIMES' })).rejects.toThrow(
+      'rrule of schedule "x" is not a valid RFC 5545 rule',
+    );
+    await expect(schedules.upsert('x', { workflow: 'report', rrule: monthEnd, timezone: 'UTC' })).rejects.toThrow(
+      'give a calendar rule its time zone in its DTSTART line',
+    );
+    await expect(schedules.upsert('x', { workflow: 'report', rrule: monthEnd, every: '1h' })).rejects.toThrow('got every and rrule');
+  });
+
   it('refuses bad policies and unknown ids with named errors', async () => {
     engine.define('report', {}, () => 'ok');
     await engine.client.syncRegistry(engine.registry, { owner: 'app' });

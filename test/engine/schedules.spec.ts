@@ -192,9 +192,9 @@ describe('runtime schedules', () => {
       [
         schedule('s', { workflow: 'report' }),
         ConfigurationError,
-        'Schedule "s" needs exactly one of cron (an expression such as "0 9 * * 1-5") and every (an interval such as "30s"), got neither.',
+        'Schedule "s" needs exactly one of cron (an expression such as "0 9 * * 1-5"), every (an interval such as "30s") and rrule (an RFC 5545 rule), got none.',
       ],
-      [schedule('s', { workflow: 'report', cron: EVERY_SECOND, every: '1s' }), ConfigurationError, 'got both.'],
+      [schedule('s', { workflow: 'report', cron: EVERY_SECOND, every: '1s' }), ConfigurationError, 'got cron and every.'],
       [schedule('s', { workflow: 'report', cron: 'not a cron' }), InvalidCronError, 'Cron expression "not a cron" of workflow "report" is invalid'],
       [
         schedule('s', { workflow: 'report', cron: EVERY_SECOND, timezone: 'Mars/Olympus' }),

@@ -23,7 +23,7 @@ function refusing<T>(call: Promise<T>): Promise<T> {
   return refusingWith(call, ConfigurationError, (error) => new CliError(error.message));
 }
 
-const when = (cron: CronState) => cron.expression ?? (cron.every === undefined ? '' : `every ${cron.every} ms`);
+const when = (cron: CronState) => cron.expression ?? (cron.every !== undefined ? `every ${cron.every} ms` : (cron.rrule?.replace(/\s*\n\s*/g, ' ') ?? ''));
 const state = (cron: CronState) => (cron.paused ? `paused${cron.paused.note ? `: ${cron.paused.note}` : ''}` : cron.nextAt === undefined ? 'ended' : 'active');
 
 /** `redflow schedules list`: every schedule and trigger with its next tick, policies and state. */

@@ -1,3 +1,4 @@
+import { parseCalendarRule } from '../definition/calendar-rule';
 import {
   checkScheduleBounds,
   checkSchedulePolicies,
@@ -62,13 +63,23 @@ function runFields(flow: RunFlowControl, options: RunOptions): string[] {
   return extra;
 }
 
-/** The tick schedule of `schedule(id, options)`: exactly one of `cron` and `every`, checked. */
+/** The tick schedule of `schedule(id, options)`: exactly one of `cron`, `every` and `rrule`, checked. */
 function checkSchedule(id: string, options: ScheduleOptions): CronSchedule {
   const of = `of schedule "${id}"`;
-  if ((options.cron === undefined) === (options.every === undefined)) {
+  const given = (['cron', 'every', 'rrule'] as const).filter((k) => options[k] !== undefined);
+  if (given.length !== 1) {
     throw new ConfigurationError(
-      `Schedule "${id}" needs exactly one of cron (an expression such as "0 9 * * 1-5") and every (an interval such as "30s"), got ${options.cron === undefined ? 'neither' : 'both'}.`,
+      `Schedule "${id}" needs exactly one of cron (an expression such as "0 9 * * 1-5"), every (an interval such as "30s") and rrule (an RFC 5545 rule), got ${given.length ? given.join(' and ') : 'none'}.`,
     );
+  }
+  if (options.rrule !== undefined) {
+    if (options.timezone !== undefined) {
+      throw new ConfigurationError(
+        `timezone ${of} applies to a cron expression only; give a calendar rule its time zone in its DTSTART line (DTSTART;TZID=Europe/Paris:...).`,
+      );
+    }
+    parseCalendarRule(options.rrule, `rrule ${of}`);
+    return { rrule: options.rrule };
   }
   if (options.every !== undefined) {
     if (options.timezone !== undefined)
@@ -250,7 +261,7 @@ export class RunProducer {
     const result = await this.ctx.call(() => this.ctx.scripts.schedule(schedule));
     if (result.outcome === 'unknown') throw this.ctx.registry.unknownWorkflow(workflow);
     if (result.outcome === 'dynamic') throw scheduleDynamicError(id, workflow);
-    const shape = 'every' in tick ? { every: tick.every } : { cron: tick.expression, timezone: tick.timezone };
+    const shape = 'every' in tick ? { every: tick.every } : 'rrule' in tick ? { rrule: tick.rrule } : { cron: tick.expression, timezone: tick.timezone };
     const given = policiesOf(decodeCron(def));
     return { id, workflow, ...shape, input: stored, nextAt: result.nextAt, ...(given && { policies: given }) };
   }

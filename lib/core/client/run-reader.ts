@@ -157,6 +157,7 @@ export class RunReader {
           workflow: def.workflow,
           expression: def.expression,
           every: def.every,
+          rrule: def.rrule,
           timezone: def.timezone ?? undefined,
           input: def.input,
           nextAt,
@@ -172,7 +173,7 @@ export class RunReader {
     for (const { cronId, def, nextAt, paused } of await this.ctx.call(() => this.ctx.registryQueries.crons())) {
       const id = scheduleIdOf(cronId);
       if (id === undefined) continue;
-      const shape = { cron: def.expression, every: def.every, timezone: def.timezone ?? undefined };
+      const shape = { cron: def.expression, every: def.every, rrule: def.rrule, timezone: def.timezone ?? undefined };
       schedules.push({ id, workflow: def.workflow, ...shape, input: def.input, nextAt, ...withPolicies(def), ...(paused && { paused }) });
     }
     return schedules.sort((a, b) => a.id.localeCompare(b.id));

@@ -6,12 +6,13 @@
 import { Cron } from 'croner';
 
 import { ConfigurationError, InvalidCronError } from '../errors';
+import { lastRuleTicks, nextRuleTick, parseCalendarRule, type CalendarRule } from './calendar-rule';
 import { checkInteger, checkTimestamp, checkUserName, describeValue } from './option-checks';
 import type { ScheduleBounds, SchedulePolicies } from './schedule-types';
 import type { CronTrigger, WorkflowDefinition } from './workflow-types';
 
 /** When a schedule ticks: a cron expression (in a time zone), or every `every` ms. */
-export type CronSchedule = Pick<CronTrigger, 'expression' | 'timezone'> | { every: number };
+export type CronSchedule = Pick<CronTrigger, 'expression' | 'timezone'> | { every: number } | { rrule: string };
 
 /** A schedule as stored in Redis: what a worker needs to fire its ticks. */
 export interface StoredCron {
@@ -22,6 +23,8 @@ export interface StoredCron {
   timezone?: string | null;
   /** The interval in ms; absent for a cron expression. */
   every?: number;
+  /** An RFC 5545 calendar rule (runtime schedules): absent otherwise. */
+  rrule?: string;
   input: unknown;
   /** Set when the input is a function of the tick's time (a workflow's trigger): `input` is then null. */
   inputFn?: true;
@@ -85,8 +88,13 @@ export function checkScheduleBounds(options: ScheduleBounds, what: string): { st
  */
 export function nextTickOf(stored: StoredCron, after: number): number | undefined {
   const from = stored.startAt === undefined ? after : Math.max(after, stored.startAt - 1);
-  const next = nextCronTick(stored.workflow, scheduleOf(stored), from);
-  return stored.endAt !== undefined && next > stored.endAt ? undefined : next;
+  const next = stored.rrule === undefined ? nextCronTick(stored.workflow, scheduleOf(stored), from) : nextRuleTick(ruleOf(stored.workflow, stored.rrule), from);
+  return next === undefined || (stored.endAt !== undefined && next > stored.endAt) ? undefined : next;
+}
+
+/** The parsed calendar rule of a schedule of `workflow`. */
+function ruleOf(workflow: string, rrule: string): CalendarRule {
+  return parseCalendarRule(rrule, `The rrule of a schedule of workflow "${workflow}"`);
 }
 
 /** The policies of a stored schedule, only those it has. */
@@ -118,6 +126,7 @@ export function planTick(stored: StoredCron, tick: number, now: number): { fire:
 
 /** Up to `count` ticks at or before `at`, newest first. */
 export function lastTicks(workflow: string, schedule: CronSchedule, at: number, count: number): number[] {
+  if ('rrule' in schedule) return lastRuleTicks(ruleOf(workflow, schedule.rrule), at, count);
   if ('every' in schedule) {
     const last = Math.floor(at / schedule.every) * schedule.every;
     return Array.from({ length: count }, (_, i) => last - i * schedule.every);
@@ -191,6 +200,12 @@ export function parseCron(workflow: string, trigger: Pick<CronTrigger, 'expressi
  */
 export function nextCronTick(workflow: string, schedule: CronSchedule, after: number): number {
   if ('every' in schedule) return (Math.floor(after / schedule.every) + 1) * schedule.every;
+  if ('rrule' in schedule) {
+    const tick = nextRuleTick(ruleOf(workflow, schedule.rrule), after);
+    if (tick === undefined)
+      throw new ConfigurationError(`The rrule of a schedule of workflow "${workflow}" has no tick after ${new Date(after).toISOString()}.`);
+    return tick;
+  }
   const next = parseCron(workflow, schedule).nextRun(new Date(after));
   if (!next) throw new ConfigurationError(`Cron expression "${schedule.expression}" of workflow "${workflow}" has no future tick.`);
   return next.getTime();
@@ -199,6 +214,7 @@ export function nextCronTick(workflow: string, schedule: CronSchedule, after: nu
 /** The schedule of a stored trigger. */
 export function scheduleOf(stored: StoredCron): CronSchedule {
   if (stored.every !== undefined) return { every: stored.every };
+  if (stored.rrule !== undefined) return { rrule: stored.rrule };
   return { expression: stored.expression ?? '', timezone: stored.timezone ?? undefined };
 }
 
@@ -212,7 +228,11 @@ export function encodeCron(
   const inputFn = typeof trigger.input === 'function' ? ({ inputFn: true } as const) : {};
   const input = typeof trigger.input === 'function' ? null : (trigger.input ?? null);
   const stored: StoredCron =
-    'every' in trigger ? { workflow, every: trigger.every, input } : { workflow, expression: trigger.expression, timezone: trigger.timezone ?? null, input };
+    'every' in trigger
+      ? { workflow, every: trigger.every, input }
+      : 'rrule' in trigger
+        ? { workflow, rrule: trigger.rrule, input }
+        : { workflow, expression: trigger.expression, timezone: trigger.timezone ?? null, input };
   return JSON.stringify({ ...stored, ...inputFn, ...policies });
 }
 

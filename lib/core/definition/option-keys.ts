@@ -155,6 +155,7 @@ export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()([
   'workflow',
   'cron',
   'every',
+  'rrule',
   'input',
   'timezone',
   'missed',

@@ -47,6 +47,8 @@ export interface CronState {
   expression?: string;
   /** The interval in ms of an `every` schedule. */
   every?: number;
+  /** The calendar rule of an `rrule` schedule. */
+  rrule?: string;
   timezone?: string;
   input: unknown;
   /** Epoch ms of the next tick; absent while paused. */
@@ -65,6 +67,12 @@ export interface ScheduleOptions extends SchedulePolicies, ScheduleBounds {
   cron?: string;
   /** An interval of at least 1 s: ms, or a string such as `"30s"`. Ticks fall on its multiples since the epoch. */
   every?: Duration;
+  /**
+   * An RFC 5545 calendar rule, for what cron cannot say: its DTSTART line first (with a TZID for
+   * local times), then its RRULE, e.g. `"DTSTART;TZID=Europe/Paris:20270101T090000\nRRULE:FREQ=MONTHLY;BYDAY=-1FR"`
+   * (the last Friday of each month at 09:00 Paris time). Needs the optional peer `rrule`.
+   */
+  rrule?: string;
   /** The input of every run it starts, validated like `runByName`'s. @default null */
   input?: unknown;
   /** IANA time zone of `cron`. @default the workers' */
@@ -79,6 +87,8 @@ export interface ScheduleState {
   cron?: string;
   /** The interval in ms; absent for a cron schedule. */
   every?: number;
+  /** The calendar rule of an `rrule` schedule. */
+  rrule?: string;
   timezone?: string;
   input: unknown;
   /** Epoch ms of the next tick; absent while paused. */

@@ -31,14 +31,16 @@ export class CheckpointWriter {
 
   /**
    * `replayOnly`: a replay that only collects compensations, which writes nothing. `bytes`: the
-   * size of the journal the attempt started with; `warned`: its run was told large already.
+   * size of the journal the attempt started with.
    */
   constructor(
     private readonly ctx: AttemptContext,
     private readonly replayOnly: boolean,
     private bytes = 0,
-    private warned = false,
   ) {}
+
+  /** Whether the run was told large: read from the attempt when the journal first passes the size. */
+  private warned: boolean | undefined;
 
   /** Adds a field to the next checkpoint. */
   record(field: string, json: string): void {
@@ -46,7 +48,7 @@ export class CheckpointWriter {
     this.pending.push(field, json);
     this.written.set(field, json);
     this.bytes += Buffer.byteLength(field) + Buffer.byteLength(json);
-    if (!this.warned && this.bytes > this.ctx.journalWarningBytes) {
+    if (this.bytes > this.ctx.journalWarningBytes && !(this.warned ??= this.ctx.journalWarned)) {
       // Told once per run: the marker goes out with this checkpoint, and later attempts read it.
       this.warned = true;
       this.pending.push(JOURNAL_LARGE_FIELD, String(this.bytes));

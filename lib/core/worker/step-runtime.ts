@@ -53,7 +53,7 @@ export class StepRuntime implements StepHost {
     stored: Map<string, string>,
     private readonly replayOnly = false,
   ) {
-    this.writer = new CheckpointWriter(ctx, replayOnly, journalBytes(stored), ctx.journalWarned);
+    this.writer = new CheckpointWriter(ctx, replayOnly, journalBytes(stored));
     this.replay = new StepJournal(ctx.runId, stored, replayOnly, this.writer, this);
     this.guard = this.replay.guard;
     this.api = buildStepApi(this);

@@ -167,6 +167,7 @@ export interface ScheduleRow {
   workflow: string;
   expression?: string;
   every?: number;
+  rrule?: string;
   timezone?: string;
   nextAt?: number;
   next?: number[];

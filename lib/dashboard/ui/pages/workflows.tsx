@@ -48,8 +48,8 @@ function Versions({ w }: { w: WorkflowRow }) {
   );
 }
 
-export const schedule = (c: { expression?: string; every?: number }) =>
-  c.expression !== undefined ? <code>{c.expression}</code> : c.every ? `every ${interval(c.every)}` : '';
+export const schedule = (c: { expression?: string; every?: number; rrule?: string }) =>
+  c.expression !== undefined ? <code>{c.expression}</code> : c.every ? `every ${interval(c.every)}` : c.rrule ? <code>{c.rrule}</code> : '';
 
 function WorkflowsView({ data }: { data: Data }) {
   const { zone } = usePage();
