@@ -218,9 +218,16 @@ describe('schedule policies', () => {
     engine.define('report', {}, () => 'ok');
     const start = await moveToGrid(MINUTE, 1_000);
     await engine.worker();
-    const later = await schedules.upsert('later', { workflow: 'report', every: '1m', startAt: start + 5 * MINUTE, endAt: start + 6 * MINUTE });
+    // overlap 'allow': on the virtual clock a tick can come before the previous tick's run has ended.
+    const later = await schedules.upsert('later', {
+      workflow: 'report',
+      every: '1m',
+      startAt: start + 5 * MINUTE,
+      endAt: start + 6 * MINUTE,
+      overlap: 'allow',
+    });
     expect(later.nextAt).toBe(start + 5 * MINUTE);
-    await schedules.upsert('twice', { workflow: 'report', every: '1m', limit: 2 });
+    await schedules.upsert('twice', { workflow: 'report', every: '1m', limit: 2, overlap: 'allow' });
     for (let i = 0; i < 3; i++) {
       await engine.clock.advance(MINUTE);
       await eventually(async () => {
