@@ -197,7 +197,7 @@ describe('events and cron', () => {
     it('starts runs "cron.<workflow>#0.<tick>" on whole-second ticks with the given input', async () => {
       const two = deferred();
       const runs: Array<{ id: string; input: unknown }> = [];
-      engine.registry.define('every-second', { cron: [{ expression: EVERY_SECOND, input: { source: 'cron' } }] }, ({ run, input }) => {
+      engine.registry.define('every-second', { cron: [{ expression: EVERY_SECOND, input: { source: 'cron' }, overlap: 'allow' }] }, ({ run, input }) => {
         runs.push({ id: run.id, input });
         if (runs.length === 2) two.resolve();
         return runs.length;
@@ -209,6 +209,7 @@ describe('events and cron', () => {
         expression: EVERY_SECOND,
         timezone: null,
         input: { source: 'cron' },
+        overlap: 'allow',
       });
       await two.promise;
       await worker.stop();
@@ -276,7 +277,8 @@ describe('events and cron', () => {
       const release = deferred();
       const started = [deferred<string>(), deferred<string>()];
       let calls = 0;
-      engine.registry.define('slow-cron', { maxConcurrency: 1, cron: [{ expression: EVERY_SECOND }] }, async ({ run }) => {
+      // overlap 'allow', so that it is maxConcurrency, not the overlap policy, that skips the ticks.
+      engine.registry.define('slow-cron', { maxConcurrency: 1, cron: [{ expression: EVERY_SECOND, overlap: 'allow' }] }, async ({ run }) => {
         const n = calls++;
         started[n]?.resolve(run.id);
         if (n === 0) await release.promise;

@@ -140,8 +140,9 @@ describe('runtime schedules', () => {
     });
     await engine.worker();
     const { client } = engine;
-    const interval = await client.schedule('interval', { workflow: 'tick', every: '1s', input: { kind: 'interval' } });
-    const cron = await client.schedule('cron', { workflow: 'tick', cron: EVERY_SECOND, input: { kind: 'cron' } });
+    // overlap 'allow': every tick is wanted here, even one that comes before the previous run ended.
+    const interval = await client.schedule('interval', { workflow: 'tick', every: '1s', input: { kind: 'interval' }, overlap: 'allow' });
+    const cron = await client.schedule('cron', { workflow: 'tick', cron: EVERY_SECOND, input: { kind: 'cron' }, overlap: 'allow' });
     await Promise.all([two.interval.promise, two.cron.promise]);
     await expect(client.unschedule('interval')).resolves.toBe(true);
     await expect(client.unschedule('cron')).resolves.toBe(true);
@@ -255,7 +256,7 @@ describe('runtime schedules', () => {
       await whileChildrenRun(async () => (await engine.redis.llen(readyKey(engine.prefix))) === 3);
 
       // Scheduled from this process, which has no worker and not the workflow's definition.
-      const scheduled = await engine.client.schedule('every-second', { workflow: SCHEDULED, every: '1s', input: { source: 'schedule' } });
+      const scheduled = await engine.client.schedule('every-second', { workflow: SCHEDULED, every: '1s', input: { source: 'schedule' }, overlap: 'allow' });
       const listed = () => engine.client.listRuns({ workflow: SCHEDULED, limit: 1000 });
       let runs: RunState[] = [];
       await whileChildrenRun(async () => {
