@@ -15,6 +15,7 @@ import { type CronState, type SchedulePolicies, type ScheduleState } from '../de
 import { type QueueStats, type QueueStatsOptions, type RunStats, type WorkerInfo } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
 import { ConfigurationError } from '../errors';
+import type { StoredCronEntry } from '../store/registry-queries';
 import { RUN_INDEX_LEASE_MS, type RunFilter } from '../store/run-list-queries';
 import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
 import { isPossibleRunId, type ClientContext } from './client-context';
@@ -64,6 +65,24 @@ function checkListOptions(options: ListRunsOptions, what: string): RunFilter & {
   const limit = checkInteger(options.limit ?? 50, `${what} limit`, 0, 10_000);
   const offset = checkInteger(options.offset ?? 0, `${what} offset`, 0, 1_000_000_000);
   return { ...filter, limit, offset };
+}
+
+/** A stored cron as `listCrons` shows it. */
+export function cronStateOf({ cronId, def, nextAt, paused }: StoredCronEntry): CronState {
+  const scheduleId = scheduleIdOf(cronId);
+  return {
+    id: scheduleId ?? cronId,
+    source: scheduleId === undefined ? 'definition' : 'runtime',
+    workflow: def.workflow,
+    expression: def.expression,
+    every: def.every,
+    rrule: def.rrule,
+    timezone: def.timezone ?? undefined,
+    input: def.input,
+    nextAt,
+    ...withPolicies(def),
+    ...(paused && { paused }),
+  };
 }
 
 /** `{ policies }` of a stored schedule that has any, else nothing. */
@@ -149,22 +168,7 @@ export class RunReader {
 
   async listCrons(): Promise<CronState[]> {
     return (await this.ctx.call(() => this.ctx.registryQueries.crons()))
-      .map(({ cronId, def, nextAt, paused }): CronState => {
-        const scheduleId = scheduleIdOf(cronId);
-        return {
-          id: scheduleId ?? cronId,
-          source: scheduleId === undefined ? 'definition' : 'runtime',
-          workflow: def.workflow,
-          expression: def.expression,
-          every: def.every,
-          rrule: def.rrule,
-          timezone: def.timezone ?? undefined,
-          input: def.input,
-          nextAt,
-          ...withPolicies(def),
-          ...(paused && { paused }),
-        };
-      })
+      .map(cronStateOf)
       .sort((a, b) => a.id.localeCompare(b.id) || a.source.localeCompare(b.source));
   }
 

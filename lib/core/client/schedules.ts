@@ -4,6 +4,7 @@ import type { CronState, ScheduleOptions, ScheduleState } from '../definition/sc
 import { ConfigurationError } from '../errors';
 import type { CronFireResult } from '../store/redis-scripts';
 import { encodeInput } from '../store/serialization';
+import { cronStateOf } from './run-reader';
 import type { WorkflowClient } from './workflow-client';
 
 /** The most ticks one `backfill` fires. */
@@ -170,11 +171,10 @@ export class WorkflowSchedules {
     const entries = await this.client.context.call(() => this.client.context.registryQueries.crons());
     const runtime = source === 'definition' ? undefined : entries.find((e) => e.cronId === runtimeCronId(id));
     const entry = runtime ?? (source === 'runtime' ? undefined : entries.find((e) => e.cronId === id && scheduleIdOf(e.cronId) === undefined));
-    const state = entry && (await this.get(id, { source: runtime ? 'runtime' : 'definition' }));
-    if (!entry || !state) {
+    if (!entry) {
       throw new ConfigurationError(`There is no schedule "${id}": schedules.list() shows the ids of runtime schedules and of workflows' cron triggers.`);
     }
-    return { cronId: entry.cronId, def: entry.def, state };
+    return { cronId: entry.cronId, def: entry.def, state: cronStateOf(entry) };
   }
 }
 
