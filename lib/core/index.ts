@@ -67,6 +67,9 @@ export {
 } from './definition/workflow';
 export type { DtoClass, InferInput, InputSchema, StandardSchemaIssue, StandardSchemaResult, StandardSchemaV1 } from './definition/validation';
 export { DEFAULT_MAX_PAYLOAD_BYTES } from './store/serialization';
+export type { PayloadCodec, PayloadContext, PayloadKind } from './definition/payload-codec';
+export { aesGcmCodec, aesGcmCodecFromEnv, generatePayloadKey, type AesGcmCodecOptions } from './definition/aes-gcm-codec';
+export type { EncryptedPayload } from './store/payloads';
 export type {
   AttemptState,
   CorruptRunSummary,

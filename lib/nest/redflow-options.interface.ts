@@ -9,6 +9,7 @@ import {
   optionKeys,
   renamedDuration,
 } from '../core/definition/option-checks';
+import type { PayloadCodec } from '../core/definition/payload-codec';
 import { checkEventStreamOption } from '../core/definition/run-events';
 import { checkTracingOption, type RedflowTracing } from '../core/definition/tracing';
 import type { Cluster, Redis, RedisOptions } from '../core/store/ioredis-types';
@@ -118,6 +119,13 @@ export interface RedflowModuleOptions {
    * the tracer throws is logged and dropped. @default none
    */
   tracing?: RedflowTracing;
+  /**
+   * Encodes every payload stored in Redis (inputs, outputs, step records, signal and event
+   * payloads, progress, `setEvent` values): `aesGcmCodec({ keys, current })` encrypts them with
+   * AES-256-GCM. Ids, names, statuses, times and errors stay readable. Give every app of a prefix
+   * the same codec and keys; see the security guide for key rotation. @default none: plain JSON
+   */
+  codec?: PayloadCodec;
   /** @internal Step mocks of `RedflowTestingModule`; not for production use. */
   stepMocks?: StepMocks;
 }
@@ -138,6 +146,7 @@ export const REDFLOW_MODULE_OPTION_KEYS = optionKeys<RedflowModuleOptions>()([
   'commandTimeoutMs',
   'clock',
   'events',
+  'codec',
   'tracing',
   'stepMocks',
 ]);

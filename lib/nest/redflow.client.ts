@@ -136,6 +136,7 @@ export function createRedflowClient(options: RedflowModuleOptions, registry: Wor
     clock: options.clock,
     events: options.events,
     tracing: options.tracing,
+    codec: options.codec,
   };
   const { redis, owned } = isConnection(connection)
     ? openConnection({ redis: connection })

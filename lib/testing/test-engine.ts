@@ -13,6 +13,7 @@ import {
   type WorkflowDefinition,
 } from '../core';
 import { assertKnownKeys, DEPRECATED_DURATION_NAMES } from '../core/definition/option-checks';
+import type { PayloadCodec } from '../core/definition/payload-codec';
 import { openConnection } from '../core/store/connection';
 import { TestRedisServer } from './redis-server';
 import { TestRunner, type TestRunOptions, type TestRunResult, type WaitOptions } from './test-runner';
@@ -32,10 +33,12 @@ export interface TestEngineOptions {
   url?: string;
   /** The key prefix; give none to get a unique one, so tests never see each other's runs. */
   prefix?: string;
+  /** The payload codec of the engine's client and workers (the client option `codec`), to test an app's codec. @default none */
+  codec?: PayloadCodec;
 }
 
 /** The keys of `TestEngineOptions`. */
-const TEST_ENGINE_OPTION_KEYS = ['redis', 'url', 'prefix'] as const satisfies ReadonlyArray<keyof TestEngineOptions>;
+const TEST_ENGINE_OPTION_KEYS = ['redis', 'url', 'prefix', 'codec'] as const satisfies ReadonlyArray<keyof TestEngineOptions>;
 
 /**
  * Worker timings for tests: a stalled run is recovered after about a second, and scheduled runs
@@ -85,7 +88,7 @@ export class RedflowTestEngine {
     this.redis = connection.redis;
     this.owned = connection.owned;
     this.prefix = options.prefix ?? `test:${randomBytes(5).toString('hex')}`;
-    this.client = createClient({ redis: this.redis, prefix: this.prefix, registry: this.registry, clock: this.clock });
+    this.client = createClient({ redis: this.redis, prefix: this.prefix, registry: this.registry, clock: this.clock, codec: options.codec });
     // The client leaves a connection it was given alone: the one opened here logs its errors through it.
     if (this.owned) this.client.health.watch(this.redis);
     this.runner = new TestRunner(this.client, this.clock);

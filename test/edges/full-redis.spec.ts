@@ -246,6 +246,7 @@ describe('scripts on a Redis that refuses writes', () => {
         }),
       ],
       ['cron-pause', scripts.cronPause('@s', '{"at":0}', now)],
+      ['rotate-payload', scripts.rotatePayload(client.keys.run(runId), 'hash', 'input', '{}', '"sealed"')],
       ['backfill-run-index', scripts.backfillRunIndex({ workflow: 'w', token: 'marker-1', leaseMs: 1000, cursor: '0', count: 10 })],
     ];
     for (const [name, attempt] of attempts) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 
-import { startWorker, WorkflowRegistry, type RedisConnection, type WorkerRuntimeOptions } from '../../lib';
+import { startWorker, WorkflowRegistry, type PayloadCodec, type RedisConnection, type WorkerRuntimeOptions } from '../../lib';
 import { loadLibrary, loadScript, SCRIPTS, type ScriptName } from '../../lib/core/store/scripts/script-loader';
 import { RedflowTestEngine, TEST_RUNTIME } from '../../lib/testing/core';
 
@@ -30,8 +30,8 @@ export const FAST_RUNTIME = { ...TEST_RUNTIME };
  * workers) on the shared test Redis, standalone or cluster. `close()` also closes the connection.
  */
 export class TestEngine extends RedflowTestEngine {
-  constructor() {
-    super({ redis: connect() });
+  constructor(options: { codec?: PayloadCodec } = {}) {
+    super({ redis: connect(), ...options });
   }
 
   override async close(): Promise<void> {

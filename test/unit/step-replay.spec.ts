@@ -1,4 +1,5 @@
 import { CorruptRunDataError } from '../../lib/core/errors';
+import { PLAIN_PAYLOADS } from '../../lib/core/store/payloads';
 import { StepRuntime, type AttemptContext } from '../../lib/core/worker/step-runtime';
 
 /**
@@ -7,9 +8,9 @@ import { StepRuntime, type AttemptContext } from '../../lib/core/worker/step-run
  * positions happen to hold. No Redis needed: replay fails before any call.
  */
 
-/** An attempt context for replay only: nothing in it may be called. */
+/** An attempt context for replay only: nothing in it may be called; stored values are read as plain JSON. */
 const replayOnly = (runId: string) =>
-  new Proxy({ runId, attempt: 1 } as unknown as AttemptContext, {
+  new Proxy({ runId, attempt: 1, payloads: PLAIN_PAYLOADS } as unknown as AttemptContext, {
     get: (target, key) => {
       if (key in target || key === 'then') return (target as unknown as Record<string | symbol, unknown>)[key];
       throw new Error(`replay touched ctx.${String(key)}`);

@@ -4,12 +4,14 @@ import { systemClock, type Clock } from '../definition/clock';
 import type { Duration } from '../definition/duration-format';
 import { stderrLogger, type RedflowLogger } from '../definition/logger';
 import { assertKnownKeys, checkInteger, checkResourceName, optionKeys, renamedDuration } from '../definition/option-checks';
+import { checkCodecOption, type PayloadCodec } from '../definition/payload-codec';
 import { checkEventStreamOption, type EventStreamOptions } from '../definition/run-events';
 import { checkTracingOption, GuardedTracing, type RedflowTracing } from '../definition/tracing';
 import { getDefaultRegistry, type WorkflowRegistry } from '../definition/workflow';
 import { ConfigurationError, RedisUnavailableError } from '../errors';
 import { closeConnection, type ConnectionOptions } from '../store/connection';
 import { RedflowKeys } from '../store/keys';
+import { Payloads } from '../store/payloads';
 import { masterNodes } from '../store/prefix-scan';
 import { outageKind, redisAddress, RedisHealth, withTimeout, writeProbe } from '../store/redis-health';
 import { RedisScripts, type RedisConnection } from '../store/redis-scripts';
@@ -60,6 +62,14 @@ export interface ClientOptions extends ConnectionOptions {
    * and steps as children of it. What the tracer throws is logged and dropped. @default none
    */
   tracing?: RedflowTracing;
+  /**
+   * Encodes every payload stored in Redis (inputs, outputs, step records, signal and event
+   * payloads, progress, `setEvent` values), such as `aesGcmCodec({ keys, current })`; ids, names,
+   * statuses, times and errors stay readable. Give every process of a prefix the same codec (and
+   * keys): a client without it cannot read encoded payloads. A worker on this client uses it.
+   * @default none: payloads are stored as plain JSON
+   */
+  codec?: PayloadCodec;
 }
 
 /** Keys of `ClientOptions` (`createClient`). */
@@ -76,6 +86,7 @@ export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'clock',
   'events',
   'tracing',
+  'codec',
 ]);
 
 /** Default of `commandTimeoutMs`. */
@@ -132,6 +143,8 @@ export class ClientContext {
   readonly browseQueries: RunBrowseQueries;
   readonly registry: WorkflowRegistry;
   readonly maxPayloadBytes: number;
+  /** How payloads are stored: sealed and opened with the `codec` option (plain JSON without one). */
+  readonly payloads: Payloads;
   readonly commandTimeoutMs: number;
   readonly health: RedisHealth;
   readonly logger: RedflowLogger;
@@ -152,7 +165,8 @@ export class ClientContext {
     this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
     this.eventsMaxLen = checkEventStreamOption(options.events);
     this.scripts = new RedisScripts(redis, this.keys, this.eventsMaxLen);
-    this.runQueries = new RunQueries(redis, this.keys);
+    this.payloads = new Payloads(checkCodecOption(options.codec, 'createClient option'));
+    this.runQueries = new RunQueries(redis, this.keys, this.payloads);
     this.listQueries = new RunListQueries(redis, this.keys, this.scripts, this.runQueries);
     this.registryQueries = new RegistryQueries(redis, this.keys, (workflow, version) => this.listQueries.hasUnfinishedRuns(workflow, version));
     this.browseQueries = new RunBrowseQueries(redis, this.keys);

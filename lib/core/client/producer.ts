@@ -205,7 +205,7 @@ export class RunProducer {
     flow: RunFlowControl,
     localFlow: boolean,
   ): Promise<RunHandle<TOutput>> {
-    const encoded = encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.ctx.maxPayloadBytes);
+    const encoded = this.ctx.payloads.seal(encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.ctx.maxPayloadBytes), { kind: 'input' });
     const now = this.ctx.clock.now();
     const runAt = timeOption(options.runAt, 'runAt');
     const ttl = idempotencyTtlSec(options, 'the start options');
@@ -249,8 +249,10 @@ export class RunProducer {
       await validateInput(workflow, definition.options.schema, input);
     }
     // As stored: what JSON makes of it (Dates become strings), checked for size and JSON-safety.
-    const stored = JSON.parse(encodeInput(workflow, input, `The input of schedule "${id}"`, this.ctx.maxPayloadBytes)) as unknown;
-    const def = encodeCron(workflow, { ...tick, input: stored }, policies);
+    const json = encodeInput(workflow, input, `The input of schedule "${id}"`, this.ctx.maxPayloadBytes);
+    const stored = JSON.parse(json) as unknown;
+    // Sealed (payloads.ts) when there is a codec: the stored input is then an envelope string.
+    const def = encodeCron(workflow, { ...tick, input: JSON.parse(this.ctx.payloads.seal(json, { kind: 'input' })) }, policies);
     const schedule = {
       cronId: runtimeCronId(id),
       def,
@@ -278,8 +280,8 @@ export class RunProducer {
     const emit = {
       eventId: `ev${newRunId()}`,
       event,
-      payload: encodeJson(payload, `The payload of event "${event}"`, this.ctx.maxPayloadBytes),
-      fields: eventFields(payload),
+      payload: this.ctx.payloads.seal(encodeJson(payload, `The payload of event "${event}"`, this.ctx.maxPayloadBytes), { kind: 'event' }),
+      fields: eventFields(payload, this.ctx.payloads),
       now: this.ctx.clock.now(),
       emitAt: timeOption(options.emitAt, 'emitAt'),
       idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'emitEvent idempotencyKey'),

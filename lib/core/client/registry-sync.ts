@@ -26,7 +26,12 @@ export async function syncRegistry(ctx: ClientContext, registry: WorkflowRegistr
     const ids = cronIds(d);
     const crons = (d.options.cron ?? []).map((trigger, i) => {
       const what = `cron trigger "${ids[i]}" of workflow "${d.name}"`;
-      const def = encodeCron(d.name, trigger, { ...checkSchedulePolicies(trigger, what), ...checkScheduleBounds(trigger, what) });
+      const def = encodeCron(
+        d.name,
+        trigger,
+        { ...checkSchedulePolicies(trigger, what), ...checkScheduleBounds(trigger, what) },
+        ctx.payloads.codec !== undefined,
+      );
       return { id: ids[i], def, next: nextTickOf(decodeCron(def), now) ?? '' };
     });
     return JSON.stringify({

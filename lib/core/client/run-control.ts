@@ -144,7 +144,7 @@ export class RunControl {
     checkUserName(name, 'The signal name');
     if (typeof signal !== 'string' && signal.schema) payload = await validateSignalPayload(`signal "${name}"`, name, signal.schema, payload);
     if (!isPossibleRunId(runId)) return false;
-    const text = encodeJson(payload ?? null, `The payload of signal "${name}"`, this.ctx.maxPayloadBytes);
+    const text = this.ctx.payloads.seal(encodeJson(payload ?? null, `The payload of signal "${name}"`, this.ctx.maxPayloadBytes), { kind: 'signal', runId });
     const outcome = await this.ctx.call(() => this.ctx.scripts.signal(runId, name, text, this.ctx.clock.now(), MAX_BUFFERED_SIGNALS));
     if (outcome === 'full') throw new SignalBufferFullError(runId, name, MAX_BUFFERED_SIGNALS);
     return outcome === 'delivered' || outcome === 'buffered';

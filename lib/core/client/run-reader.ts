@@ -15,6 +15,7 @@ import { type CronState, type SchedulePolicies, type ScheduleState } from '../de
 import { type QueueStats, type QueueStatsOptions, type RunStats, type WorkerInfo } from '../definition/stats-types';
 import { type WorkflowMeta } from '../definition/workflow-types';
 import { ConfigurationError } from '../errors';
+import type { Payloads } from '../store/payloads';
 import type { StoredCronEntry } from '../store/registry-queries';
 import { RUN_INDEX_LEASE_MS, type RunFilter } from '../store/run-list-queries';
 import { isRunStatus, parseRun, RUN_FIELDS, summarizeRun, SUMMARY_FIELDS } from '../store/run-record';
@@ -68,7 +69,7 @@ function checkListOptions(options: ListRunsOptions, what: string): RunFilter & {
 }
 
 /** A stored cron as `listCrons` shows it. */
-export function cronStateOf({ cronId, def, nextAt, paused }: StoredCronEntry): CronState {
+export function cronStateOf({ cronId, def, nextAt, paused }: StoredCronEntry, payloads: Payloads): CronState {
   const scheduleId = scheduleIdOf(cronId);
   return {
     id: scheduleId ?? cronId,
@@ -78,7 +79,7 @@ export function cronStateOf({ cronId, def, nextAt, paused }: StoredCronEntry): C
     every: def.every,
     rrule: def.rrule,
     timezone: def.timezone ?? undefined,
-    input: def.input,
+    input: payloads.open(def.input, { kind: 'input' }),
     nextAt,
     ...withPolicies(def),
     ...(paused && { paused }),
@@ -126,7 +127,7 @@ export class RunReader {
         // Listed by workflow and status, a run with an unknown status is skipped, as when this
         // list filtered the workflow's runs by status; a corrupt run still fails the list.
         if (f.status === null || (pairStatus && f.status !== pairStatus)) return undefined;
-        return parseRun(id, f);
+        return parseRun(id, f, this.ctx.payloads);
       }),
     );
   }
@@ -168,7 +169,7 @@ export class RunReader {
 
   async listCrons(): Promise<CronState[]> {
     return (await this.ctx.call(() => this.ctx.registryQueries.crons()))
-      .map(cronStateOf)
+      .map((entry) => cronStateOf(entry, this.ctx.payloads))
       .sort((a, b) => a.id.localeCompare(b.id) || a.source.localeCompare(b.source));
   }
 
@@ -178,7 +179,15 @@ export class RunReader {
       const id = scheduleIdOf(cronId);
       if (id === undefined) continue;
       const shape = { cron: def.expression, every: def.every, rrule: def.rrule, timezone: def.timezone ?? undefined };
-      schedules.push({ id, workflow: def.workflow, ...shape, input: def.input, nextAt, ...withPolicies(def), ...(paused && { paused }) });
+      schedules.push({
+        id,
+        workflow: def.workflow,
+        ...shape,
+        input: this.ctx.payloads.open(def.input, { kind: 'input' }),
+        nextAt,
+        ...withPolicies(def),
+        ...(paused && { paused }),
+      });
     }
     return schedules.sort((a, b) => a.id.localeCompare(b.id));
   }

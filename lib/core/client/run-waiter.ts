@@ -10,14 +10,15 @@ import {
   type RunStatus,
 } from '../definition/run-types';
 import { CanceledError, ClientClosedError, RedisUnavailableError, RunNotFoundError, TimeoutError } from '../errors';
+import type { Payloads } from '../store/payloads';
 import type { EndedRun } from '../store/run-queries';
-import { decodeJson, deserializeError } from '../store/serialization';
+import { deserializeError } from '../store/serialization';
 import { isPossibleRunId, sleep, type ClientContext } from './client-context';
 import { RunEndWatcher } from './run-end-watcher';
 
 /** The final state of a run from its status and payload (output JSON, error JSON or cancel reason). */
-function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string): RunOutcome<TOutput> {
-  if (status === 'succeeded') return { runId: id, status, output: decodeJson(payload, id, 'output') as TOutput };
+function toOutcome<TOutput>(id: string, status: FinalStatus, payload: string, payloads: Payloads): RunOutcome<TOutput> {
+  if (status === 'succeeded') return { runId: id, status, output: payloads.openText(payload, 'output', { kind: 'output', runId: id }) as TOutput };
   if (status === 'failed' || status === 'compensation_failed' || status === 'terminated') return { runId: id, status, error: deserializeError(payload) };
   return { runId: id, status, error: new CanceledError(id, payload || undefined), reason: payload || undefined };
 }
@@ -142,7 +143,7 @@ export class RunWaiter {
         }
         let outcome: RunOutcome<TOutput>;
         try {
-          outcome = toOutcome<TOutput>(id, run.status, run.payload);
+          outcome = toOutcome<TOutput>(id, run.status, run.payload, this.ctx.payloads);
         } catch (error) {
           return fail(error);
         }
@@ -199,7 +200,7 @@ export class RunWaiter {
         ? await this.ctx.call(() => this.ctx.runQueries.published(runId, key))
         : { status: null, value: null, field: '' };
       if (status === null) throw new RunNotFoundError(runId);
-      if (value !== null) return decodeJson(value, runId, field) as T;
+      if (value !== null) return this.ctx.payloads.openText(value, field, { kind: 'value', runId }) as T;
       if (TERMINAL_STATUSES.has(status as RunStatus) || Date.now() >= deadline) return null;
       await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
       pause = Math.min(pause * 2, 250);

@@ -157,12 +157,13 @@ export class WorkflowSchedules {
         `Cron "${cronId}" computes its input with a function of workflow "${def.workflow}", which this client's registry does not define: trigger or backfill it from the app that defines the workflow.`,
       );
     }
-    return encodeInput(
+    const json = encodeInput(
       def.workflow,
       fn(new Date(tick)),
       `The input cron "${cronId}" computed for ${new Date(tick).toISOString()}`,
       this.client.maxPayloadBytes,
     );
+    return this.client.context.payloads.seal(json, { kind: 'input' });
   }
 
   /** The stored entry of `id`: a runtime schedule first, else a workflow's trigger; `ConfigurationError` when neither exists. */
@@ -174,7 +175,7 @@ export class WorkflowSchedules {
     if (!entry) {
       throw new ConfigurationError(`There is no schedule "${id}": schedules.list() shows the ids of runtime schedules and of workflows' cron triggers.`);
     }
-    return { cronId: entry.cronId, def: entry.def, state: cronStateOf(entry) };
+    return { cronId: entry.cronId, def: entry.def, state: cronStateOf(entry, this.client.context.payloads) };
   }
 }
 

@@ -218,15 +218,21 @@ export function scheduleOf(stored: StoredCron): CronSchedule {
   return { expression: stored.expression ?? '', timezone: stored.timezone ?? undefined };
 }
 
-/** The stored JSON of a trigger or schedule of `workflow`, with its policies and bounds (checked), if any. */
+/**
+ * The stored JSON of a trigger or schedule of `workflow`, with its policies and bounds (checked),
+ * if any. `inputInCode`: a static input is not stored either, but read from the definition when
+ * a tick fires, as an input function is (a client with a payload codec: no input in clear).
+ */
 export function encodeCron(
   workflow: string,
   trigger: CronSchedule & { input?: unknown },
   policies: SchedulePolicies & { startAt?: number; endAt?: number; limit?: number } = {},
+  inputInCode = false,
 ): string {
   // A function of the tick's time is called when the tick fires, by a worker that has it.
-  const inputFn = typeof trigger.input === 'function' ? ({ inputFn: true } as const) : {};
-  const input = typeof trigger.input === 'function' ? null : (trigger.input ?? null);
+  const fromCode = typeof trigger.input === 'function' || (inputInCode && trigger.input !== undefined);
+  const inputFn = fromCode ? ({ inputFn: true } as const) : {};
+  const input = fromCode ? null : (trigger.input ?? null);
   const stored: StoredCron =
     'every' in trigger
       ? { workflow, every: trigger.every, input }
@@ -252,6 +258,8 @@ export function cronInputFunction(
 ): ((at: Date) => unknown) | undefined {
   const definition = registry.get(stored.workflow);
   const index = definition ? cronIds(definition).indexOf(cronId) : -1;
-  const fn: unknown = index >= 0 ? definition!.options.cron?.[index]?.input : undefined;
-  return typeof fn === 'function' ? (fn as (at: Date) => unknown) : undefined;
+  if (index < 0) return undefined;
+  const fn: unknown = definition!.options.cron?.[index]?.input;
+  // A static input kept out of Redis (encodeCron's inputInCode).
+  return typeof fn === 'function' ? (fn as (at: Date) => unknown) : () => fn ?? null;
 }

@@ -4,7 +4,7 @@
  * it, so a new class is added here once.
  */
 import { ConfigurationError, InvalidCronError, UnknownWorkflowError } from './configuration-errors';
-import { InputValidationError, OutputSerializationError, PayloadTooLargeError } from './payload-errors';
+import { InputValidationError, OutputSerializationError, PayloadCodecError, PayloadKeyError, PayloadTooLargeError } from './payload-errors';
 import { RedflowError } from './redflow-error';
 import { RedisScriptError, RedisUnavailableError, RedisWriteRefusedError } from './redis-errors';
 import { NonRetriableError, RetryAfterError } from './retry-errors';
@@ -77,6 +77,10 @@ const ERROR_CLASSES: ReadonlyArray<ErrorClassInfo> = [
   { cls: RedisWriteRefusedError, retryable: true },
   { cls: RedisScriptError, retryable: true },
   { cls: ClientClosedError, retryable: true },
+  // A worker without the key (or codec) a payload needs: another worker, or this one after a
+  // fixed deploy, may have it.
+  { cls: PayloadKeyError, retryable: true },
+  { cls: PayloadCodecError, retryable: true },
 ];
 
 const BY_CLASS = new Map<unknown, ErrorClassInfo>(ERROR_CLASSES.map((info) => [info.cls, info]));

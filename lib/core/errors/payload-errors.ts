@@ -57,3 +57,40 @@ export class PayloadTooLargeError extends RedflowError {
     super(`${what} is ${bytes} bytes, over the ${limit}-byte limit. ${fix}`);
   }
 }
+
+/**
+ * A stored payload could not be encoded or decoded by the payload codec: the codec threw, a
+ * payload stored encoded was read by a client that has no `codec`, or the stored bytes are
+ * damaged. Names the run (when known), what the payload is and the fix. Never a garbled value.
+ */
+export class PayloadCodecError extends RedflowError {
+  constructor(
+    /** What the payload is, e.g. `The input of run "abc"`. */
+    readonly what: string,
+    /** Why, with the fix. */
+    readonly reason: string,
+  ) {
+    super(`${what} could not be read or written by the payload codec: ${reason}`);
+  }
+}
+
+/**
+ * A payload was encrypted with a key the codec does not have (`reason: 'unknown'`), or with a
+ * key of that id whose bytes differ from the codec's (`'mismatch'`: the authentication tag does
+ * not verify). Names the key id, so the fix is to add that key to the codec's `keys`.
+ */
+export class PayloadKeyError extends RedflowError {
+  constructor(
+    /** The key id the payload names. */
+    readonly keyId: string,
+    readonly reason: 'unknown' | 'mismatch',
+    /** The key ids the codec has. */
+    readonly knownKeys: ReadonlyArray<string>,
+  ) {
+    super(
+      reason === 'unknown'
+        ? `A stored payload was encrypted with key "${keyId}", which this codec does not have (it has ${knownKeys.map((k) => `"${k}"`).join(', ')}). Add key "${keyId}" to the codec's keys: old keys stay until \`redflow payloads rotate\` has re-encrypted every payload with the current key.`
+        : `A stored payload names key "${keyId}", but it does not decrypt with this codec's key "${keyId}" (the authentication tag does not verify): the key's bytes differ from the ones it was encrypted with, or the payload was altered. Give key "${keyId}" its original bytes.`,
+    );
+  }
+}

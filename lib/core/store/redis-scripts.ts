@@ -61,6 +61,11 @@ export class RedisScripts extends WaitScripts {
     return (await this.call('cron-pause', [this.keys.cronNext()], { base: this.keys.base, cronId, paused: paused ?? '', next: next ?? '' })) === 1;
   }
 
+  /** `rotate-payload-1.lua`: replaces a stored value read as `old` by `next`, unless it changed meanwhile; true when replaced. */
+  async rotatePayload(key: string, type: 'hash' | 'string' | 'list', field: string, old: string, next: string): Promise<boolean> {
+    return (await this.call('rotate-payload', [key], { base: this.keys.base, type, field, old, new: next })) === 1;
+  }
+
   /**
    * `schedule-2.lua`: adds or replaces the runtime schedule stored as `cronId`; an unchanged one
    * keeps its next tick. `local`: the caller has the workflow's definition, so it need not be

@@ -1,3 +1,4 @@
+import { PLAIN_PAYLOADS, type Payloads } from './payloads';
 import {
   COMPENSATION_COMMITTED,
   COMPENSATION_FIELD_PREFIX,
@@ -53,10 +54,10 @@ function branchOf(b: unknown): RaceBranchState | undefined {
 }
 
 /** The extras of a whole run hash (see RunExtras); never throws. */
-export function runExtrasOf(hash: Record<string, string>): RunExtras {
+export function runExtrasOf(hash: Record<string, string>, payloads: Payloads = PLAIN_PAYLOADS): RunExtras {
   const extras: RunExtras = { values: {}, patches: {}, compensations: {}, compensationTimes: {}, races: {} };
   for (const [field, value] of Object.entries(hash)) {
-    if (field.startsWith(VALUE_FIELD_PREFIX)) extras.values[field.slice(VALUE_FIELD_PREFIX.length)] = json(value);
+    if (field.startsWith(VALUE_FIELD_PREFIX)) extras.values[field.slice(VALUE_FIELD_PREFIX.length)] = payloads.open(json(value), { kind: 'value' });
     else if (field.startsWith(PATCH_FIELD_PREFIX)) extras.patches[field.slice(PATCH_FIELD_PREFIX.length)] = value === '1';
     else if (field.startsWith(COMPENSATION_FIELD_PREFIX)) {
       const step = field.slice(COMPENSATION_FIELD_PREFIX.length);

@@ -2,6 +2,7 @@ import { TERMINAL_STATUSES, type AttemptState, type FinalStatus, type RunState, 
 import { attemptsOf } from './attempt-record';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
+import { PLAIN_PAYLOADS, type Payloads } from './payloads';
 import { runExtrasOf, type RunExtras } from './run-extras';
 import { parseRun, RUN_FIELDS } from './run-record';
 import { parseStepRecord, STEP_FIELD_PREFIX, stepOfEndedRun, TRIES_FIELD_PREFIX, VALUE_FIELD_PREFIX } from './step-record';
@@ -55,18 +56,18 @@ export async function pipelineReplies(redis: RedisConnection, commands: string[]
  * published values. The only place outside the scripts that knows the run hash's fields.
  */
 /** The run a whole hash holds, read as `run()` reads its fields. */
-function runOf(id: string, hash: Record<string, string>): RunState {
-  return parseRun(id, Object.fromEntries(RUN_FIELDS.map((f) => [f, hash[f] ?? null])));
+function runOf(id: string, hash: Record<string, string>, payloads: Payloads): RunState {
+  return parseRun(id, Object.fromEntries(RUN_FIELDS.map((f) => [f, hash[f] ?? null])), payloads);
 }
 
 /** The steps a whole run hash holds, in the order they were stored; an ended run's waiting steps are interrupted. */
-function stepsOf(id: string, hash: Record<string, string>, now: number): StepState[] {
+function stepsOf(id: string, hash: Record<string, string>, now: number, payloads: Payloads): StepState[] {
   // An ended run waits for nothing: its steps that still waited when it ended are interrupted.
   const endedAt = TERMINAL_STATUSES.has(hash.status as RunStatus) ? Number(hash.finishedAt) || 0 : undefined;
   const steps: StepState[] = [];
   for (const [field, value] of Object.entries(hash)) {
     if (!field.startsWith(STEP_FIELD_PREFIX)) continue;
-    const step = parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now);
+    const step = parseStepRecord(id, field, value, hash[TRIES_FIELD_PREFIX + field.slice(STEP_FIELD_PREFIX.length)], now, payloads);
     steps.push(endedAt === undefined ? step : stepOfEndedRun(step, endedAt));
   }
   return steps.sort((a, b) => a.seq - b.seq);
@@ -76,32 +77,34 @@ export class RunQueries {
   constructor(
     private readonly redis: RedisConnection,
     private readonly keys: RedflowKeys,
+    /** How payloads are stored (the `codec` option): runs, steps and values are read through it. */
+    readonly payloads: Payloads = PLAIN_PAYLOADS,
   ) {}
 
   /** A run, or null when it does not exist. */
   async run<TOutput>(id: string): Promise<RunState<TOutput> | null> {
     const values = await this.redis.hmget(this.keys.run(id), ...RUN_FIELDS);
     if (values.every((v) => v === null)) return null;
-    return parseRun<TOutput>(id, Object.fromEntries(RUN_FIELDS.map((f, i) => [f, values[i]])));
+    return parseRun<TOutput>(id, Object.fromEntries(RUN_FIELDS.map((f, i) => [f, values[i]])), this.payloads);
   }
 
   /** A run's stored steps, in the order they were stored; `now` dates a retry that is due. */
   async steps(id: string, now: number): Promise<StepState[]> {
-    return stepsOf(id, await this.redis.hgetall(this.keys.run(id)), now);
+    return stepsOf(id, await this.redis.hgetall(this.keys.run(id)), now, this.payloads);
   }
 
   /** A run's attempts, oldest first (store/attempt-record.ts); empty when the run does not exist. */
   async attempts(id: string): Promise<AttemptState[]> {
     const hash = await this.redis.hgetall(this.keys.run(id));
-    return hash.status ? attemptsOf(id, hash, runOf(id, hash)) : [];
+    return hash.status ? attemptsOf(id, hash, runOf(id, hash, this.payloads)) : [];
   }
 
   /** A run with its steps, attempts and extras (values, patches, compensations, races), from one read of its hash (a run's page); null when it does not exist. */
   async detail(id: string, now: number): Promise<{ run: RunState; steps: StepState[]; attempts: AttemptState[]; extras: RunExtras } | null> {
     const hash = await this.redis.hgetall(this.keys.run(id));
     if (!Object.keys(hash).length) return null;
-    const run = runOf(id, hash);
-    return { run, steps: stepsOf(id, hash, now), attempts: attemptsOf(id, hash, run), extras: runExtrasOf(hash) };
+    const run = runOf(id, hash, this.payloads);
+    return { run, steps: stepsOf(id, hash, now, this.payloads), attempts: attemptsOf(id, hash, run), extras: runExtrasOf(hash, this.payloads) };
   }
 
   /** Ids of the child runs a run waits or waited on, sorted. */

@@ -18,6 +18,7 @@ import {
 } from '../definition/run-types';
 import { checkTraceContext, type TraceContext } from '../definition/tracing';
 import { CorruptRunDataError } from '../errors';
+import { PLAIN_PAYLOADS, type Payloads } from './payloads';
 import { decodeJson } from './serialization';
 
 /** The fields of a run hash that a `RunState` is read from. */
@@ -70,7 +71,11 @@ function num(value: string | null | undefined, id: string, field: string): numbe
 }
 
 /** Reads a stored run. Throws `CorruptRunDataError` when required fields are missing or undecodable. */
-export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIELDS)[number], string | null>>): RunState<TOutput> {
+export function parseRun<TOutput>(
+  id: string,
+  f: Partial<Record<(typeof RUN_FIELDS)[number], string | null>>,
+  payloads: Payloads = PLAIN_PAYLOADS,
+): RunState<TOutput> {
   if (!f.workflow || !f.queue || !f.status) throw new CorruptRunDataError(id, 'the run hash has no workflow, queue or status field');
   if (!isRunStatus(f.status)) throw new CorruptRunDataError(id, `field "status" has the unknown value ${JSON.stringify(cutText(f.status, 40))}`);
   // A run of version N > 1 waits in "<queue>@v<N>": shown as its queue and version.
@@ -81,13 +86,13 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
     queue,
     version,
     status: f.status,
-    input: decodeJson(f.input ?? '', id, 'input'),
+    input: payloads.openText(f.input, 'input', { kind: 'input', runId: id }),
     attempt: num(f.attempt, id, 'attempt') ?? 0,
     maxAttempts: num(f.maxAttempts, id, 'maxAttempts') ?? 1,
     createdAt: num(f.createdAt, id, 'createdAt') ?? 0,
     availableAt: num(f.availableAt, id, 'availableAt') ?? 0,
   };
-  if (f.output) run.output = decodeJson(f.output, id, 'output') as TOutput;
+  if (f.output) run.output = payloads.openText(f.output, 'output', { kind: 'output', runId: id }) as TOutput;
   // A succeeded run has no error: an error left by a failed earlier attempt is not the run's.
   if (f.error && f.status !== 'succeeded') run.error = decodeJson(f.error, id, 'error') as RunState['error'];
   const startedAt = num(f.startedAt, id, 'startedAt');
@@ -97,7 +102,7 @@ export function parseRun<TOutput>(id: string, f: Partial<Record<(typeof RUN_FIEL
   if (f.cancelReason) run.cancelReason = f.cancelReason;
   if (f.idempotencyKey) run.idempotencyKey = f.idempotencyKey;
   if (f.parent) run.parentId = f.parent;
-  if (f.progress) run.progress = decodeJson(f.progress, id, 'progress');
+  if (f.progress) run.progress = payloads.openText(f.progress, 'progress', { kind: 'progress', runId: id });
   if (f.compensated === '1') run.compensated = true;
   if (f.compError) run.compensationError = decodeJson(f.compError, id, 'compError') as RunState['compensationError'];
   const timeoutMs = num(f.timeout, id, 'timeout');

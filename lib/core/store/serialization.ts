@@ -9,6 +9,15 @@ import {
   WorkflowRunError,
 } from '../errors';
 
+/**
+ * The start of a stored JSON string that is an envelope rather than a user's string (payloads.ts):
+ * `\u0001rfc:` a payload the codec encoded, `\u0001rfp:` a user's string that starts with this
+ * mark, escaped so that it reads back as itself.
+ */
+export const ENVELOPE_MARK = '\u0001rf';
+/** The envelope of a user's string that starts with ENVELOPE_MARK: its JSON text follows. */
+export const PLAIN_MARK = `${ENVELOPE_MARK}p:`;
+
 /** The default largest input or step output, in bytes: 1 MiB. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
@@ -155,6 +164,8 @@ export function encodeJson(value: unknown, what: string, limit: number): string 
     const bytes = Buffer.byteLength(text);
     if (bytes > limit) throw new PayloadTooLargeError(what, bytes, limit);
   }
+  // One comparison for a string: escaped only in the (odd) case it looks like an envelope.
+  if (typeof value === 'string' && value.charCodeAt(0) === 1 && value.startsWith(ENVELOPE_MARK)) return JSON.stringify(PLAIN_MARK + text);
   return text;
 }
 

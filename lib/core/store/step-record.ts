@@ -1,5 +1,6 @@
 import type { StepState } from '../definition/run-types';
 import { CorruptRunDataError } from '../errors';
+import { PLAIN_PAYLOADS, type Payloads } from './payloads';
 import { decodeJson } from './serialization';
 
 /**
@@ -222,6 +223,20 @@ export type StoredStep = StoredStepBase &
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
+/**
+ * A succeeded record's output, opened (payloads.ts). A won race's output is `{ key, value }`, its
+ * value the winning branch's payload as the script moved it: opened too.
+ */
+function openOutput(payloads: Payloads, output: unknown, runId: string): unknown {
+  const opened = payloads.open(output, { kind: 'step', runId });
+  if (opened === output && typeof output === 'object' && output !== null && 'value' in output && 'key' in output && Object.keys(output).length === 2) {
+    const value = (output as { value: unknown }).value;
+    const openedValue = payloads.open(value, { kind: 'step', runId });
+    if (openedValue !== value) return { key: (output as { key: unknown }).key, value: openedValue };
+  }
+  return opened;
+}
+
 /** `{ began }` when `v` (a wait record's last element) is a start time; `{}` when absent. */
 function beganOf(v: unknown): { began?: number } {
   return isNumber(v) ? { began: v } : {};
@@ -234,7 +249,7 @@ const isDeadline = (v: unknown): boolean => v === undefined || isNumber(v);
  * records in TypeScript. `CorruptRunDataError` naming the run, the field and the step when it is
  * not one.
  */
-export function decodeStepRecord(runId: string, field: string, text: string): StoredStep {
+export function decodeStepRecord(runId: string, field: string, text: string, payloads: Payloads = PLAIN_PAYLOADS): StoredStep {
   const where = `field "${field}" (step "${field.slice(STEP_FIELD_PREFIX.length)}")`;
   let r: unknown[];
   try {
@@ -257,7 +272,7 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
       if (r.length === 7 && !ended) throw corrupt();
       const via = ended ? { via: ended.via } : {};
       return r[0] === 1
-        ? { ...base, kind: 'succeeded', finishedAt: r[3], durationMs: r[4], output: ended?.voidOutput ? undefined : r[5], ...via }
+        ? { ...base, kind: 'succeeded', finishedAt: r[3], durationMs: r[4], output: ended?.voidOutput ? undefined : openOutput(payloads, r[5], runId), ...via }
         : { ...base, kind: 'failed', finishedAt: r[3], durationMs: r[4], error: r[5], ...via };
     }
     case 2:
@@ -272,7 +287,7 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
       if (!isDeadline(began)) throw corrupt();
       if (r[0] === 3) return { ...base, kind: 'child', childRunId: r[3], deadline, ...beganOf(began) };
       if (r[0] === 4) return { ...base, kind: 'signal', signal: r[3], deadline, ...beganOf(began) };
-      const match = r[5] ?? {};
+      const match = payloads.open(r[5] ?? {}, { kind: 'match', runId });
       if (typeof match !== 'object' || match === null || Array.isArray(match)) throw corrupt();
       return { ...base, kind: 'event', event: r[3], deadline, match: match as Record<string, unknown>, ...beganOf(began) };
     }
@@ -285,8 +300,15 @@ export function decodeStepRecord(runId: string, field: string, text: string): St
  * Reads a stored step record into its public form; with its tries record, when the step ever
  * failed, it also tells how many times the step ran, its last error and its last tries.
  */
-export function parseStepRecord(runId: string, field: string, text: string, triesText?: string, now: number = Date.now()): StepState {
-  const state = stepState(field.slice(STEP_FIELD_PREFIX.length), decodeStepRecord(runId, field, text), now);
+export function parseStepRecord(
+  runId: string,
+  field: string,
+  text: string,
+  triesText?: string,
+  now: number = Date.now(),
+  payloads: Payloads = PLAIN_PAYLOADS,
+): StepState {
+  const state = stepState(field.slice(STEP_FIELD_PREFIX.length), decodeStepRecord(runId, field, text, payloads), now);
   if (state.status === 'waiting' || state.wakeAt !== undefined) return state;
   if (triesText === undefined) return { ...state, attempts: 1 };
   const tries = parseTriesRecord(runId, TRIES_FIELD_PREFIX + state.name, triesText);

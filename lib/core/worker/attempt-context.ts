@@ -2,6 +2,7 @@ import type { Clock } from '../definition/clock';
 import type { CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedSpan, GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
+import type { Payloads } from '../store/payloads';
 import type { RedisScripts } from '../store/redis-scripts';
 import type { HookRunner } from './hook-runner';
 
@@ -17,6 +18,8 @@ export interface AttemptContext {
   /** @internal Test step mocks, consulted before a step's function is called. */
   stepMocks?: StepMocks;
   maxPayloadBytes: number;
+  /** How payloads are stored (the client's `codec` option): step outputs are sealed and opened through it. */
+  payloads: Payloads;
   /** A journal larger than this (bytes) is told once per run (`journalLarge`). */
   journalWarningBytes: number;
   /** The run was told large already (its hash has `journalLarge`). */

@@ -52,7 +52,7 @@ export async function compensate(attempt: CompensatingAttempt, phase: Compensati
       seen = replay.compensations.size;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    const due = dueCompensations(attempt.runId, journal);
+    const due = dueCompensations(attempt.runId, journal, context.payloads);
     const result = await runCompensations({ ...context, signal }, due, replay.compensations, deserializeError(reasonJson));
     return await attempt.finisher.endCompensation(target, reasonJson, result, info, input);
   } catch (error) {

@@ -1,5 +1,6 @@
 import { stepRetryDelayMs } from '../definition/retry';
 import { CanceledError, ConfigurationError, CorruptRunDataError, isRetryable } from '../errors';
+import type { Payloads } from '../store/payloads';
 import { COMPENSATION_FIELD_PREFIX, COMPENSATION_PENDING, decodeStepRecord, encodeSuccessRecord, STEP_FIELD_PREFIX } from '../store/step-record';
 import type { AttemptContext, RegisteredCompensation } from './step-runtime';
 
@@ -14,13 +15,13 @@ export interface DueCompensation {
  * The compensations a run's journal says are due (`c:<step>` = "0"), in the order they run: the
  * reverse of the order their steps completed (the steps' `seq`), parallel branches included.
  */
-export function dueCompensations(runId: string, journal: ReadonlyMap<string, string>): DueCompensation[] {
+export function dueCompensations(runId: string, journal: ReadonlyMap<string, string>, payloads?: Payloads): DueCompensation[] {
   const due: DueCompensation[] = [];
   for (const [field, value] of journal) {
     if (!field.startsWith(COMPENSATION_FIELD_PREFIX) || value !== COMPENSATION_PENDING) continue;
     const step = field.slice(COMPENSATION_FIELD_PREFIX.length);
     const stored = journal.get(STEP_FIELD_PREFIX + step);
-    const record = stored === undefined ? undefined : decodeStepRecord(runId, STEP_FIELD_PREFIX + step, stored);
+    const record = stored === undefined ? undefined : decodeStepRecord(runId, STEP_FIELD_PREFIX + step, stored, payloads);
     if (record?.kind !== 'succeeded')
       throw new CorruptRunDataError(runId, `field "${field}" marks a compensation due for step "${step}", which has no succeeded step record`);
     due.push({ step, seq: record.seq, output: record.output });

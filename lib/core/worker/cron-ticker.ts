@@ -66,7 +66,8 @@ function tickInput(client: WorkflowClient, registry: WorkflowRegistry, cronId: s
   const fn = cronInputFunction(registry, cronId, def);
   if (!fn) return undefined;
   const input = fn(new Date(tick));
-  return encodeInput(def.workflow, input, `The input cron "${cronId}" computed for its tick at ${new Date(tick).toISOString()}`, client.maxPayloadBytes);
+  const json = encodeInput(def.workflow, input, `The input cron "${cronId}" computed for its tick at ${new Date(tick).toISOString()}`, client.maxPayloadBytes);
+  return client.context.payloads.seal(json, { kind: 'input' });
 }
 
 function reportOnce(registry: WorkflowRegistry, cronId: string, say: () => void): void {

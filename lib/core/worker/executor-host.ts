@@ -3,6 +3,7 @@ import type { RedflowLogger } from '../definition/logger';
 import type { CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
+import type { Payloads } from '../store/payloads';
 import type { RedisHealth } from '../store/redis-health';
 import type { RedisScripts } from '../store/redis-scripts';
 import type { HookRunner } from './hook-runner';
@@ -29,6 +30,8 @@ export interface ExecutorHost {
   /** @internal Test step mocks (`nestjs-redflow/testing`). */
   readonly stepMocks?: StepMocks;
   readonly maxPayloadBytes: number;
+  /** How payloads are stored: the client's `codec` option (store/payloads.ts). */
+  readonly payloads: Payloads;
   /** Step retries of workflows that set no `stepRetries` (the `defaultStepRetries` option). */
   readonly defaultStepRetries: CheckedStepRetry;
   /** The `journalWarningBytes` option. */

@@ -7,7 +7,7 @@ import type { CancelOnTrigger, WorkflowDefinition } from '../definition/workflow
 import { CanceledError, CorruptRunDataError, NonDeterminismError, RunTerminatedError, RunTimeoutError } from '../errors';
 import type { ClaimedRun } from '../store/redis-scripts';
 import { readTraceContext } from '../store/run-record';
-import { decodeJson, encodeJson, serializeError } from '../store/serialization';
+import { encodeJson, serializeError } from '../store/serialization';
 import { isJournalField } from '../store/step-record';
 import { AttemptFinisher, type FinishedAttempt } from './attempt-finisher';
 import { AttemptState, withinDeadline } from './attempt-state';
@@ -179,7 +179,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
       // can meet, is compensated here: it holds no slot to wait in.)
       const runVersion = parseVersionQueue(info.queue).version;
       if (runVersion !== definition.version) return await this.finisher.handBack(info.queue, info.workflow, runVersion, definition.version);
-      input = decodeJson(hash.input, this.runId, 'input');
+      input = this.host.payloads.openText(hash.input, 'input', { kind: 'input', runId: this.runId });
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
       this.host.hooks.emit('onRunStart', {
@@ -196,7 +196,8 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
       const output = await (this.deadline ? withinDeadline(this.deadline, this.host.clock, this.state, () => this.timedOut(info), handler) : handler());
       if (steps.suspension) return this.suspend(info.queue, steps.suspension);
       steps.guard?.assertComplete();
-      return await this.finisher.succeeded(info, output, encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes));
+      const outputJson = encodeJson(output, `The output of workflow "${info.workflow}"`, this.host.maxPayloadBytes);
+      return await this.finisher.succeeded(info, output, this.host.payloads.seal(outputJson, { kind: 'output', runId: this.runId }));
     } catch (thrown) {
       await this.steps?.settled();
       const read = readThrown(thrown, { suspended: Boolean(this.steps?.suspension), stepFailure: this.steps?.failure, stopReason: this.state.stopReason });
@@ -232,6 +233,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
       clock: this.host.clock,
       stepMocks: this.host.stepMocks,
       maxPayloadBytes: this.host.maxPayloadBytes,
+      payloads: this.host.payloads,
       stepRetries: this.stepRetriesOf(info.workflow),
       journalWarningBytes: this.host.journalWarningBytes,
       journalWarned: this.claimed.hash[JOURNAL_LARGE_FIELD] !== undefined,
@@ -292,7 +294,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
     const target = hash.compensate === 'canceled' ? 'canceled' : 'failed';
     let input: unknown;
     try {
-      input = decodeJson(hash.input, this.runId, 'input');
+      input = this.host.payloads.openText(hash.input, 'input', { kind: 'input', runId: this.runId });
     } catch (error) {
       return this.finisher.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
     }
@@ -305,7 +307,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
    */
   private async registerCancelOn(triggers: readonly CancelOnTrigger[] | undefined, workflow: string, input: unknown): Promise<void> {
     if (!triggers?.length || this.claimed.hash.cancelOn) return;
-    const keys = cancelOnKeys(workflow, triggers, input);
+    const keys = cancelOnKeys(workflow, triggers, input, this.host.payloads);
     const code = await this.redisCall(() => this.host.scripts.registerCancelOn(this.runId, this.token, keys));
     if (code === 'lost') {
       this.lost('lost');

@@ -212,10 +212,12 @@ async function execute<T>(
     const encoded = encodeJson(result, `The output of step "${name}"`, ctx.maxPayloadBytes);
     const finishedAt = Date.now();
     times.finishedAt = finishedAt;
-    rt.writer.record(field, encodeSuccessRecord(rt.replay.nextSeq(), ctx.attempt, finishedAt, finishedAt - startedAt, encoded));
+    const stored = ctx.payloads.seal(encoded, { kind: 'step', runId: ctx.runId });
+    rt.writer.record(field, encodeSuccessRecord(rt.replay.nextSeq(), ctx.attempt, finishedAt, finishedAt - startedAt, stored));
     // In the same batch as the step's record: a stored step is never without its compensation.
     if (compensable) rt.writer.record(COMPENSATION_FIELD_PREFIX + name, COMPENSATION_PENDING);
-    return (encoded === '' ? undefined : JSON.parse(encoded)) as T;
+    // What a replay would return: the value as stored (Dates as strings), a string escaped by encodeJson as itself.
+    return (encoded === '' ? undefined : ctx.payloads.open(JSON.parse(encoded), { kind: 'step', runId: ctx.runId })) as T;
   } catch (error) {
     rt.inflight.delete(step);
     throw error;

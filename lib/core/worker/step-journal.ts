@@ -1,6 +1,7 @@
 import { assertKnownKeys, checkUserName, renamedDuration, STEP_OPTION_KEYS } from '../definition/option-checks';
 import type { StepOptions } from '../definition/step-types';
 import { ConfigurationError, CorruptRunDataError } from '../errors';
+import type { Payloads } from '../store/payloads';
 import { decodeStepRecord, DETERMINISTIC_FIELD_PREFIX, PATCH_FIELD_PREFIX, STEP_FIELD_PREFIX, type StoredStep } from '../store/step-record';
 import type { CheckpointWriter } from './checkpoint-writer';
 import { JournalGuard } from './journal-guard';
@@ -53,6 +54,8 @@ export class StepJournal {
     readonly replayOnly: boolean,
     private readonly writer: CheckpointWriter,
     private readonly gate: StepGate,
+    /** How payloads are stored: stored step outputs are opened through it. */
+    private readonly payloads?: Payloads,
   ) {
     let steps = 0;
     for (const field of stored.keys()) if (field.startsWith(STEP_FIELD_PREFIX)) steps++;
@@ -78,7 +81,7 @@ export class StepJournal {
     const field = STEP_FIELD_PREFIX + name;
     this.reached.add(field);
     const stored = this.stored.get(field);
-    const record = stored === undefined ? undefined : decodeStepRecord(this.runId, field, stored);
+    const record = stored === undefined ? undefined : decodeStepRecord(this.runId, field, stored, this.payloads);
     this.guard?.reach(name, record !== undefined);
     return { opts, name, field, record, timeoutMs };
   }

@@ -54,7 +54,7 @@ export class StepRuntime implements StepHost {
     private readonly replayOnly = false,
   ) {
     this.writer = new CheckpointWriter(ctx, replayOnly, journalBytes(stored));
-    this.replay = new StepJournal(ctx.runId, stored, replayOnly, this.writer, this);
+    this.replay = new StepJournal(ctx.runId, stored, replayOnly, this.writer, this, ctx.payloads);
     this.guard = this.replay.guard;
     this.api = buildStepApi(this);
   }
@@ -113,7 +113,8 @@ export class StepRuntime implements StepHost {
       }
       return Promise.reject(error);
     }
-    this.writer.record(field, json === '' ? 'null' : json);
+    const kind = field === PROGRESS_FIELD ? 'progress' : 'value';
+    this.writer.record(field, json === '' ? 'null' : this.ctx.payloads.seal(json, { kind, runId: this.ctx.runId }));
     const stored = this.writer.durable();
     stored.catch(noop); // an unawaited call must not become an unhandled rejection
     return stored;

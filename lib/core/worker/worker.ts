@@ -5,6 +5,7 @@ import type { CheckedStepRetry } from '../definition/option-checks';
 import type { GuardedTracing } from '../definition/tracing';
 import type { WorkflowRegistry } from '../definition/workflow';
 import { closeConnection, duplicateConnection } from '../store/connection';
+import type { Payloads } from '../store/payloads';
 import { withTimeout, type RedisHealth } from '../store/redis-health';
 import type { ClaimedRun, RedisConnection, RedisScripts } from '../store/redis-scripts';
 import { BackgroundTimers } from './background-timers';
@@ -50,6 +51,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
   readonly concurrency: number;
   readonly leaseMs: number;
   readonly maxPayloadBytes: number;
+  readonly payloads: Payloads;
   readonly defaultStepRetries: CheckedStepRetry;
   readonly journalWarningBytes: number;
   readonly logger: RedflowLogger;
@@ -98,6 +100,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
     this.concurrency = settings.concurrency;
     this.leaseMs = settings.leaseMs;
     this.maxPayloadBytes = settings.maxPayloadBytes;
+    this.payloads = client.context.payloads;
     this.defaultStepRetries = settings.defaultStepRetries;
     this.journalWarningBytes = settings.journalWarningBytes;
     this.logger = settings.logger;

@@ -49,6 +49,7 @@ export const SCRIPTS = {
   'fire-events': 1,
   'cron-fire': 1,
   'cron-pause': 1,
+  'rotate-payload': 1,
   schedule: 2,
   unschedule: 2,
   cleanup: 4,

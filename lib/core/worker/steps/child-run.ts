@@ -55,7 +55,7 @@ async function startChild(rt: StepHost, mode: 'wait' | 'emit', options: ChildRun
   });
   if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
   if (mode === 'emit') return result.childId;
-  const stored = decodeStepRecord(ctx.runId, field, result.record);
+  const stored = decodeStepRecord(ctx.runId, field, result.record, ctx.payloads);
   if (stored.kind === 'child') rt.suspend(deadline, field);
   if (stored.kind === 'succeeded') return stored.output;
   if (stored.kind === 'failed') throw deserializeError(JSON.stringify(stored.error));
@@ -98,7 +98,9 @@ export async function callStartChild(rt: StepHost, a: ChildStart) {
       workflow: workflowName,
       queue: definition ? versionQueue(definition.queue, definition.version) : '',
       maxAttempts: definition ? String(definition.maxAttempts) : '',
-      input: encodeInput(workflowName, a.input, `The input of child workflow "${workflowName}" (${a.what})`, ctx.maxPayloadBytes),
+      input: ctx.payloads.seal(encodeInput(workflowName, a.input, `The input of child workflow "${workflowName}" (${a.what})`, ctx.maxPayloadBytes), {
+        kind: 'input',
+      }),
       runAt: a.runAt,
       idempotencyKey: a.idempotencyKey,
       idempotencyTtlSec: a.idempotencyTtlSec,

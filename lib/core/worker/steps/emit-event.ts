@@ -22,8 +22,8 @@ async function emit(rt: StepHost, options: EmitEventStepOptions | string, event:
     ctx.scripts.emitEvent({
       eventId: `${ctx.runId}.${name}`,
       event,
-      payload: encodeJson(payload, `The payload of event "${event}" (step "${name}")`, ctx.maxPayloadBytes),
-      fields: eventFields(payload),
+      payload: ctx.payloads.seal(encodeJson(payload, `The payload of event "${event}" (step "${name}")`, ctx.maxPayloadBytes), { kind: 'event' }),
+      fields: eventFields(payload, ctx.payloads),
       now: ctx.clock.now(),
       emitAt: timeOption(opts.emitAt, 'emitAt'),
       idempotencyKey: '',

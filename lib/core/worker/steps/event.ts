@@ -15,7 +15,9 @@ async function waitEvent(rt: StepHost, options: StepOptions | string, event: str
   const { name, field, record } = rt.replay.begin('waitForEvent', options);
   checkEventName(event, `The event name of step "${name}"`);
   assertKnownKeys(`step.waitForEvent options of step "${name}"`, waitOptions, WAIT_FOR_EVENT_OPTION_KEYS);
-  const match = matchKey(waitOptions.match, `the match of step "${name}"`);
+  const key = matchKey(waitOptions.match, `the match of step "${name}"`, rt.ctx.payloads);
+  // The match values shown on the waiting step, sealed like any payload.
+  const match = { ...key, json: rt.ctx.payloads.seal(key.json, { kind: 'match', runId: rt.ctx.runId }) };
   return awaitExternal(rt, 'event', record, waitOptions.timeout, name, field, (target, deadline) =>
     rt.ctx.scripts.waitEvent(target, event, deadline, rt.ctx.clock.now(), match),
   );

@@ -23,6 +23,6 @@ export async function awaitExternal(
   const result = await rt.ctx.call(() => script(rt.target(field), deadline));
   if (result.code === 'lost') rt.lost();
   if (result.code === 'wait') rt.suspend(deadline, field);
-  const stored = decodeStepRecord(rt.ctx.runId, field, result.record);
+  const stored = decodeStepRecord(rt.ctx.runId, field, result.record, rt.ctx.payloads);
   return stored.kind === 'succeeded' ? (stored.output ?? null) : null;
 }

@@ -80,7 +80,7 @@ async function runRace(rt: StepHost, options: StepOptions | string, branches: un
       if (spec.kind === 'signal') stored.push([key, 's', spec.signal]);
       else if (spec.kind === 'timer') stored.push([key, 't', dues.get(key)!]);
       else if (spec.kind === 'event') {
-        const { shape, hash } = matchKey(spec.match, `the match of branch "${key}" of ${what}`);
+        const { shape, hash } = matchKey(spec.match, `the match of branch "${key}" of ${what}`, rt.ctx.payloads);
         stored.push([key, 'e', spec.event, shape, hash]);
       } else stored.push([key, 'c', await startRaceChild(rt, target, name, key, spec), spec.onLose]);
     }
@@ -91,7 +91,7 @@ async function runRace(rt: StepHost, options: StepOptions | string, branches: un
   if (result.code === 'corrupt') {
     throw new CorruptRunDataError(ctx.runId, `field "${field}" or "${RACE_FIELD_PREFIX}${name}" is not the race of step.waitForAny "${name}"`);
   }
-  const stored = decodeStepRecord(ctx.runId, field, result.record);
+  const stored = decodeStepRecord(ctx.runId, field, result.record, ctx.payloads);
   if (stored.kind === 'race') rt.suspend(stored.deadline, field);
   if (stored.kind === 'succeeded') return stored.output;
   if (stored.kind === 'failed') throw deserializeError(JSON.stringify(stored.error));
