@@ -1,6 +1,7 @@
 import { COMMON_OPTIONS_HELP } from './args';
 import type { CliCommand } from './cli-command';
 import { dashboardCommand } from './commands/dashboard';
+import { payloadsKeygenCommand, payloadsRotateCommand } from './commands/payloads';
 import { runsCancelCommand } from './commands/runs-cancel';
 import { runsDeleteCommand } from './commands/runs-delete';
 import { runsListCommand } from './commands/runs-list';
@@ -29,6 +30,8 @@ export const COMMANDS: ReadonlyArray<readonly [name: string, command: CliCommand
   ['schedules resume', schedulesResumeCommand],
   ['schedules trigger', schedulesTriggerCommand],
   ['schedules preview', schedulesPreviewCommand],
+  ['payloads rotate', payloadsRotateCommand],
+  ['payloads keygen', payloadsKeygenCommand],
 ];
 
 /** The help text: each command's usage line, the common options, then each command's own paragraph. */

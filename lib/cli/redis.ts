@@ -1,4 +1,8 @@
+import { DISPLAY_PAYLOADS, type ClientOptions } from '../core/client/client-context';
 import { WorkflowClient } from '../core/client/workflow-client';
+import { aesGcmCodecFromEnv } from '../core/definition/aes-gcm-codec';
+import type { PayloadCodec } from '../core/definition/payload-codec';
+import { ConfigurationError } from '../core/errors';
 import { openConnection } from '../core/store/connection';
 import { CliError } from './cli-error';
 import { printable } from './print';
@@ -7,6 +11,19 @@ import { printable } from './print';
  * The CLI's Redis URL, checked and printed safely (the password never appears), and the
  * connection of a command that reads or changes runs.
  */
+
+/**
+ * The payload codec of the CLI: `aesGcmCodec` from `REDFLOW_PAYLOAD_KEYS` (and `REDFLOW_PAYLOAD_KEY`,
+ * `REDFLOW_PAYLOAD_COMPRESS`), or none: encoded payloads then show as encrypted.
+ */
+export function cliCodec(): PayloadCodec | undefined {
+  try {
+    return aesGcmCodecFromEnv();
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw new CliError(error.message);
+    throw error;
+  }
+}
 
 /** The URL as it may be printed: its password, if any, replaced by `***`. */
 export function redactUrl(url: string): string {
@@ -72,5 +89,5 @@ export async function connectOnce(url: string, prefix: string): Promise<Workflow
     const why = connectionErrorText(cause ?? (error as Error), url);
     throw new CliError(`Cannot connect to Redis at ${redactUrl(url)} (${why}): check --redis or REDIS_URL, and that Redis is running.`);
   }
-  return new WorkflowClient(redis, true, { prefix });
+  return new WorkflowClient(redis, true, { prefix, codec: cliCodec(), [DISPLAY_PAYLOADS]: true } as ClientOptions);
 }

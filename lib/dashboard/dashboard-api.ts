@@ -10,6 +10,7 @@ import { type AttemptState, type RunSummary } from '../core/definition/run-types
 import { CorruptRunDataError, RedisUnavailableError, RedisWriteRefusedError, RunNotEndedError, RunNotResumableError } from '../core/errors';
 import { outageKind, redisAddress, withTimeout } from '../core/store/redis-health';
 import type { RunExtras } from '../core/store/run-extras';
+import { RunQueries } from '../core/store/run-queries';
 import { BulkActions } from './dashboard-bulk-api';
 import { FleetPages } from './dashboard-fleet-api';
 import { DashboardHttpError, echo, runNotFound } from './dashboard-http-error';
@@ -59,6 +60,7 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.char
 
 export class DashboardApi implements DashboardContext {
   private readonly tokens: CsrfTokens;
+  private readonly displayQueries: RunQueries;
   private readonly browser = new RunsBrowser(this);
   private readonly pages = new RunPages(this);
   private readonly bulkActions = new BulkActions(this);
@@ -72,6 +74,8 @@ export class DashboardApi implements DashboardContext {
     private readonly logger: RedflowLogger,
   ) {
     this.tokens = new CsrfTokens(() => this.loadSecret());
+    // The run page shows what it cannot decode (no codec here, or not its key) as encrypted.
+    this.displayQueries = new RunQueries(client.redis, client.keys, client.context.payloads.forDisplay());
   }
 
   /**
@@ -312,7 +316,7 @@ export class DashboardApi implements DashboardContext {
   /** A run with its steps (masked and redacted) and its attempts, from one read of its hash; or 404. */
   async loadDetail(id: string): Promise<{ run: DashboardRun; attempts: AttemptState[]; extras: RunExtras }> {
     const { context } = this.client;
-    const detail = isPossibleRunId(id) ? await this.read(() => context.call(() => context.runQueries.detail(id, context.clock.now()))) : null;
+    const detail = isPossibleRunId(id) ? await this.read(() => context.call(() => this.displayQueries.detail(id, context.clock.now()))) : null;
     if (!detail) throw runNotFound(id);
     return { run: this.redact({ ...detail.run, steps: detail.steps }), attempts: detail.attempts, extras: detail.extras };
   }

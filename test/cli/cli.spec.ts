@@ -5,7 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 
-import { NonRetriableError, type CronState, type RedflowLogger, type RunState, type StepState, type WorkflowContext, type WorkflowMeta } from '../../lib';
+import {
+  aesGcmCodec,
+  NonRetriableError,
+  type CronState,
+  type RedflowLogger,
+  type RunState,
+  type StepState,
+  type WorkflowContext,
+  type WorkflowMeta,
+} from '../../lib';
 import { clusterMode, eventually, TestEngine } from '../support/engine';
 import { OwnRedis } from '../support/own-redis';
 
@@ -140,6 +149,51 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     // A version's updatedAt is its workers' last heartbeat, which may tick between the two calls.
     const withoutHeartbeat = (list: WorkflowMeta[]) => list.map((w) => ({ ...w, versions: w.versions.map(({ updatedAt: _beat, ...v }) => v) }));
     expect(withoutHeartbeat(json(fromEnv))).toEqual(withoutHeartbeat(workflows));
+  });
+
+  it('payloads: runs show says "encrypted" without the keys and decodes with them; rotate re-encrypts to the current key; keygen makes a key', async () => {
+    const k1 = Buffer.alloc(32, 7).toString('base64');
+    const k2 = Buffer.alloc(32, 8).toString('base64');
+    const own = new TestEngine({ codec: aesGcmCodec({ keys: { k1 }, current: 'k1' }) });
+    try {
+      const wf = own.registry.define('secretive', {}, async ({ input, step }) => step.run('keep', () => input));
+      await own.worker({ logger: silent });
+      const handle = await own.client.start(wf, { card: '4242' });
+      await handle.result({ timeout: '5s' });
+      const cli = (env: Record<string, string>, ...args: string[]) =>
+        run([...args, '--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', own.prefix], env);
+      type Shown = { run: RunState; steps: StepState[] };
+
+      const blind = json<Shown>(await cli({}, 'runs', 'show', handle.id, '--json'));
+      expect(blind.run.input).toEqual({ encrypted: 'aes-256-gcm, key "k1"' });
+      expect(blind.steps[0].output).toEqual({ encrypted: 'aes-256-gcm, key "k1"' });
+      expect(json<Shown>(await cli({ REDFLOW_PAYLOAD_KEYS: `k1:${k1}` }, 'runs', 'show', handle.id, '--json')).run.input).toEqual({ card: '4242' });
+
+      expect(await cli({}, 'payloads', 'rotate')).toMatchObject({
+        code: 1,
+        stdout: '',
+        stderr: expect.stringMatching(/^redflow payloads rotate needs the keys\. Payload keys: REDFLOW_PAYLOAD_KEYS=/),
+      });
+      const rotated = await cli({ REDFLOW_PAYLOAD_KEYS: `k1:${k1},k2:${k2}` }, 'payloads', 'rotate');
+      expect(rotated).toMatchObject({
+        code: 0,
+        stdout: expect.stringMatching(/^Re-encrypted 3 stored values with the current key \(\d+ keys looked at\)\.\n$/),
+      });
+      const onlyK2 = json<Shown>(await cli({ REDFLOW_PAYLOAD_KEYS: `k2:${k2}` }, 'runs', 'show', handle.id, '--json'));
+      expect(onlyK2.run).toMatchObject({ input: { card: '4242' }, output: { card: '4242' } });
+      // A key the environment lacks is named, not shown as garbage.
+      const stale = json<Shown>(await cli({ REDFLOW_PAYLOAD_KEYS: `k1:${k1}` }, 'runs', 'show', handle.id, '--json'));
+      expect(stale.run.input).toEqual({
+        encrypted: 'aes-256-gcm, key "k2"',
+        error: expect.stringContaining('encrypted with key "k2", which this codec does not have'),
+      });
+
+      const key = await run(['payloads', 'keygen']);
+      expect(key).toMatchObject({ code: 0, stderr: '' });
+      expect(Buffer.from(key.stdout.trim(), 'base64')).toHaveLength(32);
+    } finally {
+      await own.close();
+    }
   });
 
   it('schedules: list, pause with a note, resume, trigger and preview, by the ids list shows; an unknown id is one sentence', async () => {

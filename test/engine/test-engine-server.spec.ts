@@ -82,7 +82,7 @@ describe('createTestEngine without REDIS_URL', () => {
   it('refuses an unknown option, naming it and the fix', () => {
     expect(() => createTestEngine({ registry: {} } as never)).toThrow(ConfigurationError);
     expect(() => createTestEngine({ registry: {} } as never)).toThrow(
-      'Unknown option "registry" in createTestEngine options. The engine has a registry of its own: define workflows with engine.define(...) or engine.registry.define(...). Known options: redis, url, prefix.',
+      'Unknown option "registry" in createTestEngine options. The engine has a registry of its own: define workflows with engine.define(...) or engine.registry.define(...). Known options: redis, url, prefix, codec.',
     );
     expect(() => createTestEngine({ prefx: 'a' } as never)).toThrow('Unknown option "prefx" in createTestEngine options. Did you mean "prefix"?');
   });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+import { DISPLAY_PAYLOADS, type ClientOptions } from '../../core/client/client-context';
 import { WorkflowClient } from '../../core/client/workflow-client';
 import { openConnection, type RedisConnection } from '../../core/store/connection';
 import type { RedisOptions } from '../../core/store/ioredis-types';
@@ -21,7 +22,7 @@ import { wholeNumber } from '../args';
 import type { CommandInput, ServerCommand } from '../cli-command';
 import { CliError } from '../cli-error';
 import { out, printable, warn } from '../print';
-import { connectionErrorText, redactUrl } from '../redis';
+import { cliCodec, connectionErrorText, redactUrl } from '../redis';
 
 const options = {
   port: { type: 'string', default: '3667' },
@@ -115,7 +116,12 @@ async function runDashboard(settings: DashboardSettings, { values, redact }: Com
   // Wait for the first outcome only: a Redis that is down is reported, and the dashboard starts anyway.
   await new Promise<void>((resolve) => redis.once('ready', resolve).once('error', () => resolve()));
   // The connection is ours to close; the client does not watch it, so outages are reported once, above.
-  const client = new WorkflowClient(redis, false, { prefix, commandTimeout: DASHBOARD_COMMAND_TIMEOUT_MS });
+  const client = new WorkflowClient(redis, false, {
+    prefix,
+    commandTimeout: DASHBOARD_COMMAND_TIMEOUT_MS,
+    codec: cliCodec(),
+    [DISPLAY_PAYLOADS]: true,
+  } as ClientOptions);
   const close = async () => {
     await client.close();
     redis.disconnect();

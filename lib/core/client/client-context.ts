@@ -72,6 +72,13 @@ export interface ClientOptions extends ConnectionOptions {
   codec?: PayloadCodec;
 }
 
+/**
+ * @internal A client option (a symbol: not among the public keys) of the CLI and the standalone
+ * dashboard, which show runs rather than compute with them: a payload they cannot decode (no
+ * codec, or not its key) reads as an `EncryptedPayload` instead of throwing.
+ */
+export const DISPLAY_PAYLOADS = Symbol.for('nestjs-redflow.displayPayloads');
+
 /** Keys of `ClientOptions` (`createClient`). */
 export const CLIENT_OPTION_KEYS = optionKeys<ClientOptions>()([
   'redis',
@@ -165,7 +172,8 @@ export class ClientContext {
     this.keys = new RedflowKeys(checkResourceName(options.prefix ?? process.env.REDFLOW_PREFIX ?? 'redflow', 'prefix (or REDFLOW_PREFIX)'));
     this.eventsMaxLen = checkEventStreamOption(options.events);
     this.scripts = new RedisScripts(redis, this.keys, this.eventsMaxLen);
-    this.payloads = new Payloads(checkCodecOption(options.codec, 'createClient option'));
+    const payloads = new Payloads(checkCodecOption(options.codec, 'createClient option'));
+    this.payloads = (options as { [DISPLAY_PAYLOADS]?: boolean })[DISPLAY_PAYLOADS] ? payloads.forDisplay() : payloads;
     this.runQueries = new RunQueries(redis, this.keys, this.payloads);
     this.listQueries = new RunListQueries(redis, this.keys, this.scripts, this.runQueries);
     this.registryQueries = new RegistryQueries(redis, this.keys, (workflow, version) => this.listQueries.hasUnfinishedRuns(workflow, version));
