@@ -16,7 +16,9 @@
  *     call to the handler's first line.
  * nestjs-redflow's processing and end-to-end figures are also taken with the event stream off, and
  * with tracing on (`redflowTracing()` of `nestjs-redflow/otel`) while no OpenTelemetry SDK is
- * registered: what an app that installed the API but exports nothing pays.
+ * registered: what an app that installed the API but exports nothing pays. And the payload codec's
+ * cost: runs with a 1 KiB input, step output and output, queued first, processed without a codec
+ * and with `aesGcmCodec` (AES-256-GCM, no compression).
  * Completion is counted in the handler (no per-run polling), then confirmed from Redis: ZCARD of the
  * succeeded runs (ours, countRuns) or the completed count (BullMQ) must equal N.
  */
@@ -26,7 +28,16 @@ import { performance } from 'node:perf_hooks';
 import { Worker as BullWorker, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 
-import { createClient, startWorker, WorkflowRegistry, type RedflowTracing, type WorkflowClient, type WorkflowContext } from '../lib';
+import {
+  aesGcmCodec,
+  createClient,
+  startWorker,
+  WorkflowRegistry,
+  type PayloadCodec,
+  type RedflowTracing,
+  type WorkflowClient,
+  type WorkflowContext,
+} from '../lib';
 import { redflowTracing } from '../lib/otel';
 import { envInt, redisServers, runMain } from './bench-support';
 import { costBetween, snapshot, type RedisSnapshot } from './cost-model';
@@ -165,6 +176,14 @@ const tenStepWorkflow = registry.define('bench-ten', { maxConcurrency: Infinity 
   return sum;
 });
 
+/** A run that carries 1 KiB both ways: input, one step's output and the run's output (the codec figures). */
+const KIB = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(29).slice(0, 1000);
+const kibWorkflow = registry.define('bench-kib', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number; blob: string }>) => {
+  const out = await step.run('echo', () => ({ i: input.i, blob: input.blob }));
+  hooks.done();
+  return out;
+});
+
 interface OursSetup {
   producer: WorkflowClient;
   consumer: WorkflowClient;
@@ -176,9 +195,11 @@ interface OursSetup {
 let oursEvents: false | undefined;
 /** The tracing setting of the clients below: none (default), or `redflowTracing()` for the tracing figures. */
 let oursTracing: RedflowTracing | undefined;
+/** The payload codec of the clients below: none (default), or `aesGcmCodec` for the codec figures. */
+let oursCodec: PayloadCodec | undefined;
 
 function oursClients(url: string, prefix: string): { producer: WorkflowClient; consumer: WorkflowClient } {
-  const options = { url, prefix, registry, events: oursEvents, tracing: oursTracing };
+  const options = { url, prefix, registry, events: oursEvents, tracing: oursTracing, codec: oursCodec };
   return { producer: createClient(options), consumer: createClient(options) };
 }
 
@@ -275,6 +296,24 @@ async function oursTenSteps(url: string, admin: Admin, prefix: string): Promise<
       const [sample] = await producer.listRuns({ status: 'succeeded', limit: 1 });
       const input = sample?.input as { i: number } | undefined;
       if (!input || sample.output !== 10 * input.i + 45) throw new Error(`ours: a ten-step run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
+    },
+  );
+  return rate;
+}
+
+/** RUNS runs of 1 KiB payloads, queued first, then processed: runs/s (the codec figures). */
+async function oursKib(url: string, admin: Admin, prefix: string): Promise<number> {
+  const { rate } = await oursQueuedFirst(
+    url,
+    admin,
+    prefix,
+    async (producer) => {
+      for (const chunk of chunks(RUNS, CHUNK)) await Promise.all(chunk.map((i) => producer.start(kibWorkflow, { i, blob: KIB })));
+    },
+    async (producer) => {
+      await waitUntil(`${RUNS} succeeded runs`, async () => (await producer.countRuns({ status: 'succeeded' })) >= RUNS);
+      const [sample] = await producer.listRuns({ status: 'succeeded', limit: 1 });
+      if ((sample?.output as { blob?: string } | undefined)?.blob !== KIB) throw new Error('ours: a 1 KiB run has an unexpected output.');
     },
   );
   return rate;
@@ -572,6 +611,7 @@ async function main(): Promise<number> {
     const results: Record<System, Figures[]> = { ours: [], bullmq: [] };
     const streamOff: { processing: number; endToEnd: number }[] = [];
     const tracingOn: { processing: number; endToEnd: number }[] = [];
+    const codecFigures: { plain: number; aes: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const t = performance.now();
       const ours = await runOurs(servers.url, admin, round);
@@ -603,6 +643,16 @@ async function main(): Promise<number> {
       } finally {
         oursTracing = undefined;
       }
+      // 1 KiB payloads without a codec and with AES-256-GCM.
+      const plain = await oursKib(servers.url, admin, `bench-kib-r${round}-plain`);
+      oursCodec = aesGcmCodec({ keys: { bench: Buffer.alloc(32, 1) }, current: 'bench' });
+      try {
+        const aes = await oursKib(servers.url, admin, `bench-kib-r${round}-aes`);
+        codecFigures.push({ plain, aes });
+        console.log(`round ${round} nestjs-redflow, 1 KiB payloads: ${fmt(plain, 0)}/s without a codec, ${fmt(aes, 0)}/s with aesGcmCodec`);
+      } finally {
+        oursCodec = undefined;
+      }
       const tb = performance.now();
       const bull = await runBull(servers.url, admin, round);
       results.bullmq.push(bull);
@@ -631,6 +681,16 @@ async function main(): Promise<number> {
       const on = median(tracingOn.map((f) => f[key]));
       console.log(`| ${ROWS.find((r) => r.key === key)!.label} | ${fmt(off, 0)} runs/s | ${fmt(on, 0)} runs/s | ${(on / off).toFixed(2)}× |`);
     }
+    console.log('');
+    console.log('nestjs-redflow with 1 KiB payloads (input, a step output, the output), without a codec and with aesGcmCodec (AES-256-GCM):');
+    console.log('');
+    console.log('| figure | no codec | aesGcmCodec | aes / none |');
+    console.log('| --- | ---: | ---: | ---: |');
+    const plainKib = median(codecFigures.map((f) => f.plain));
+    const aesKib = median(codecFigures.map((f) => f.aes));
+    console.log(
+      `| 1 KiB payloads (${RUNS} queued, then worker, C=${CONCURRENCY}) | ${fmt(plainKib, 0)} runs/s | ${fmt(aesKib, 0)} runs/s | ${(aesKib / plainKib).toFixed(2)}× |`,
+    );
     console.log('');
     console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
     return 0;
