@@ -302,8 +302,8 @@ async function oursTenSteps(url: string, admin: Admin, prefix: string): Promise<
 }
 
 /** RUNS runs of 1 KiB payloads, queued first, then processed: runs/s (the codec figures). */
-async function oursKib(url: string, admin: Admin, prefix: string): Promise<number> {
-  const { rate } = await oursQueuedFirst(
+async function oursKib(url: string, admin: Admin, prefix: string): Promise<{ rate: number; nodeUs: number }> {
+  const { rate, cost } = await oursQueuedFirst(
     url,
     admin,
     prefix,
@@ -316,7 +316,7 @@ async function oursKib(url: string, admin: Admin, prefix: string): Promise<numbe
       if ((sample?.output as { blob?: string } | undefined)?.blob !== KIB) throw new Error('ours: a 1 KiB run has an unexpected output.');
     },
   );
-  return rate;
+  return { rate, nodeUs: cost.nodeUs };
 }
 
 async function oursEndToEnd(url: string, admin: Admin, prefix: string): Promise<{ rate: number; bytesPerRun: number }> {
@@ -611,7 +611,7 @@ async function main(): Promise<number> {
     const results: Record<System, Figures[]> = { ours: [], bullmq: [] };
     const streamOff: { processing: number; endToEnd: number }[] = [];
     const tracingOn: { processing: number; endToEnd: number }[] = [];
-    const codecFigures: { plain: number; aes: number }[] = [];
+    const codecFigures: { plain: number; aes: number; plainNodeUs: number; aesNodeUs: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const t = performance.now();
       const ours = await runOurs(servers.url, admin, round);
@@ -648,8 +648,10 @@ async function main(): Promise<number> {
       oursCodec = aesGcmCodec({ keys: { bench: Buffer.alloc(32, 1) }, current: 'bench' });
       try {
         const aes = await oursKib(servers.url, admin, `bench-kib-r${round}-aes`);
-        codecFigures.push({ plain, aes });
-        console.log(`round ${round} nestjs-redflow, 1 KiB payloads: ${fmt(plain, 0)}/s without a codec, ${fmt(aes, 0)}/s with aesGcmCodec`);
+        codecFigures.push({ plain: plain.rate, aes: aes.rate, plainNodeUs: plain.nodeUs, aesNodeUs: aes.nodeUs });
+        console.log(
+          `round ${round} nestjs-redflow, 1 KiB payloads: ${fmt(plain.rate, 0)}/s (${fmt(plain.nodeUs, 1)} µs Node CPU/run) without a codec, ${fmt(aes.rate, 0)}/s (${fmt(aes.nodeUs, 1)} µs) with aesGcmCodec`,
+        );
       } finally {
         oursCodec = undefined;
       }
@@ -686,11 +688,14 @@ async function main(): Promise<number> {
     console.log('');
     console.log('| figure | no codec | aesGcmCodec | aes / none |');
     console.log('| --- | ---: | ---: | ---: |');
-    const plainKib = median(codecFigures.map((f) => f.plain));
-    const aesKib = median(codecFigures.map((f) => f.aes));
-    console.log(
-      `| 1 KiB payloads (${RUNS} queued, then worker, C=${CONCURRENCY}) | ${fmt(plainKib, 0)} runs/s | ${fmt(aesKib, 0)} runs/s | ${(aesKib / plainKib).toFixed(2)}× |`,
-    );
+    for (const [label, plainKey, aesKey, unit, digits] of [
+      [`1 KiB payloads (${RUNS} queued, then worker, C=${CONCURRENCY})`, 'plain', 'aes', 'runs/s', 0],
+      ['Node CPU per run (producer + worker, one process)', 'plainNodeUs', 'aesNodeUs', 'µs', 1],
+    ] as const) {
+      const none = median(codecFigures.map((f) => f[plainKey]));
+      const aes = median(codecFigures.map((f) => f[aesKey]));
+      console.log(`| ${label} | ${fmt(none, digits)} ${unit} | ${fmt(aes, digits)} ${unit} | ${(aes / none).toFixed(2)}× |`);
+    }
     console.log('');
     console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
     return 0;

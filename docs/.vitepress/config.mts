@@ -32,6 +32,7 @@ const GUIDE_ORDER = [
   'dashboard',
   'observability',
   'redis-cluster',
+  'security',
 ];
 
 /** Top-level pages about running redflow; every other top-level page is "Reference". */

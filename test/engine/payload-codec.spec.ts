@@ -43,7 +43,7 @@ async function keyIdsInUse(redis: RedisConnection, base: string): Promise<Map<st
   for (const text of await everything(redis, base)) {
     for (const [, b64] of text.matchAll(/"\\u0001rfc:([A-Za-z0-9_-]*)"/g)) {
       const bytes = Buffer.from(b64, 'base64url');
-      const id = Buffer.from(bytes.subarray(3, 3 + bytes[2])).toString('latin1');
+      const id = Buffer.from(bytes.subarray(2, 2 + bytes[1])).toString('latin1');
       ids.set(id, (ids.get(id) ?? 0) + 1);
     }
   }

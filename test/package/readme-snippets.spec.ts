@@ -25,6 +25,7 @@ const DOC_FILES = [
   'docs/guide/dashboard.md',
   'docs/guide/observability.md',
   'docs/guide/redis-cluster.md',
+  'docs/guide/security.md',
   'docs/reference.md',
   'docs/glossary.md',
   'docs/migrating-from-bullmq.md',

@@ -47,12 +47,29 @@ function keyBytes(id: string, key: unknown): Buffer {
 }
 
 /** Where the parts of an encoded payload are; undefined when the bytes are not this codec's. */
-function parseHeader(bytes: Uint8Array): { keyId: string; deflated: boolean; headerEnd: number } | undefined {
-  if (bytes.length < 3 || bytes[0] !== FORMAT) return undefined;
-  const idLength = bytes[2];
-  const headerEnd = 3 + idLength;
-  if (idLength === 0 || bytes.length < headerEnd + IV_BYTES + TAG_BYTES) return undefined;
-  return { keyId: Buffer.from(bytes.subarray(3, headerEnd)).toString('latin1'), deflated: (bytes[1] & FLAG_DEFLATED) !== 0, headerEnd };
+function parseHeader(bytes: Uint8Array): { keyId: string; headerEnd: number } | undefined {
+  if (bytes.length < 2 || bytes[0] !== FORMAT) return undefined;
+  const idLength = bytes[1];
+  const headerEnd = 2 + idLength;
+  if (idLength === 0 || bytes.length < headerEnd + IV_BYTES + TAG_BYTES + 1) return undefined;
+  return { keyId: Buffer.from(bytes.buffer, bytes.byteOffset + 2, idLength).toString('latin1'), headerEnd };
+}
+
+/**
+ * Random IVs, drawn from a pool refilled 1,024 at a time: one `randomBytes` call per IV costs more
+ * than the encryption of a 1 KiB payload. Each IV is used once.
+ */
+class IvPool {
+  private pool = Buffer.alloc(0);
+  private at = 0;
+  next(): Buffer {
+    if (this.at + IV_BYTES > this.pool.length) {
+      this.pool = randomBytes(IV_BYTES * 1024);
+      this.at = 0;
+    }
+    this.at += IV_BYTES;
+    return this.pool.subarray(this.at - IV_BYTES, this.at);
+  }
 }
 
 /**
@@ -61,7 +78,7 @@ function parseHeader(bytes: Uint8Array): { keyId: string; deflated: boolean; hea
  */
 export function describeAesGcmPayload(bytes: Uint8Array): string | undefined {
   const header = parseHeader(bytes);
-  return header ? `aes-256-gcm, key "${header.keyId}"${header.deflated ? ', compressed' : ''}` : undefined;
+  return header ? `aes-256-gcm, key "${header.keyId}"` : undefined;
 }
 
 /** A new random 256-bit key, base64: a value for `aesGcmCodec`'s `keys`. */
@@ -71,9 +88,10 @@ export function generatePayloadKey(): string {
 
 /**
  * The built-in payload codec: AES-256-GCM on `node:crypto`, with several keys and a current one.
- * Each payload is `[format, flags, key id length, key id, 12-byte IV, 16-byte tag, ciphertext]`,
- * the header authenticated with the ciphertext; a random IV per payload. Decoding with a key id
- * the codec lacks, or with other bytes under that id, throws `PayloadKeyError` naming the id.
+ * Each payload is `[0xa1, key id length, key id, 12-byte IV, 16-byte tag, ciphertext]`, the
+ * ciphertext of `[flags, payload]` (flags: 1 = deflated), a random IV per payload. Decoding with a
+ * key id the codec lacks, or with other bytes under that id (or altered bytes: the tag does not
+ * verify), throws `PayloadKeyError` naming the id.
  *
  * @example
  * RedflowModule.forRoot({ codec: aesGcmCodec({ keys: { k1: process.env.PAYLOAD_KEY_1! }, current: 'k1' }) })
@@ -99,7 +117,10 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
   const compress = options.compress === true ? {} : options.compress || undefined;
   const minBytes = compress ? checkInteger(compress.minBytes ?? 1024, 'aesGcmCodec compress.minBytes', 0, 1024 * 1024 * 1024) : Infinity;
   const currentId = Buffer.from(current, 'latin1');
+  const currentKey = keys.get(current)!;
   const knownKeys = [...keys.keys()];
+  const ivs = new IvPool();
+  const headerBytes = 2 + currentId.length;
 
   return {
     encode(bytes) {
@@ -112,12 +133,22 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
           flags = FLAG_DEFLATED;
         }
       }
-      const header = Buffer.concat([Buffer.from([FORMAT, flags, currentId.length]), currentId]);
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', keys.get(current)!, iv);
-      cipher.setAAD(header);
-      const body = Buffer.concat([cipher.update(plain), cipher.final()]);
-      return Buffer.concat([header, iv, cipher.getAuthTag(), body]);
+      const input = Buffer.allocUnsafe(1 + plain.length);
+      input[0] = flags;
+      input.set(plain, 1);
+      const iv = ivs.next();
+      const cipher = createCipheriv('aes-256-gcm', currentKey, iv);
+      const body = cipher.update(input);
+      cipher.final();
+      // One allocation for the whole payload: header, IV, tag, then the ciphertext.
+      const out = Buffer.allocUnsafe(headerBytes + IV_BYTES + TAG_BYTES + body.length);
+      out[0] = FORMAT;
+      out[1] = currentId.length;
+      currentId.copy(out, 2);
+      iv.copy(out, headerBytes);
+      cipher.getAuthTag().copy(out, headerBytes + IV_BYTES);
+      body.copy(out, headerBytes + IV_BYTES + TAG_BYTES);
+      return out;
     },
     decode(bytes) {
       const header = parseHeader(bytes);
@@ -126,15 +157,16 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
       if (!key) throw new PayloadKeyError(header.keyId, 'unknown', knownKeys);
       const ivEnd = header.headerEnd + IV_BYTES;
       const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(header.headerEnd, ivEnd));
-      decipher.setAAD(bytes.subarray(0, header.headerEnd));
       decipher.setAuthTag(bytes.subarray(ivEnd, ivEnd + TAG_BYTES));
       let plain: Buffer;
       try {
-        plain = Buffer.concat([decipher.update(bytes.subarray(ivEnd + TAG_BYTES)), decipher.final()]);
+        plain = decipher.update(bytes.subarray(ivEnd + TAG_BYTES));
+        decipher.final();
       } catch {
         throw new PayloadKeyError(header.keyId, 'mismatch', knownKeys);
       }
-      return header.deflated ? inflateRawSync(plain) : plain;
+      const body = plain.subarray(1);
+      return (plain[0] & FLAG_DEFLATED) !== 0 ? inflateRawSync(body) : body;
     },
     needsRotation(bytes) {
       return parseHeader(bytes)?.keyId !== current;
