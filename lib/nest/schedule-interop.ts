@@ -80,12 +80,11 @@ export function listCronsInSchedulerRegistry(discovery: DiscoveryService, regist
     const triggers = definition.options.cron ?? [];
     cronIds(definition).forEach((id, i) => {
       const name = `${SCHEDULER_REGISTRY_PREFIX}${id}`;
-      if (schedulerRegistry.doesExist('cron', name)) return;
+      const { expression, timezone } = triggers[i];
+      // An rrule has no cron form: such a trigger is not listed in SchedulerRegistry.
+      if (expression === undefined || schedulerRegistry.doesExist('cron', name)) return;
       try {
-        schedulerRegistry.addCronJob(
-          name,
-          CronJob.from({ cronTime: triggers[i].expression, onTick: () => undefined, start: false, timeZone: triggers[i].timezone }),
-        );
+        schedulerRegistry.addCronJob(name, CronJob.from({ cronTime: expression, onTick: () => undefined, start: false, timeZone: timezone }));
         added.push(name);
       } catch (error) {
         // An expression that croner takes but `cron` does not: the trigger works, it is just not listed.

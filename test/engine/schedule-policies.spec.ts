@@ -351,6 +351,31 @@ describe('schedule policies', () => {
     await expect(schedules.upsert('x', { workflow: 'report', rrule: monthEnd, every: '1h' })).rejects.toThrow('got every and rrule');
   });
 
+  it("a workflow's trigger takes a calendar rule too: previewed, listed and fired like a runtime one; a rule with an expression is refused", async () => {
+    const start = await moveToGrid(MINUTE, 1_000);
+    const dtstart = `${new Date(start).toISOString().replace(/[-:]/g, '').slice(0, 15)}Z`;
+    engine.define(
+      'ruled',
+      { cron: [{ id: 'every-other-minute', rrule: `DTSTART:${dtstart}\nRRULE:FREQ=MINUTELY;INTERVAL=2;COUNT=3`, overlap: 'allow' }] },
+      () => 'ok',
+    );
+    await engine.worker();
+    expect((await schedules.preview('every-other-minute', 3)).map((d) => d.getTime())).toEqual([start + 2 * MINUTE, start + 4 * MINUTE]);
+    expect((await schedules.get('every-other-minute'))?.rrule).toContain('FREQ=MINUTELY;INTERVAL=2');
+    await engine.clock.advance(2 * MINUTE);
+    await eventually(async () => (await runsOf('ruled')).length === 1);
+    expect((await runsOf('ruled'))[0].tick).toBe(start + 2 * MINUTE);
+
+    const monthEnd = 'DTSTART;TZID=Europe/Paris:20270101T090000\nRRULE:FREQ=MONTHLY;BYDAY=-1FR';
+    expect(() => engine.define('both', { cron: [{ rrule: monthEnd, expression: '0 9 * * *' }] }, () => 'x')).toThrow(
+      'cron trigger "both#0" of workflow "both" has an rrule and an expression or timezone: give one of them',
+    );
+    expect(() => engine.define('neither', { cron: [{ id: 'n' }] }, () => 'x')).toThrow(
+      'cron trigger "n" of workflow "neither" needs an expression (a cron expression such as "0 9 * * 1-5") or an rrule, got undefined.',
+    );
+    expect(() => engine.define('bad-rule', { cron: [{ rrule: 'RRULE:FREQ=DAILY' }] }, () => 'x')).toThrow('must start with its DTSTART line');
+  });
+
   it('refuses bad policies and unknown ids with named errors', async () => {
     engine.define('report', {}, () => 'ok');
     await engine.client.syncRegistry(engine.registry, { owner: 'app' });

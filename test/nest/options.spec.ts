@@ -1,9 +1,11 @@
 import 'reflect-metadata';
 
 import { Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 
 import { ConfigurationError, Cron, OnEvent, RedflowModule, Step, Workflow, type RedflowModuleOptions, type WorkflowContext } from '../../lib';
+import { RedflowMetadataAccessor } from '../../lib/nest/redflow-metadata.accessor';
 import { resolveRedflowOptions } from '../../lib/nest/redflow-options.interface';
 import { nestAppPerTest } from '../support/nest-app';
 
@@ -146,9 +148,24 @@ describe('@Cron options', () => {
       'Unknown option "expression" in @Cron options of Target.method. Pass the expression as the first argument of @Cron.',
     );
     expect(configError(() => decorate(Cron(undefined as never)))).toBe(
-      '@Cron expression of Target.method must be a non-empty string, got undefined; use croner syntax, e.g. "0 9 * * 1-5".',
+      '@Cron expression of Target.method must be a non-empty string, got undefined; use croner syntax, e.g. "0 9 * * 1-5", or { rrule } for an RFC 5545 rule.',
     );
     expect(() => decorate(Cron('0 9 * * 1-5', { id: 'morning', timezone: 'Europe/Paris', input: { a: 1 } }))).not.toThrow();
+  });
+
+  it("takes an RFC 5545 rule as { rrule }, recorded as the trigger's rrule; a rule that is not text, or one in the options, is refused", () => {
+    const rrule = 'DTSTART;TZID=Europe/Paris:20270101T093000\nRRULE:FREQ=MONTHLY;BYDAY=MO;BYSETPOS=1';
+    class Billing {
+      @Cron({ rrule }, { id: 'first-monday', overlap: 'skip' })
+      monthly() {}
+    }
+    expect(new RedflowMetadataAccessor(new Reflector()).getCrons(Billing.prototype.monthly)).toEqual([{ id: 'first-monday', overlap: 'skip', rrule }]);
+    expect(configError(() => decorate(Cron({ rrule: 42 } as never)))).toBe(
+      '@Cron rrule of Target.method must be RFC 5545 rule text starting with its DTSTART line, got 42.',
+    );
+    expect(configError(() => decorate(Cron('0 9 * * *', { rrule } as never)))).toContain(
+      'Unknown option "rrule" in @Cron options of Target.method. Pass the rule as the first argument of @Cron: @Cron({ rrule }).',
+    );
   });
 
   it('rejects an id starting with "@", the mark of runtime schedules', () => {
@@ -278,7 +295,7 @@ describe('RedflowModule.forRoot', () => {
     const compiling = Test.createTestingModule({ imports: [RedflowModule.forRoot(options)], providers: [Jobs] }).compile();
     await expect(compiling).rejects.toThrow(ConfigurationError);
     await expect(compiling).rejects.toThrow(
-      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeout, maxPayloadBytes, dashboard, redis, commandTimeout, clock, events, tracing.',
+      'Unknown option "wroker" in RedflowModule options. Did you mean "worker"? Known options: app, connection, prefix, worker, defaults, shutdownTimeout, maxPayloadBytes, dashboard, redis, commandTimeout, clock, events, codec, tracing.',
     );
   });
 

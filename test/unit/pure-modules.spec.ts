@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ConfigurationError, CorruptRunDataError, InvalidCronError, NonRetriableError, RetryAfterError } from '../../lib/core';
-import { cronIds, decodeCron, encodeCron, nextCronTick } from '../../lib/core/definition/cron';
+import { cronIds, decodeCron, encodeCron, nextCronTick, triggerSchedule } from '../../lib/core/definition/cron';
 import { dueAt, idempotencyTtlSec, timeOption, toMs } from '../../lib/core/definition/duration';
 import { MAX_DURATION_MS, parseDurationMs } from '../../lib/core/definition/duration-format';
 import { defaultRetryDelayMs, nextAttemptAt } from '../../lib/core/definition/retry';
@@ -213,10 +213,11 @@ describe('cron triggers', () => {
   });
 
   it('stores a trigger as one JSON shape and reads it back', () => {
-    const stored = encodeCron('report', report.options.cron![1]);
+    const trigger = (i: number) => ({ ...triggerSchedule(report.options.cron![i]), input: report.options.cron![i].input });
+    const stored = encodeCron('report', trigger(1));
     expect(JSON.parse(stored)).toEqual({ workflow: 'report', expression: '0 * * * *', timezone: null, input: { scope: 'all' } });
     expect(decodeCron(stored)).toEqual({ workflow: 'report', expression: '0 * * * *', timezone: null, input: { scope: 'all' } });
-    expect(decodeCron(encodeCron('report', report.options.cron![0]))).toEqual({ workflow: 'report', expression: '0 3 * * *', timezone: 'UTC', input: null });
+    expect(decodeCron(encodeCron('report', trigger(0)))).toEqual({ workflow: 'report', expression: '0 3 * * *', timezone: 'UTC', input: null });
   });
 });
 

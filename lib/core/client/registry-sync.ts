@@ -1,4 +1,4 @@
-import { checkScheduleBounds, checkSchedulePolicies, cronIds, decodeCron, encodeCron, nextTickOf } from '../definition/cron';
+import { checkScheduleBounds, checkSchedulePolicies, cronIds, decodeCron, encodeCron, nextTickOf, triggerSchedule } from '../definition/cron';
 import { registryFlowControl } from '../definition/flow-control';
 import { assertKnownKeys, checkInteger, checkUserName, versionQueue } from '../definition/option-checks';
 import type { WorkflowRegistry } from '../definition/workflow';
@@ -28,7 +28,7 @@ export async function syncRegistry(ctx: ClientContext, registry: WorkflowRegistr
       const what = `cron trigger "${ids[i]}" of workflow "${d.name}"`;
       const def = encodeCron(
         d.name,
-        trigger,
+        { ...triggerSchedule(trigger), input: trigger.input },
         { ...checkSchedulePolicies(trigger, what), ...checkScheduleBounds(trigger, what) },
         ctx.payloads.codec !== undefined,
       );

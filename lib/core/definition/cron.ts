@@ -12,7 +12,31 @@ import type { ScheduleBounds, SchedulePolicies } from './schedule-types';
 import type { CronTrigger, WorkflowDefinition } from './workflow-types';
 
 /** When a schedule ticks: a cron expression (in a time zone), or every `every` ms. */
-export type CronSchedule = Pick<CronTrigger, 'expression' | 'timezone'> | { every: number } | { rrule: string };
+export type CronSchedule = { expression: string; timezone?: string } | { every: number } | { rrule: string };
+
+/** The schedule of a workflow's trigger (checked by `checkCronTrigger` when the workflow was defined). */
+export function triggerSchedule(trigger: CronTrigger): CronSchedule {
+  return trigger.rrule !== undefined ? { rrule: trigger.rrule } : { expression: trigger.expression ?? '', timezone: trigger.timezone };
+}
+
+/** Checks a workflow's trigger's schedule: an expression (with its time zone) or an rrule, not both. */
+export function checkCronTrigger(workflow: string, trigger: CronTrigger, what: string): void {
+  if (trigger.rrule !== undefined) {
+    if (trigger.expression !== undefined || trigger.timezone !== undefined) {
+      throw new ConfigurationError(
+        `${what} has an rrule and an expression or timezone: give one of them (an rrule's time zone is the TZID of its DTSTART line).`,
+      );
+    }
+    parseCalendarRule(trigger.rrule, `The rrule of ${what}`);
+    return;
+  }
+  if (typeof trigger.expression !== 'string') {
+    throw new ConfigurationError(
+      `${what} needs an expression (a cron expression such as "0 9 * * 1-5") or an rrule, got ${describeValue(trigger.expression)}.`,
+    );
+  }
+  parseCron(workflow, { expression: trigger.expression, timezone: trigger.timezone });
+}
 
 /** A schedule as stored in Redis: what a worker needs to fire its ticks. */
 export interface StoredCron {
@@ -183,7 +207,7 @@ export function scheduleIdOf(cronId: string): string | undefined {
 }
 
 /** A croner schedule, or `InvalidCronError` naming the workflow and the expression. */
-export function parseCron(workflow: string, trigger: Pick<CronTrigger, 'expression' | 'timezone'>): Cron {
+export function parseCron(workflow: string, trigger: { expression: string; timezone?: string }): Cron {
   try {
     const cron = new Cron(trigger.expression, { timezone: trigger.timezone, paused: true });
     cron.nextRun(); // croner checks the time zone only when it computes a date

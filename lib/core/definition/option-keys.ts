@@ -72,6 +72,7 @@ export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()([
   'id',
   'expression',
   'timezone',
+  'rrule',
   'input',
   'missed',
   'missedLimit',

@@ -211,13 +211,21 @@ export interface LimitOptions<TInput = any> {
   key?: KeyFrom<TInput>;
 }
 
-/** A cron trigger (croner syntax; a leading seconds field is allowed). */
+/** A cron trigger: a cron expression (croner syntax; a leading seconds field is allowed), or an RFC 5545 `rrule`. */
 export interface CronTrigger extends SchedulePolicies, ScheduleBounds {
   /** Stable id of the schedule. @default "<workflow>#<index>" */
   id?: string;
-  expression: string;
-  /** IANA time zone. @default the worker's */
+  /** The cron expression; give it or `rrule`. */
+  expression?: string;
+  /** IANA time zone of the expression. @default the worker's */
   timezone?: string;
+  /**
+   * An RFC 5545 rule, for what cron cannot say ("the first Monday of each month", "every other
+   * Friday"), instead of `expression`: its DTSTART line (with its TZID) first, as
+   * `"DTSTART;TZID=Europe/Paris:20270101T093000\nRRULE:FREQ=MONTHLY;BYDAY=MO;BYSETPOS=1"`. Needs
+   * the optional peer `rrule`; its COUNT or UNTIL ends the schedule.
+   */
+  rrule?: string;
   /**
    * The input of every run it starts, or a function of the tick's time that returns it, called when
    * the tick fires (by a worker with this workflow's definition: a worker without it leaves the

@@ -1,5 +1,5 @@
 import { ConfigurationError, UnknownWorkflowError } from '../errors';
-import { checkCronId, checkSchedulePolicies, parseCron } from './cron';
+import { checkCronId, checkCronTrigger, checkSchedulePolicies } from './cron';
 import { hasDynamicFlowKeys } from './flow-control';
 import {
   assertWorkflowOptionKeys,
@@ -213,8 +213,8 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   }
   const ids = new Set<string>();
   (options.cron ?? []).forEach((trigger, i) => {
-    parseCron(name, trigger);
     const id = trigger.id === undefined ? `${name}#${i}` : checkCronId(trigger.id, `cron[${i}].id ${of}`);
+    checkCronTrigger(name, trigger, `cron trigger "${id}" ${of}`);
     checkSchedulePolicies(trigger, `cron trigger "${id}" ${of}`);
     if (ids.has(id)) throw new ConfigurationError(`Cron id "${id}" is used twice in workflow "${name}". Give each cron trigger its own id.`);
     ids.add(id);
