@@ -159,6 +159,29 @@ describe('payload codec', () => {
     await Promise.all([plain.close()]);
   });
 
+  it('a worker without the key fails the attempt with PayloadKeyError, retryably: a worker with the key finishes the run', async () => {
+    engine = new TestEngine({ codec: codecV1() });
+    const wf = engine.define('codec-worker-keys', { retries: { maxAttempts: 3, delay: 10 } }, async ({ input }) => input);
+    const lacking = createClient({
+      redis: engine.redis,
+      prefix: engine.prefix,
+      registry: engine.registry,
+      codec: aesGcmCodec({ keys: { k2: K2 }, current: 'k2' }),
+    });
+    const { startWorker } = await import('../../lib/core');
+    const bad = await startWorker({ app: 'lacking', client: lacking, registry: engine.registry, logFailedRuns: false, runtime: { blockTimeout: 100 } });
+    const handle = await engine.client.start(wf, { secret: 'SECRET' });
+    const [first] = await eventually(async () => {
+      const attempts = await engine.client.getRunAttempts(handle.id);
+      return attempts.length ? attempts : undefined;
+    });
+    await bad.stop();
+    expect(first.error).toMatchObject({ name: 'PayloadKeyError', message: expect.stringContaining('encrypted with key "k1", which this codec does not have') });
+    await engine.worker();
+    await expect(handle.result({ timeout: '5s' })).resolves.toEqual({ secret: 'SECRET' });
+    await lacking.close();
+  });
+
   it('rotates to a new key while runs wait, and the runs finish with every payload under the new key', async () => {
     engine = new TestEngine({ codec: codecV1() });
     const wf = engine.define('codec-rotate', {}, async ({ input, step }) => {
