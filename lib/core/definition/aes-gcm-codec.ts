@@ -120,6 +120,7 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
   const currentKey = keys.get(current)!;
   const knownKeys = [...keys.keys()];
   const ivs = new IvPool();
+  let scratch = Buffer.allocUnsafe(4096);
   const headerBytes = 2 + currentId.length;
 
   return {
@@ -133,12 +134,13 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
           flags = FLAG_DEFLATED;
         }
       }
-      const input = Buffer.allocUnsafe(1 + plain.length);
-      input[0] = flags;
-      input.set(plain, 1);
+      // [flags, payload] in a buffer reused from call to call: the cipher reads it before this returns.
+      if (scratch.length < 1 + plain.length) scratch = Buffer.allocUnsafe(Math.max(2 * scratch.length, 1 + plain.length));
+      scratch[0] = flags;
+      scratch.set(plain, 1);
       const iv = ivs.next();
       const cipher = createCipheriv('aes-256-gcm', currentKey, iv);
-      const body = cipher.update(input);
+      const body = cipher.update(scratch.subarray(0, 1 + plain.length));
       cipher.final();
       // One allocation for the whole payload: header, IV, tag, then the ciphertext.
       const out = Buffer.allocUnsafe(headerBytes + IV_BYTES + TAG_BYTES + body.length);

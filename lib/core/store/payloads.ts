@@ -33,6 +33,11 @@ export interface EncryptedPayload {
   error?: string;
 }
 
+/** The bytes as a Buffer, without a copy. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 function describeContext(context: PayloadContext): string {
   const of = context.runId ? ` of run "${context.runId}"` : '';
   const what: Record<PayloadContext['kind'], string> = {
@@ -73,7 +78,7 @@ export class Payloads {
     } catch (error) {
       throw new PayloadCodecError(describeContext(context), `its encode threw: ${error instanceof Error ? error.message : String(error)}. Fix the codec.`);
     }
-    return `"${CODEC_MARK_JSON}${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64url')}"`;
+    return `"${CODEC_MARK_JSON}${asBuffer(bytes).toString('base64url')}"`;
   }
 
   /** A stored value, parsed: the payload it holds when it is an envelope, else itself. */
@@ -117,7 +122,7 @@ export class Payloads {
       if (error instanceof PayloadKeyError || error instanceof PayloadCodecError) throw error;
       throw new PayloadCodecError(describeContext(context), `its decode threw: ${error instanceof Error ? error.message : String(error)}.`);
     }
-    return Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength).toString('utf8');
+    return asBuffer(plain).toString('utf8');
   }
 
   private decodeBytes(bytes: Uint8Array, context: PayloadContext): unknown {
