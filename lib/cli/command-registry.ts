@@ -2,6 +2,7 @@ import { COMMON_OPTIONS_HELP } from './args';
 import type { CliCommand } from './cli-command';
 import { dashboardCommand } from './commands/dashboard';
 import { payloadsKeygenCommand, payloadsRotateCommand } from './commands/payloads';
+import { queuesListCommand, queuesPauseCommand, queuesResumeCommand } from './commands/queues';
 import { runsCancelCommand } from './commands/runs-cancel';
 import { runsDeleteCommand } from './commands/runs-delete';
 import { runsListCommand } from './commands/runs-list';
@@ -30,6 +31,9 @@ export const COMMANDS: ReadonlyArray<readonly [name: string, command: CliCommand
   ['schedules resume', schedulesResumeCommand],
   ['schedules trigger', schedulesTriggerCommand],
   ['schedules preview', schedulesPreviewCommand],
+  ['queues list', queuesListCommand],
+  ['queues pause', queuesPauseCommand],
+  ['queues resume', queuesResumeCommand],
   ['payloads rotate', payloadsRotateCommand],
   ['payloads keygen', payloadsKeygenCommand],
 ];

@@ -14,6 +14,7 @@ export type {
 export type { ResultOptions, RunHandle } from './definition/run-types';
 export type { ScheduleOptions, SchedulePolicies } from './definition/schedule-types';
 export { createAdmin, WorkflowAdmin } from './client/admin';
+export { createQueues, WorkflowQueues, type QueuePauseOptions } from './client/queues';
 export { createSchedules, MAX_BACKFILL_TICKS, WorkflowSchedules, type ScheduleFireResult, type ScheduleSource } from './client/schedules';
 export { RunEventStream } from './client/run-events-reader';
 export {
@@ -87,7 +88,7 @@ export type {
   WaitKind,
 } from './definition/run-types';
 export type { WaitForRunOptions } from './definition/run-options';
-export type { QueueStats, QueueStatsOptions, RunStats, WorkerInfo } from './definition/stats-types';
+export type { QueuePause, QueueStats, QueueStatsOptions, RunStats, WorkerInfo } from './definition/stats-types';
 export type { CronState, ScheduleState } from './definition/schedule-types';
 export type { RedflowLogger } from './definition/logger';
 export type { WorkflowMeta } from './definition/workflow-types';

@@ -162,6 +162,11 @@ export class DashboardApi implements DashboardContext {
     return this.fleet.resume(query, headers);
   }
 
+  /** `POST /api/queues/pause` and `/resume`: pauses or resumes a queue. */
+  pauseQueue(query: DashboardQuery, headers: IncomingHttpHeaders, pause: boolean) {
+    return this.fleet.pauseQueue(query, headers, pause);
+  }
+
   /** `POST /api/runs/bulk`: one action on up to 100 runs, each on its own (dashboard-bulk-api.ts). */
   bulk(query: DashboardQuery, headers: IncomingHttpHeaders) {
     return this.bulkActions.bulk(query, headers);

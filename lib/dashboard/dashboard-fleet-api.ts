@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
+import { createQueues } from '../core/client/queues';
 import { createSchedules, type WorkflowSchedules } from '../core/client/schedules';
 import { nextCronTick, scheduleOf } from '../core/definition/cron';
 import type { RunSummary } from '../core/definition/run-types';
@@ -55,8 +56,8 @@ export class FleetPages {
 
   /**
    * `GET /api/queues`: `getQueueStats` per queue, with `ended5m` (runs of the workflows registered
-   * on the queue that ended in the last 5 minutes: a ZCOUNT per workflow and ended status) and
-   * `paused: false` (the engine cannot pause a queue).
+   * on the queue that ended in the last 5 minutes: a ZCOUNT per workflow and ended status),
+   * `paused` and, when paused, `pause` (`{ note?, at }`).
    */
   async queues() {
     const { client } = this.host;
@@ -67,7 +68,14 @@ export class FleetPages {
     return {
       queues: stats.map((row) => {
         const workflows = [...queueOf].filter(([, queue]) => queue === row.queue).map(([w]) => w);
-        return { ...row, workflows, ended5m: workflows.reduce((sum, w) => sum + (ended.get(w) ?? 0), 0), paused: false };
+        const { paused, ...counts } = row;
+        return {
+          ...counts,
+          workflows,
+          ended5m: workflows.reduce((sum, w) => sum + (ended.get(w) ?? 0), 0),
+          paused: paused !== undefined,
+          ...(paused && { pause: paused }),
+        };
       }),
     };
   }
@@ -165,6 +173,17 @@ export class FleetPages {
   async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<CronState> {
     const { id, source } = await this.scheduleAction(query, headers);
     return this.schedulesCall(() => this.control.resume(id, { source }));
+  }
+
+  /** `POST /api/queues/pause?queue=&note=` and `/resume?queue=`: pauses or resumes a queue (`WorkflowQueues`); whether its state changed. */
+  async pauseQueue(query: DashboardQuery, headers: IncomingHttpHeaders, pause: boolean): Promise<{ queue: string; paused: boolean; changed: boolean }> {
+    await this.host.checkActionHeaders(headers);
+    const queue = param(query, 'queue');
+    if (queue === undefined) throw badRequest('Give the queue as the query parameter "queue".');
+    const note = param(query, 'note');
+    const queues = createQueues(this.host.client);
+    const changed = await this.schedulesCall(() => (pause ? queues.pause(queue, note ? { note } : {}) : queues.resume(queue)));
+    return { queue, paused: pause, changed };
   }
 
   private get control(): WorkflowSchedules {

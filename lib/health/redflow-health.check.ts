@@ -47,6 +47,8 @@ export interface QueueHealth {
   running: number;
   /** How long its oldest queued run has waited since it became claimable, in ms (null: none). */
   oldestQueuedAgeMs: number | null;
+  /** Set while the queue is paused (`WorkflowQueues.pause`): its `maxQueued` and `maxOldestQueuedAge` limits are not checked then. */
+  paused?: true;
 }
 
 /** What a health check reports, up or down. */
@@ -143,7 +145,9 @@ export async function checkRedflowHealth(
   const clockNow = client.clock.now();
   for (const s of stats) {
     const oldestQueuedAgeMs = s.oldestQueuedAt === null ? null : Math.max(0, clockNow - s.oldestQueuedAt);
-    queues[s.queue] = { queued: s.queued, scheduled: s.scheduled, running: s.running, oldestQueuedAgeMs };
+    queues[s.queue] = { queued: s.queued, scheduled: s.scheduled, running: s.running, oldestQueuedAgeMs, ...(s.paused && { paused: true as const }) };
+    // A paused queue fills up on purpose: it is reported, not held against the app's health.
+    if (s.paused) continue;
     if (settings.maxQueued !== undefined && s.queued > settings.maxQueued) {
       problems.push(`Queue "${s.queue}" has ${s.queued} queued runs, more than maxQueued (${settings.maxQueued}).`);
     }

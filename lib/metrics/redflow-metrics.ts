@@ -84,7 +84,8 @@ function checkOptions(options: RedflowMetricsOptions): void {
  *   or retried (by the step's own retry policy); a repeated step's `#n` suffix is dropped;
  * - `redflow_queue_runs{queue, status}`: queued, scheduled and running runs, read from Redis at
  *   scrape time (`client.getQueueStats()`: counting commands only);
- * - `redflow_queue_oldest_queued_age_seconds{queue}`: how long the oldest queued run has waited.
+ * - `redflow_queue_oldest_queued_age_seconds{queue}`: how long the oldest queued run has waited;
+ * - `redflow_queue_paused{queue}`: 1 while the queue is paused, else 0.
  *
  * Counters and histograms come from the worker hooks, so each process reports the runs its own
  * worker executed (sum them in PromQL); the queue gauges report the whole prefix. Throws
@@ -101,6 +102,7 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
     stepDuration: `${prefix}step_duration_seconds`,
     queueRuns: `${prefix}queue_runs`,
     oldest: `${prefix}queue_oldest_queued_age_seconds`,
+    paused: `${prefix}queue_paused`,
   };
   for (const name of Object.values(names)) {
     if (registry.getSingleMetric(name)) {
@@ -165,6 +167,18 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
     },
   });
 
+  const paused = new Gauge({
+    name: names.paused,
+    help: 'Whether each queue is paused (1) or not (0): a paused queue is claimed by no worker.',
+    labelNames: ['queue'],
+    registers: [registry],
+    async collect() {
+      const stats = await read();
+      this.reset();
+      for (const s of stats ?? []) this.set({ queue: s.queue }, s.paused ? 1 : 0);
+    },
+  });
+
   const ended = (workflow: string, status: RunOutcomeLabel, durationMs?: number) => {
     runs.inc({ workflow, status });
     if (durationMs !== undefined) runDuration.observe({ workflow, status }, durationMs / 1000);
@@ -189,6 +203,7 @@ export function redflowMetrics(options: RedflowMetricsOptions): RedflowMetrics {
         [names.stepDuration, stepDuration],
         [names.queueRuns, queueRuns],
         [names.oldest, oldest],
+        [names.paused, paused],
       ]);
       for (const [name, metric] of ours) if (registry.getSingleMetric(name) === metric) registry.removeSingleMetric(name);
     },

@@ -8,6 +8,7 @@ export { currentStep } from './step-context';
 export { Workflow, type WorkflowDecoratorOptions } from './decorators/workflow.decorator';
 export { RedflowAdmin } from './redflow.admin';
 export { RedflowSchedules } from './redflow.schedules';
+export { RedflowQueues } from './redflow.queues';
 export {
   RedflowClient,
   type SignalPayload,

@@ -12,6 +12,7 @@ import { REDFLOW_DASHBOARD, REDFLOW_REGISTRY, REDFLOW_WORKFLOW } from './redflow
 import { RedflowExplorer } from './redflow.explorer';
 import { REDFLOW_ASYNC_OPTIONS_TYPE, REDFLOW_MODULE_OPTIONS, REDFLOW_OPTIONS_TYPE, RedflowConfigurableModule } from './redflow.module-definition';
 import { RedflowOrchestrator } from './redflow.orchestrator';
+import { RedflowQueues } from './redflow.queues';
 import { RedflowSchedules } from './redflow.schedules';
 import { getWorkflowRefToken, WorkflowRef } from './workflow-ref';
 
@@ -39,8 +40,9 @@ const NEST_HOW_TO_DEFINE =
     },
     RedflowAdmin,
     RedflowSchedules,
+    RedflowQueues,
   ],
-  exports: [RedflowClient, RedflowAdmin, RedflowSchedules],
+  exports: [RedflowClient, RedflowAdmin, RedflowSchedules, RedflowQueues],
 })
 export class RedflowModule extends RedflowConfigurableModule implements NestModule {
   constructor(

@@ -48,7 +48,7 @@ describe('dashboard API: queues, workers, versions, schedules', () => {
 
   const get = (path: string) => request(server).get(`/redflow${path}`);
 
-  it('GET /api/queues: depths per queue with the runs ended in the last 5 minutes, never paused', async () => {
+  it('GET /api/queues: depths per queue with the runs ended in the last 5 minutes, not paused', async () => {
     const { queues } = (await get('/api/queues').expect(200)).body;
     expect(queues).toEqual(
       expect.arrayContaining([
@@ -56,6 +56,23 @@ describe('dashboard API: queues, workers, versions, schedules', () => {
         expect.objectContaining({ queue: 'parked', queued: 1, running: 0, ended5m: 0, paused: false, workflows: ['parked'] }),
       ]),
     );
+  });
+
+  it('POST /api/queues/pause and /resume: a paused queue lists as paused with its note; the token is required', async () => {
+    const page = await request(server).get('/redflow/').expect(200);
+    const token = /<meta name="redflow-csrf" content="([^"]+)">/.exec(page.text)![1];
+    const action = (path: string, query: string, headers: Record<string, string> = { ...SAME_ORIGIN_JSON, 'x-redflow-csrf': token }) =>
+      request(server).post(`/redflow/api/queues/${path}?${query}`).set(headers).send({});
+    const paused = await action('pause', 'queue=parked&note=vendor%20outage');
+    expect(paused.status).toBe(200);
+    expect(paused.body).toEqual({ queue: 'parked', paused: true, changed: true });
+    const parked = (await get('/api/queues').expect(200)).body.queues.find((q: { queue: string }) => q.queue === 'parked');
+    expect(parked).toMatchObject({ paused: true, pause: { note: 'vendor outage', at: expect.any(Number) } });
+    expect((await action('resume', 'queue=parked')).body).toEqual({ queue: 'parked', paused: false, changed: true });
+    expect((await get('/api/queues').expect(200)).body.queues.find((q: { queue: string }) => q.queue === 'parked').paused).toBe(false);
+    expect((await action('pause', '')).status).toBe(400);
+    expect((await action('pause', 'queue=parked', SAME_ORIGIN_JSON)).status).toBe(403);
+    expect((await engine.client.getQueueStats({ queues: ['parked'] }))[0].paused).toBeUndefined();
   });
 
   it('GET /api/workers: the live workers with what they serve', async () => {

@@ -170,6 +170,7 @@ describe('keys', () => {
       k_cron_last: () => keys.cronLast(),
       k_cron_buffered: () => keys.cronBuffered(),
       k_cron_paused: () => keys.cronPaused(),
+      k_queues_paused: () => keys.queuesPaused(),
       k_cron_count: () => keys.cronCount(),
     };
     const functions = [...lua.matchAll(/^local function (k_\w+)\(base(?:, )?([\w, ]*)\) return (.+) end$/gm)];

@@ -36,6 +36,7 @@ import { validateInput } from '../definition/validation';
 import { checkEventName, type WorkflowDefinition } from '../definition/workflow';
 import { ConfigurationError, IdempotencyConflictError, InputValidationError } from '../errors';
 import { traceFields } from '../store/run-record';
+import type { EnqueueArgs } from '../store/run-scripts';
 import { encodeInput, encodeJson } from '../store/serialization';
 import { newRunId, type ClientContext } from './client-context';
 import type { RunWaiter } from './run-waiter';
@@ -55,6 +56,28 @@ function checkRunOptions(options: RunOptions | undefined): void {
  * the workflow's. Without the definition the script adds the registry's timeout first, and a
  * field sent twice in one HSET keeps the later value, so the run's own one wins there too.
  */
+/** The most items, and about the most bytes of input, of one `enqueue-many` call. */
+const MANY_CHUNK_ITEMS = 500;
+const MANY_CHUNK_BYTES = 8 * 1024 * 1024;
+
+/** `runMany`'s runs in chunks of one script call each. */
+function runChunks(runs: EnqueueArgs[]): EnqueueArgs[][] {
+  const chunks: EnqueueArgs[][] = [];
+  let chunk: EnqueueArgs[] = [];
+  let bytes = 0;
+  for (const run of runs) {
+    if (chunk.length && (chunk.length >= MANY_CHUNK_ITEMS || bytes + run.input.length > MANY_CHUNK_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(run);
+    bytes += run.input.length;
+  }
+  if (chunk.length) chunks.push(chunk);
+  return chunks;
+}
+
 function runFields(flow: RunFlowControl, options: RunOptions): string[] {
   if (options.timeout === undefined) return flow.extra;
   const extra: string[] = [];
@@ -158,12 +181,13 @@ export class RunProducer {
     if (typeof name !== 'string' || !name) throw new ConfigurationError(`runManyByName needs a workflow name, got ${JSON.stringify(name)}.`);
     if (!Array.isArray(items)) throw new ConfigurationError(`runMany needs an array of { input, options? }, got ${describeValue(items)}.`);
     const definition = this.ctx.registry.get(name) as WorkflowDefinition<unknown, unknown> | undefined;
-    await Promise.all(
+    // Every item is checked, and made ready to store, before the first is stored.
+    const runs = await Promise.all(
       items.map(async (item: unknown, i) => {
         if (item === null || typeof item !== 'object')
           throw new ConfigurationError(`Item ${i} of runMany for workflow "${name}" must be an object such as { input }, got ${describeValue(item)}.`);
         assertKnownKeys(`item ${i} of runMany for workflow "${name}"`, item, ['input', 'options']);
-        const { input, options } = item as { input: unknown; options?: RunOptions };
+        const { input, options = {} } = item as { input: unknown; options?: RunOptions };
         checkRunOptions(options);
         try {
           if (definition) await validateInput(name, definition.options.schema, input);
@@ -172,24 +196,26 @@ export class RunProducer {
             throw new InputValidationError(name, error.issues, `The input of item ${i} of runMany for workflow "${name}"`);
           throw error;
         }
-        encodeInput(name, input, `The input of item ${i} of runMany for workflow "${name}"`, this.ctx.maxPayloadBytes);
+        const what = `The input of item ${i} of runMany for workflow "${name}"`;
+        if (!definition) return this.prepareRun(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false, what);
+        const queue = versionQueue(options.queueOverride ?? definition.queue, options.version ?? definition.version);
+        return this.prepareRun(name, input, queue, String(definition.maxAttempts), options, flowControlFor(definition, input), true, what);
       }),
     );
-    return Promise.all(
-      items.map(async ({ input, options }) =>
-        definition
-          ? this.enqueue<TOutput>(
-              name,
-              input,
-              versionQueue(options?.queueOverride ?? definition.queue, options?.version ?? definition.version),
-              String(definition.maxAttempts),
-              options,
-              flowControlFor(definition, input),
-              true,
-            )
-          : this.enqueue<TOutput>(name, input, await this.queueByName(name, options), '', options, flowControlFor(undefined, input), false),
-      ),
-    );
+    const handles: Array<RunHandle<TOutput>> = [];
+    // One script call per chunk, each all or nothing: 1,000 items of a few KiB are two calls.
+    for (const chunk of runChunks(runs)) {
+      const result = await this.ctx.call(() => this.ctx.scripts.enqueueMany(chunk, this.ctx.clock.now()));
+      if ('failed' in result) {
+        const { kind, index, runId } = result.failed;
+        const item = handles.length + index;
+        if (kind === 'unknown') throw this.ctx.registry.unknownWorkflow(name);
+        if (kind === 'dynamic') throw dynamicFlowError(name);
+        throw new IdempotencyConflictError(name, items[item].options!.idempotencyKey!, runId);
+      }
+      for (const run of result.runs) handles.push(this.waiter.handle<TOutput>(run.runId));
+    }
+    return handles;
   }
 
   emitWorkflow<TOutput = unknown>(name: string, input: unknown, options?: RunOptions): Promise<RunHandle<TOutput>> {
@@ -205,32 +231,42 @@ export class RunProducer {
     flow: RunFlowControl,
     localFlow: boolean,
   ): Promise<RunHandle<TOutput>> {
-    const encoded = this.ctx.payloads.seal(encodeInput(workflow, input, `The input of workflow "${workflow}"`, this.ctx.maxPayloadBytes), { kind: 'input' });
-    const now = this.ctx.clock.now();
-    const runAt = timeOption(options.runAt, 'runAt');
-    const ttl = idempotencyTtlSec(options, 'the start options');
-    // The caller's trace context goes into the run hash with the run's other fields, in the same script.
-    const trace = this.ctx.tracing?.inject();
-    // Every argument is checked before the call: bad input is reported as such even when Redis is down.
-    const run = {
-      runId: newRunId(),
-      workflow,
-      queue,
-      maxAttempts,
-      input: encoded,
-      now,
-      runAt,
-      idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'idempotencyKey'),
-      idempotencyTtlSec: ttl,
-      debounce: flow.debounce,
-      localFlow,
-      extra: trace ? [...runFields(flow, options), ...traceFields(trace)] : runFields(flow, options),
-    };
+    const run = this.prepareRun(workflow, input, queue, maxAttempts, options, flow, localFlow);
     const result = await this.ctx.call(() => this.ctx.scripts.enqueue(run));
     if (result.kind === 'unknown') throw this.ctx.registry.unknownWorkflow(workflow);
     if (result.kind === 'dynamic') throw dynamicFlowError(workflow);
     if (result.kind === 'conflict') throw new IdempotencyConflictError(workflow, options.idempotencyKey!, result.runId);
     return this.waiter.handle<TOutput>(result.runId);
+  }
+
+  /** A run as the enqueue scripts take it, every argument checked: bad input is reported as such even when Redis is down. */
+  private prepareRun(
+    workflow: string,
+    input: unknown,
+    queue: string,
+    maxAttempts: string,
+    options: RunOptions,
+    flow: RunFlowControl,
+    localFlow: boolean,
+    what = `The input of workflow "${workflow}"`,
+  ): EnqueueArgs {
+    const encoded = this.ctx.payloads.seal(encodeInput(workflow, input, what, this.ctx.maxPayloadBytes), { kind: 'input' });
+    // The caller's trace context goes into the run hash with the run's other fields, in the same script.
+    const trace = this.ctx.tracing?.inject();
+    return {
+      runId: newRunId(),
+      workflow,
+      queue,
+      maxAttempts,
+      input: encoded,
+      now: this.ctx.clock.now(),
+      runAt: timeOption(options.runAt, 'runAt'),
+      idempotencyKey: options.idempotencyKey === undefined ? '' : checkIdempotencyKey(options.idempotencyKey, 'idempotencyKey'),
+      idempotencyTtlSec: idempotencyTtlSec(options, 'the start options'),
+      debounce: flow.debounce,
+      localFlow,
+      extra: trace ? [...runFields(flow, options), ...traceFields(trace)] : runFields(flow, options),
+    };
   }
 
   async schedule(id: string, options: ScheduleOptions): Promise<ScheduleState> {

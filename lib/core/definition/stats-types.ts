@@ -25,6 +25,14 @@ export interface QueueStats {
    * time), or null when the queue has no queued run among the first ids of its list.
    */
   oldestQueuedAt: number | null;
+  /** Set while the queue is paused (`WorkflowQueues.pause`): workers claim none of its runs. */
+  paused?: QueuePause;
+}
+
+/** A queue's pause: when it began (ms, client time) and the note given with it. */
+export interface QueuePause {
+  at: number;
+  note?: string;
 }
 
 /** Options of `getQueueStats`. */

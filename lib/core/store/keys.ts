@@ -181,6 +181,10 @@ export class RedflowKeys {
   cronBuffered(): string {
     return `${this.base}cron:buffered`;
   }
+  /** Queue name → JSON `{ note?, at }` of a paused queue: workers claim none of its runs. */
+  queuesPaused(): string {
+    return `${this.base}queues:paused`;
+  }
   /** Cron id → JSON `{ note?, at }` of a paused schedule. */
   cronPaused(): string {
     return `${this.base}cron:paused`;

@@ -61,6 +61,11 @@ export class RedisScripts extends WaitScripts {
     return (await this.call('cron-pause', [this.keys.cronNext()], { base: this.keys.base, cronId, paused: paused ?? '', next: next ?? '' })) === 1;
   }
 
+  /** `queue-pause-1.lua`: pauses `queue` (`paused`: the pause's JSON) or resumes it (null). True when its state changed. */
+  async queuePause(queue: string, paused: string | null): Promise<boolean> {
+    return (await this.call('queue-pause', [this.keys.queuesPaused()], { base: this.keys.base, queue, paused: paused ?? '' })) === 1;
+  }
+
   /** `rotate-payload-1.lua`: replaces a stored value read as `old` by `next`, unless it changed meanwhile; true when replaced. */
   async rotatePayload(key: string, type: 'hash' | 'string' | 'list', field: string, old: string, next: string): Promise<boolean> {
     return (await this.call('rotate-payload', [key], { base: this.keys.base, type, field, old, new: next })) === 1;

@@ -1,6 +1,6 @@
 import { decodeCron, type StoredCron } from '../definition/cron';
 import { parseVersionQueue } from '../definition/option-checks';
-import type { QueueStats, WorkerInfo } from '../definition/stats-types';
+import type { QueuePause, QueueStats, WorkerInfo } from '../definition/stats-types';
 import type { WorkflowMeta, WorkflowVersionState } from '../definition/workflow-types';
 import type { RedisConnection } from './connection';
 import type { RedflowKeys } from './keys';
@@ -22,6 +22,21 @@ export interface StoredCronEntry {
  * Reads of what a prefix holds besides runs: the workflow registry and the versions workers
  * serve, cron schedules, queue depths, and the dashboard's token secret.
  */
+/** The pauses of the paused queues hash; an entry that is not a pause's JSON still pauses, with no time. */
+function parsePauses(hash: Record<string, string>): Record<string, QueuePause> {
+  const pauses: Record<string, QueuePause> = {};
+  for (const [queue, json] of Object.entries(hash)) {
+    let parsed: { at?: unknown; note?: unknown } = {};
+    try {
+      parsed = JSON.parse(json) as typeof parsed;
+    } catch {
+      // A hand-written entry: the queue is paused all the same.
+    }
+    pauses[queue] = { at: typeof parsed.at === 'number' ? parsed.at : 0, ...(typeof parsed.note === 'string' && { note: parsed.note }) };
+  }
+  return pauses;
+}
+
 export class RegistryQueries {
   constructor(
     private readonly redis: RedisConnection,
@@ -122,8 +137,14 @@ export class RegistryQueries {
    * `onlyAsked` is false): two round trips for the registry and the counts (LLEN, ZCARD, a short
    * LRANGE per queue, one ZCARD per registered workflow), one for the head runs.
    */
+  /** The paused queues, by name. */
+  async pausedQueues(): Promise<Record<string, QueuePause>> {
+    return parsePauses(await this.redis.hgetall(this.keys.queuesPaused()));
+  }
+
   async queueStats(asked: string[], onlyAsked: boolean): Promise<QueueStats[]> {
-    const workflows = await this.redis.smembers(this.keys.workflows());
+    const [workflows, pausedJson] = await Promise.all([this.redis.smembers(this.keys.workflows()), this.redis.hgetall(this.keys.queuesPaused())]);
+    const paused = parsePauses(pausedJson);
     const queueOf = await pipelineReplies(
       this.redis,
       workflows.map((w) => ['hget', this.keys.workflow(w), 'queue']),
@@ -134,6 +155,8 @@ export class RegistryQueries {
       if (!queue || (onlyAsked && !byQueue.has(queue))) return;
       byQueue.set(queue, [...(byQueue.get(queue) ?? []), workflow]);
     });
+    // A paused queue is listed even when no workflow is registered on it any more.
+    if (!onlyAsked) for (const queue of Object.keys(paused)) if (!byQueue.has(queue)) byQueue.set(queue, []);
     const queues = [...byQueue.keys()].sort();
     const counts = await pipelineReplies(
       this.redis,
@@ -159,7 +182,8 @@ export class RegistryQueries {
     const headRun = new Map(heads.map((id, i) => [id, fields[i] as Array<string | null>]));
     return rows.map(({ head, ...row }): QueueStats => {
       const first = head.map((id) => headRun.get(id)).find((f) => f?.[0] === 'queued');
-      return { ...row, oldestQueuedAt: first ? Number(first[1] ?? first[2]) : null };
+      const pause = paused[row.queue];
+      return { ...row, oldestQueuedAt: first ? Number(first[1] ?? first[2]) : null, ...(pause && { paused: pause }) };
     });
   }
 

@@ -17,6 +17,11 @@ export interface SkippedClaim {
   skipped: string;
 }
 
+/** A claim that took no run because the queue is paused (`WorkflowQueues.pause`). */
+export interface PausedClaim {
+  paused: true;
+}
+
 /** Result of ending an attempt. */
 export interface FinishResult {
   code: 'ok' | 'canceled' | 'terminated' | 'lost';
@@ -41,27 +46,32 @@ function toClaimed(reply: unknown[] | null | undefined, offset: number, token: s
   return { runId: String(reply[offset]), token, hash: toHash(reply[offset + 1] as string[]), leaseUntil };
 }
 
+/** What `enqueue` (and each item of `enqueueMany`) creates. */
+export interface EnqueueArgs {
+  runId: string;
+  workflow: string;
+  /** '' takes the registry entry's queue. */
+  queue: string;
+  /** '' takes the registry entry's maxAttempts. */
+  maxAttempts: string;
+  input: string;
+  now: number;
+  runAt: number;
+  idempotencyKey: string;
+  idempotencyTtlSec: number;
+  debounce?: { key: string; periodMs: number; timeoutMs: number };
+  /** True when the caller has the definition and computed `debounce` and `extra` from it. */
+  localFlow: boolean;
+  /** mutex, throttle, rateLimit fields (pairs). */
+  extra: string[];
+}
+
 /**
  * The scripts of a run's life: created, claimed, its steps stored, its attempt ended, its lease
  * renewed or reaped, and ended, deleted or resumed from outside.
  */
 export class RunScripts extends ScriptCaller {
-  async enqueue(a: {
-    runId: string;
-    workflow: string;
-    queue: string;
-    maxAttempts: string;
-    input: string;
-    now: number;
-    runAt: number;
-    idempotencyKey: string;
-    idempotencyTtlSec: number;
-    debounce?: { key: string; periodMs: number; timeoutMs: number };
-    /** True when the caller has the definition and computed `debounce` and `extra` from it. */
-    localFlow: boolean;
-    /** mutex, throttle, rateLimit fields (pairs). */
-    extra: string[];
-  }): Promise<{ kind: 'created' | 'existing' | 'conflict' | 'unknown' | 'dynamic'; runId: string }> {
+  async enqueue(a: EnqueueArgs): Promise<{ kind: 'created' | 'existing' | 'conflict' | 'unknown' | 'dynamic'; runId: string }> {
     const k = this.keys;
     const runKey = k.run(a.runId);
     const idempotencyKey = a.idempotencyKey ? k.idempotency(a.workflow, a.idempotencyKey) : runKey;
@@ -87,16 +97,41 @@ export class RunScripts extends ScriptCaller {
   }
 
   /**
+   * `enqueue-many-1.lua`: creates the runs in one call, all or none. Each item is `created` or
+   * `existing` (its idempotency key, or a debounce, found a run); or the call stored nothing and
+   * `failed` says which item stopped it and why.
+   */
+  async enqueueMany(
+    items: readonly EnqueueArgs[],
+    now: number,
+  ): Promise<
+    { runs: Array<{ kind: 'created' | 'existing'; runId: string }> } | { failed: { kind: 'conflict' | 'unknown' | 'dynamic'; index: number; runId: string } }
+  > {
+    const flat: Array<string | number> = [];
+    for (const a of items) {
+      flat.push(a.runId, a.workflow, a.queue, a.maxAttempts, a.input, a.runAt, a.idempotencyKey, a.idempotencyTtlSec);
+      flat.push(a.debounce?.key ?? '', a.debounce?.periodMs ?? 0, a.debounce?.timeoutMs ?? 0, a.localFlow ? '1' : '0', a.extra.length, ...a.extra);
+    }
+    const reply = (await this.call('enqueue-many', [this.keys.run(items[0].runId)], { base: this.keys.base, now, items: flat })) as string[];
+    if (reply[0] !== 'ok') return { failed: { kind: reply[0] as 'conflict', index: Number(reply[1]), runId: String(reply[2]) } };
+    const runs: Array<{ kind: 'created' | 'existing'; runId: string }> = [];
+    for (let i = 1; i < reply.length; i += 2) runs.push({ kind: reply[i] as 'created', runId: reply[i + 1] });
+    return { runs };
+  }
+
+  /**
    * `now` is workflow time; the lease of `leaseMs` runs from real time (leases detect dead processes).
    * `skip`: workflows whose queued runs are left in the list for a worker with their version; when
    * nothing was claimed but such a run was left, the reply is `{ skipped: workflow }`.
    */
   async claim(queue: string, token: string, now: number, leaseMs: number): Promise<ClaimedRun | null>;
-  async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[]): Promise<ClaimedRun | SkippedClaim | null>;
-  async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[] = []): Promise<ClaimedRun | SkippedClaim | null> {
+  async claim(queue: string, token: string, now: number, leaseMs: number, skip: readonly string[]): Promise<ClaimedRun | SkippedClaim | PausedClaim | null>;
+  async claim(queue: string, token: string, now: number, leaseMs: number, skip?: readonly string[]): Promise<ClaimedRun | SkippedClaim | PausedClaim | null> {
     const k = this.keys;
     const leaseUntil = Date.now() + leaseMs;
-    const reply = (await this.call('claim', [k.ready(queue), k.leases()], { base: k.base, token, now, leaseUntil, skip })) as unknown[] | null;
+    const reply = (await this.call('claim', [k.ready(queue), k.leases()], { base: k.base, token, now, leaseUntil, skip: skip ?? [] })) as unknown[] | null;
+    // Without `skip` (the one-run form), a paused queue reads as an empty one.
+    if (reply?.[0] === '' && reply[2] === 'paused') return skip === undefined ? null : { paused: true };
     if (reply?.[0] === '') return { skipped: String(reply[1]) };
     return toClaimed(reply, 0, token, leaseUntil);
   }

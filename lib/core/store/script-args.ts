@@ -78,6 +78,8 @@ export const SCRIPT_ARGS = {
   'fire-events': ['base', 'now', 'batch'],
   'cron-fire': ['base', 'cronId', 'tick', 'next', 'workflow', 'input', 'now', 'overlap', 'mode', 'limit'],
   'cron-pause': ['base', 'cronId', 'paused', 'next'],
+  'queue-pause': ['base', 'queue', 'paused'],
+  'enqueue-many': ['base', 'now', '...items'],
   'rotate-payload': ['base', 'type', 'field', 'old', 'new'],
   schedule: ['base', 'cronId', 'def', 'next', 'workflow', 'local'],
   unschedule: ['base', 'cronId'],

@@ -30,6 +30,8 @@ export { WORKER_RUNTIME_KEYS, type WorkerLiveness, type WorkerOptions, type Work
 
 /** How often a list holding runs left for another version is claimed from (it cannot be blocked on). */
 const LEFT_RUNS_POLL_MS = 1_000;
+/** How often a worker looks whether a paused queue was resumed. */
+const PAUSED_QUEUE_POLL_MS = 1_000;
 
 /**
  * Executes runs. Each served queue has a loop that claims while the worker has a free slot and
@@ -317,6 +319,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
         this.reserved++;
         let claimed: ClaimedRun | null = null;
         let left: string | undefined;
+        let paused = false;
         try {
           // While Redis is unreachable a call waits for the reconnection: stop() must not wait on it.
           // A claim answered after the stop is left to the reaper when its lease expires.
@@ -324,7 +327,8 @@ export class Worker implements ExecutorHost, MaintenanceHost {
             this.scripts.claim(queue, this.nextLeaseToken(), this.clock.now(), this.leaseMs, this.routing.claimSkips.get(queue) ?? []),
           );
           if (reply === STOPPED) break;
-          if (reply && 'skipped' in reply) left = reply.skipped;
+          if (reply && 'paused' in reply) paused = true;
+          else if (reply && 'skipped' in reply) left = reply.skipped;
           else claimed = reply;
         } finally {
           this.reserved--;
@@ -334,6 +338,11 @@ export class Worker implements ExecutorHost, MaintenanceHost {
         failures = 0;
         if (claimed) {
           this.launch(claimed);
+          continue;
+        }
+        if (paused) {
+          // A paused queue: its runs stay in the list, so blocking on it would return at once.
+          await this.stopSignal.pause(PAUSED_QUEUE_POLL_MS);
           continue;
         }
         const now = this.clock.now();

@@ -139,6 +139,7 @@ export interface QueueRow {
   oldestQueuedAt: number | null;
   ended5m?: number;
   paused?: boolean;
+  pause?: { note?: string; at: number };
 }
 
 export interface WorkerRow {

@@ -5,7 +5,7 @@
 -- ARGV[1] base "{prefix}:"    ARGV[2] lease token (unique per claim)   ARGV[3] now (ms)   ARGV[4] lease expiry (ms, real time)
 -- ARGV[5..] workflows whose queued runs are left in the list (the worker has them at another version)
 -- Returns { runId, flat run hash }, or nil when the queue is empty, or { '', workflow } when it
--- holds only runs left for another version. The hash holds the traceparent (and tracestate) stored
+-- holds only runs left for another version, or { '', '', 'paused' } when the queue is paused. The hash holds the traceparent (and tracestate) stored
 -- at enqueue, so the worker traces the attempt without another read.
 --!include writable.lua
 --!include claim.lua

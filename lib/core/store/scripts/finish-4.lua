@@ -104,6 +104,6 @@ end
 
 if ARGV[8] ~= '' then
   local nextRun = claim_next(base, KEYS[3], KEYS[2], ARGV[8], now, ARGV[9])
-  if nextRun then return { code, nextRun[1], nextRun[2] } end
+  if nextRun and nextRun[1] ~= '' then return { code, nextRun[1], nextRun[2] } end
 end
 return { code }

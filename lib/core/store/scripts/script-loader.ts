@@ -34,6 +34,7 @@ const EVENTS_INCLUDE = 'run-events.lua';
 /** Every state-transition script and its number of KEYS. */
 export const SCRIPTS = {
   enqueue: 3,
+  'enqueue-many': 1,
   claim: 2,
   checkpoint: 2,
   finish: 4,
@@ -49,6 +50,7 @@ export const SCRIPTS = {
   'fire-events': 1,
   'cron-fire': 1,
   'cron-pause': 1,
+  'queue-pause': 1,
   'rotate-payload': 1,
   schedule: 2,
   unschedule: 2,

@@ -1,10 +1,57 @@
-import { get } from '../api';
+import { useState } from 'preact/hooks';
+
+import { act, get, query } from '../api';
 import { Empty } from '../components/status';
 import { usePage } from '../context';
 import { ago } from '../format';
 import type { PageDef } from '../router';
 import { link } from '../router';
 import type { QueueRow } from '../types';
+
+/** Pause or resume a queue: hidden in read-only mode. */
+function QueueActions({ row }: { row: QueueRow }) {
+  const { meta, reload } = usePage();
+  const [message, setMessage] = useState('');
+  if (meta.readOnly) return null;
+  const { queue } = row;
+  const attempt = async (action: () => Promise<void>) => {
+    try {
+      setMessage('');
+      await action();
+    } catch (error) {
+      setMessage(error instanceof Error ? error.message : String(error));
+    }
+  };
+  const pause = () =>
+    attempt(async () => {
+      const note = window.prompt(`Pause queue "${queue}"? Workers claim none of its runs until it is resumed; running runs go on. A note (optional):`, '');
+      if (note === null) return;
+      await act(`/queues/pause?${query({ queue, note })}`);
+      reload();
+    });
+  const resume = () =>
+    attempt(async () => {
+      if (!window.confirm(`Resume queue "${queue}"? Workers claim its runs again.`)) return;
+      await act(`/queues/resume?${query({ queue })}`);
+      reload();
+    });
+  return (
+    <>
+      {row.paused ? (
+        <button type="button" data-testid="queue-resume" onClick={() => void resume()}>
+          Resume
+        </button>
+      ) : (
+        <button type="button" data-testid="queue-pause" onClick={() => void pause()}>
+          Pause
+        </button>
+      )}{' '}
+      <span class="error" role="alert">
+        {message}
+      </span>
+    </>
+  );
+}
 
 function QueuesView({ data }: { data: { queues: QueueRow[] } }) {
   const { now } = usePage();
@@ -23,6 +70,9 @@ function QueuesView({ data }: { data: { queues: QueueRow[] } }) {
                 <th scope="col">Oldest queued</th>
                 <th scope="col">Ended, last 5 min</th>
                 <th scope="col">State</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -36,7 +86,10 @@ function QueuesView({ data }: { data: { queues: QueueRow[] } }) {
                   <td>{q.running}</td>
                   <td>{q.oldestQueuedAt ? ago(q.oldestQueuedAt, now) : '—'}</td>
                   <td data-testid="queue-ended">{q.ended5m ?? '—'}</td>
-                  <td>{q.paused ? 'paused' : 'active'}</td>
+                  <td data-testid="queue-state">{q.paused ? `paused${q.pause?.note ? `: ${q.pause.note}` : ''}` : 'active'}</td>
+                  <td>
+                    <QueueActions row={q} />
+                  </td>
                 </tr>
               ))}
             </tbody>

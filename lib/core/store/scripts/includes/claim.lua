@@ -48,7 +48,16 @@ local function first_claim_reply(run, written)
   return reply
 end
 
+-- True when the queue of a ready list (`q:<queue>:ready`, or a version's `q:<queue>@v<N>:ready`)
+-- is paused: one HEXISTS, the price of pausing, paid by every claim.
+local function queue_paused(base, readyKey)
+  local queue = string.gsub(string.sub(readyKey, #base + 3, -7), '@v%d+$', '')
+  return redis.call('HEXISTS', k_queues_paused(base), queue) == 1
+end
+
+-- Claims the next run of a ready list; { '', '', 'paused' } when its queue is paused.
 local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil, skip)
+  if queue_paused(base, readyKey) then return { '', '', 'paused' } end
   local now = tonumber(nowText)
   local left, leftWorkflow = {}, nil
   for _ = 1, 1000 do

@@ -63,5 +63,7 @@ local function k_cron_defs(base) return base .. 'cron:defs' end
 local function k_cron_last(base) return base .. 'cron:last' end
 local function k_cron_buffered(base) return base .. 'cron:buffered' end
 local function k_cron_paused(base) return base .. 'cron:paused' end
+-- Queue name → the JSON { note?, at } of a paused queue: no run of it is claimed.
+local function k_queues_paused(base) return base .. 'queues:paused' end
 -- Cron id -> how many runs its ticks started (for its `limit`).
 local function k_cron_count(base) return base .. 'cron:count' end
