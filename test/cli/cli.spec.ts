@@ -151,6 +151,37 @@ const cells = (line: string) => line.trim().split(/\s{2,}/);
     expect(withoutHeartbeat(json(fromEnv))).toEqual(withoutHeartbeat(workflows));
   });
 
+  it('queues: list shows each queue and whether it is paused; pause with a note, resume; a bad name is one sentence', async () => {
+    const own = new TestEngine();
+    try {
+      own.registry.define('mailer', { queue: 'emails' }, () => 'sent');
+      await own.client.syncRegistry(own.registry, { owner: 'cli' });
+      await own.client.runByName('mailer', {});
+      const cli = (...args: string[]) => run([...args, '--redis', process.env.REDFLOW_TEST_REDIS_URL!, '--prefix', own.prefix]);
+      expect(await cli('queues', 'pause', 'emails', '--note', 'provider outage')).toEqual({
+        code: 0,
+        stderr: '',
+        stdout: 'Paused queue emails: workers claim none of its runs until "redflow queues resume emails"; running runs go on.\n',
+      });
+      expect((await cli('queues', 'pause', 'emails')).stdout).toBe('Queue emails was paused already.\n');
+      const [header, , row] = lines((await cli('queues', 'list')).stdout);
+      expect(cells(header)).toEqual(['queue', 'queued', 'scheduled', 'running', 'oldest', 'state']);
+      expect(cells(row)[0]).toBe('emails');
+      expect(cells(row).at(-1)).toBe('paused: provider outage');
+      const [listed] = JSON.parse((await cli('queues', 'list', '--json')).stdout) as Array<{ queue: string; queued: number; paused?: { note?: string } }>;
+      expect(listed).toMatchObject({ queue: 'emails', queued: 1, paused: { note: 'provider outage' } });
+      expect((await cli('queues', 'resume', 'emails')).stdout).toBe('Resumed queue emails: workers claim its runs again within a second.\n');
+      expect(cells(lines((await cli('queues', 'list')).stdout)[2]).at(-1)).toBe('active');
+      expect(await cli('queues', 'pause', 'two words')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^The queue to pause/) });
+      expect(await cli('queues', 'pause')).toMatchObject({
+        code: 1,
+        stderr: 'Give the queue name (redflow queues list shows them): redflow queues pause <queue>.\n',
+      });
+    } finally {
+      await own.close();
+    }
+  });
+
   it('payloads: runs show says "encrypted" without the keys and decodes with them; rotate re-encrypts to the current key; keygen makes a key', async () => {
     const k1 = Buffer.alloc(32, 7).toString('base64');
     const k2 = Buffer.alloc(32, 8).toString('base64');

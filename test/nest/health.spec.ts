@@ -12,6 +12,7 @@ import {
   createClient,
   RedflowClient,
   RedflowModule,
+  RedflowQueues,
   startWorker,
   Workflow,
   WorkflowRegistry,
@@ -143,6 +144,22 @@ describe('RedflowHealthIndicator in a Nest app with Terminus', () => {
       'Queue "exports" has 3 queued runs, more than maxQueued (2).',
       expect.stringMatching(/^The oldest queued run of queue "exports" has waited \d+ ms, more than maxOldestQueuedAgeMs \(5 ms\)\.$/),
     ]);
+  });
+
+  it('reports a paused queue as paused, and holds neither its backlog nor its age against the health (injected RedflowQueues)', async () => {
+    await start({ maxQueued: 2, maxOldestQueuedAgeMs: 5 });
+    const client = app!.get(RedflowClient);
+    const queues = app!.get(RedflowQueues);
+    expect(await queues.pause('exports', { note: 'archive store migration' })).toBe(true);
+    for (let i = 0; i < 3; i++) await client.run(ReportWorkflows, 'exportArchive', undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    const res = await request(app!.getHttpServer()).get('/health').expect(200);
+    expect(res.body.details.redflow.queues.exports).toMatchObject({ queued: 3, paused: true });
+    expect(res.body.details.redflow.problems).toEqual([]);
+    await queues.resume('exports');
+    expect((await request(app!.getHttpServer()).get('/health').expect(503)).body.error.redflow.problems[0]).toBe(
+      'Queue "exports" has 3 queued runs, more than maxQueued (2).',
+    );
   });
 
   it('counts scheduled runs and stays up below the thresholds', async () => {
