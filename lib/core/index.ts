@@ -53,6 +53,7 @@ export {
   type CompensationContext,
   type CompensationOutcome,
   type StepRetryPolicy,
+  type SandboxStepContext,
   type StepRunContext,
   type WaitForSignalOptions,
   type WaitForEventOptions,

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 import type { RunStepOptions, StepApi, StepRunContext } from '../core';
+import { SANDBOX_CALL, type SandboxCall } from '../core/worker/sandbox';
 
 /**
  * The step API of the workflow run the current call belongs to. The store holds a value only
@@ -31,5 +32,9 @@ export function runAsStep<T>(options: RunStepOptions, fn: () => T | Promise<T>):
   const step = stepApis.getStore();
   if (!step) return fn();
   // Inside the step function there is no enclosing run: nested @Step calls run plainly.
-  return step.run(options, (context) => stepApis.exit(() => currentStepRun.run(context, fn)));
+  const run = (context: StepRunContext) => stepApis.exit(() => currentStepRun.run(context, fn));
+  // A sandboxed method: the sandbox runs the method itself with its arguments (SANDBOX_CALL).
+  const call = (fn as { [SANDBOX_CALL]?: SandboxCall })[SANDBOX_CALL];
+  if (call) Object.assign(run, { [SANDBOX_CALL]: call });
+  return step.run(options, run);
 }

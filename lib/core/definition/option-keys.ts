@@ -97,6 +97,7 @@ export const RUN_STEP_OPTION_KEYS = optionKeys<RunStepOptions>()([
   'heartbeatTimeout',
   'compensate',
   'compensateRetries',
+  'sandbox',
 ]);
 
 /** Keys of `StepRetryPolicy` (the `retries` of a step). */

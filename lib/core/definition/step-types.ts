@@ -39,6 +39,16 @@ export interface RunStepOptions<T = any> extends StepOptions {
   compensate?: (output: T, ctx: CompensationContext) => unknown;
   /** How a compensation is retried when it throws. @default { maxAttempts: 3 } (1 s, then 2 s) */
   compensateRetries?: StepRetryPolicy;
+  /**
+   * Runs the function in a thread of a `worker_threads` pool, for CPU-heavy work that would
+   * otherwise stall the worker's event loop (heartbeats, claims, other runs). The function is
+   * rebuilt in the thread from its source: it may use only its argument (`{ runId, workflow, step,
+   * attempt, idempotencyKey }`) and what it imports itself, never variables around it; its result
+   * crosses back by structured clone, an error with its name, message and fields. Stopping the
+   * step (its `timeout`, a cancel) terminates the thread. Not with `heartbeatTimeout`.
+   * @default false
+   */
+  sandbox?: boolean;
 }
 
 /** What a `step.run` function receives. */
@@ -54,6 +64,23 @@ export interface StepRunContext {
    * killed after the call and before the step was stored), its effect then happens once.
    */
   readonly idempotencyKey: string;
+}
+
+/**
+ * What a `step.run({ sandbox: true })` function receives in its thread: plain data, and `require`
+ * to load modules there (a dynamic `import()` compiled to CommonJS needs helpers the thread lacks).
+ */
+export interface SandboxStepContext {
+  runId: string;
+  workflow: string;
+  /** The step's name. */
+  step: string;
+  /** The run's attempt. */
+  attempt: number;
+  /** The step's idempotency key, as `StepRunContext.idempotencyKey`. */
+  idempotencyKey: string;
+  /** Node's `require` in the thread: `const { createHash } = require('node:crypto')`. */
+  require(id: string): any;
 }
 
 /** What a compensation function gets besides its step's output. */

@@ -17,6 +17,7 @@ import type {
   RaceEventOptions,
   RaceResult,
   RunStepOptions,
+  SandboxStepContext,
   StepOptions,
   StepRetryPolicy,
   StepRunContext,
@@ -59,6 +60,7 @@ export interface StepApi {
    * Runs `fn` once per run: its output is stored in Redis and returned from storage on every later
    * attempt or after a crash, without calling `fn` again.
    */
+  run<T>(options: RunStepOptions<NoInfer<T>> & { sandbox: true }, fn: (ctx: SandboxStepContext) => T | Promise<T>): Promise<T>;
   run<T>(options: RunStepOptions<NoInfer<T>> | string, fn: (ctx: StepRunContext) => T | Promise<T>): Promise<T>;
   /**
    * A point of no return (saga): steps completed before it are never compensated afterwards,

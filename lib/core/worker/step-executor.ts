@@ -14,6 +14,7 @@ import {
   TRIES_FIELD_PREFIX,
   type StepTry,
 } from '../store/step-record';
+import { SANDBOX_CALL, sandboxPool, sandboxSource, type SandboxCall } from './sandbox';
 import { stopStep, type InflightStep, type RegisteredCompensation, type StepApiEntry, type StepHost } from './step-host';
 import { SiblingStepFailedError, SuspendSignal } from './step-signals';
 
@@ -32,7 +33,25 @@ const SLOT_FREEING_RETRY_MS = 1_000;
 const noop = () => undefined;
 
 /** `step.run`. */
-export const run: StepApiEntry<'run'> = (rt) => (options, fn) => runStep(rt, options, fn);
+export const run: StepApiEntry<'run'> = (rt) => (options: RunStepOptions | string, fn: (ctx: never) => unknown) =>
+  runStep(rt, options, fn as (ctx: StepRunContext) => unknown);
+
+/** The step's function run in the sandbox's thread pool (`sandbox.ts`), checked first; `fn` itself without `sandbox: true`. */
+function sandboxed<T>(rt: StepHost, name: string, opts: RunStepOptions, fn: (ctx: StepRunContext) => T | Promise<T>): (ctx: StepRunContext) => Promise<T> {
+  if (typeof opts.sandbox !== 'boolean')
+    throw new ConfigurationError(`The sandbox option of step "${name}" must be true or false, got ${typeof opts.sandbox}.`);
+  if (!opts.sandbox) return async (ctx) => fn(ctx);
+  if (opts.heartbeatTimeout !== undefined) {
+    throw new ConfigurationError(
+      `Step "${name}" has sandbox and heartbeatTimeout: a function in the sandbox cannot call heartbeat(). Give it a timeout instead.`,
+    );
+  }
+  // A method called with arguments (@Step) runs as that method with them.
+  const call = (fn as { [SANDBOX_CALL]?: SandboxCall })[SANDBOX_CALL];
+  const source = sandboxSource(call?.fn ?? fn, `The function of step "${name}"`);
+  const { runId, workflow, attempt } = rt.ctx;
+  return (ctx) => sandboxPool().run(source, { runId, workflow, step: name, attempt, idempotencyKey: ctx.idempotencyKey }, ctx.signal, call?.args) as Promise<T>;
+}
 
 /**
  * `step.run`: the stored output on replay; else the function runs, try after try, under the step's
@@ -44,6 +63,7 @@ async function runStep<T>(rt: StepHost, options: RunStepOptions | string, fn: (c
   const { opts, name, field, record, timeoutMs } = rt.replay.begin<RunStepOptions>('run', options, RUN_STEP_OPTION_KEYS);
   const compensable = registerCompensation(rt, name, opts);
   const heartbeatMs = opts.heartbeatTimeout === undefined ? undefined : checkHeartbeatTimeout(opts.heartbeatTimeout, `heartbeatTimeout of step "${name}"`);
+  if (opts.sandbox !== undefined) fn = sandboxed(rt, name, opts, fn);
   if (record?.kind === 'succeeded') return record.output as T;
   const policy = opts.retries === undefined ? ctx.stepRetries : checkStepRetry(opts.retries, `retries of step "${name}"`);
   const triesField = TRIES_FIELD_PREFIX + name;

@@ -7,6 +7,7 @@ import {
   renamedDuration,
   RUN_STEP_OPTION_KEYS,
 } from '../../core/definition/option-checks';
+import { SANDBOX_CALL, type SandboxCall } from '../../core/worker/sandbox';
 import { REDFLOW_STEP } from '../redflow.constants';
 import { runAsStep } from '../step-context';
 import { methodLabel, type MethodOf } from './workflow.decorator';
@@ -39,6 +40,13 @@ export interface StepDecoratorOptions<C extends string = string> {
   compensate?: C;
   /** How the compensation is retried. @default { maxAttempts: 3 } */
   compensateRetries?: StepRetryPolicy;
+  /**
+   * Runs the method in a thread of a `worker_threads` pool (see `step.run`'s `sandbox`), for
+   * CPU-heavy work: it is rebuilt there from its source and called with its arguments (copied by
+   * structured clone), without `this` (no injected dependencies) and without the variables of its
+   * module; it loads what it needs with `require` (a global in the thread). @default false
+   */
+  sandbox?: boolean;
 }
 
 /**
@@ -75,7 +83,16 @@ export function Step<const C extends string = never>(nameOrOptions?: string | St
       ...(options.retries === undefined ? {} : { retries: options.retries }),
       ...(options.compensateRetries === undefined ? {} : { compensateRetries: options.compensateRetries }),
       ...(options.heartbeatTimeout === undefined ? {} : { heartbeatTimeout: options.heartbeatTimeout }),
+      ...(options.sandbox === undefined ? {} : { sandbox: options.sandbox }),
     };
+    if (options.sandbox !== undefined && typeof options.sandbox !== 'boolean') {
+      throw new ConfigurationError(`@Step sandbox of ${where} must be true or false, got ${typeof options.sandbox}.`);
+    }
+    if (options.sandbox && options.heartbeatTimeout !== undefined) {
+      throw new ConfigurationError(
+        `@Step of ${where} has sandbox and heartbeatTimeout: a method in the sandbox cannot call heartbeat(). Give it a timeout instead.`,
+      );
+    }
     const original = descriptor.value as (...args: unknown[]) => unknown;
     const durable = function (this: unknown, ...args: unknown[]) {
       // The compensation runs on the provider the step ran on: `this`, with its dependencies.
@@ -83,7 +100,10 @@ export function Step<const C extends string = never>(nameOrOptions?: string | St
         compensate === undefined
           ? stepOptions
           : { ...stepOptions, compensate: (output, ctx) => (this as Record<string, (...a: unknown[]) => unknown>)[compensate](output, ctx) };
-      return runAsStep(options, () => original.apply(this, args));
+      const fn = () => original.apply(this, args);
+      // In the sandbox the method runs in a thread, with its arguments and without `this`.
+      if (stepOptions.sandbox) Object.assign(fn, { [SANDBOX_CALL]: { fn: original, args } satisfies SandboxCall });
+      return runAsStep(options, fn);
     };
     Object.defineProperty(durable, 'name', { value: original.name });
     Reflect.defineMetadata(REDFLOW_STEP, stepOptions, durable);
