@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
-import { createDashboardHandler, createSchedules, NonRetriableError, WorkflowRegistry } from '../../lib';
+import { createDashboardHandler, createQueues, createSchedules, NonRetriableError, WorkflowRegistry } from '../../lib';
 import { CHROMIUM, describeBrowser, serve, startChromium, type TestServer } from '../support/browser';
 import { eventually, TestEngine } from '../support/engine';
 
@@ -317,6 +317,17 @@ describeBrowser('the operator UI in chromium', () => {
     const queue = page.locator('[data-testid="queue-row"][data-queue="mail"]');
     await queue.waitFor();
     expect(Number(await queue.getByTestId('queue-ended').textContent())).toBeGreaterThanOrEqual(1);
+    // Pause the queue (the prompt asks for a note) and resume it.
+    dialogs.length = 0;
+    await queue.getByTestId('queue-pause').click();
+    await queue.getByTestId('queue-resume').waitFor();
+    expect(dialogs[0]).toContain('Pause queue "mail"?');
+    expect(await queue.getByTestId('queue-state').textContent()).toContain('paused');
+    expect(Object.keys(await createQueues(engine.client).paused())).toEqual(['mail']);
+    await queue.getByTestId('queue-resume').click();
+    await queue.getByTestId('queue-pause').waitFor();
+    expect(await queue.getByTestId('queue-state').textContent()).toBe('active');
+    expect(await createQueues(engine.client).paused()).toEqual({});
     await open('#/workers');
     await page.getByTestId('worker-row').first().waitFor();
     expect(await page.getByTestId('worker-row').count()).toBe((await engine.client.listWorkers()).length);

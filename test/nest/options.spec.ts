@@ -105,7 +105,7 @@ describe('@Step options', () => {
       '@Step name of Target.method must not contain control characters such as a newline or tab, got "a\\nb".',
     );
     expect(configError(() => decorate(Step({ name: 'charge', timout: 5 } as never)))).toBe(
-      'Unknown option "timout" in @Step options of Target.method. Did you mean "timeout"? Known options: name, timeout, retries, heartbeatTimeout, compensate, compensateRetries.',
+      'Unknown option "timout" in @Step options of Target.method. Did you mean "timeout"? Known options: name, timeout, retries, heartbeatTimeout, compensate, compensateRetries, sandbox.',
     );
   });
 

@@ -28,10 +28,8 @@ import {
 
 export { WORKER_RUNTIME_KEYS, type WorkerLiveness, type WorkerOptions, type WorkerRuntimeOptions, type WorkerStopOptions } from './worker-options';
 
-/** How often a list holding runs left for another version is claimed from (it cannot be blocked on). */
-const LEFT_RUNS_POLL_MS = 1_000;
-/** How often a worker looks whether a paused queue was resumed. */
-const PAUSED_QUEUE_POLL_MS = 1_000;
+/** How often a list that cannot be blocked on (it holds runs left for another version, or its queue is paused) is claimed from. */
+const POLL_MS = 1_000;
 
 /**
  * Executes runs. Each served queue has a loop that claims while the worker has a free slot and
@@ -342,7 +340,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
         }
         if (paused) {
           // A paused queue: its runs stay in the list, so blocking on it would return at once.
-          await this.stopSignal.pause(PAUSED_QUEUE_POLL_MS);
+          await this.stopSignal.pause(POLL_MS);
           continue;
         }
         const now = this.clock.now();
@@ -355,7 +353,7 @@ export class Worker implements ExecutorHost, MaintenanceHost {
         if (left !== undefined) {
           // The list holds runs left for another version: blocking on it would return at once.
           this.routing.leftForVersion(queue, left);
-          await this.stopSignal.pause(Math.min(waitMs, LEFT_RUNS_POLL_MS));
+          await this.stopSignal.pause(Math.min(waitMs, POLL_MS));
         } else if (waitMs >= 1) {
           // A connection that is reconnecting when it is closed never answers: stop() must not wait on it.
           await Promise.race([blocking.blmove(ready, ready, 'RIGHT', 'RIGHT', waitMs / 1000), this.stopSignal.promise]);
