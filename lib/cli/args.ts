@@ -69,7 +69,12 @@ export function wholeNumber(option: string, value: string, max = Number.MAX_SAFE
  * @param syntax the command as the message shows it, such as `runs show <id>`
  */
 export function runIdArgument(args: string[], syntax: string): string {
-  const [id] = args;
-  if (!id) throw new CliError(`Give the run id: redflow ${syntax}.`);
-  return id;
+  return firstArgument(args, 'the run id', syntax);
+}
+
+/** The first word after a command's name, or a CliError asking for `what` with the command's syntax. */
+export function firstArgument(args: string[], what: string, syntax: string): string {
+  const [value] = args;
+  if (!value) throw new CliError(`Give ${what}: redflow ${syntax}.`);
+  return value;
 }

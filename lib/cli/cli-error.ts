@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../core/errors';
 import { printable } from './print';
 
 /** A refusal or failure of the `redflow` command, printed as its one-sentence message (no stack) with exit code 1. */
@@ -28,4 +29,9 @@ export async function refusingWith<T, E extends Error>(
     if (error instanceof type) throw refusal(error);
     throw error;
   }
+}
+
+/** The outcome of `call`, with a `ConfigurationError` (no such schedule or queue, a bad option) as a refusal in its own words. */
+export function refusingConfiguration<T>(call: Promise<T>): Promise<T> {
+  return refusingWith(call, ConfigurationError, (error) => new CliError(error.message));
 }

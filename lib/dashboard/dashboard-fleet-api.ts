@@ -152,7 +152,7 @@ export class FleetPages {
    */
   async trigger(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<{ runId: string }> {
     const { id, source } = await this.scheduleAction(query, headers);
-    const fired = await this.schedulesCall(() => this.control.trigger(id, { source }));
+    const fired = await this.controlCall(() => this.control.trigger(id, { source }));
     if (fired.outcome === 'fired') return { runId: fired.runId! };
     const why = {
       overlap: `its previous run goes on, and its overlap policy starts no other`,
@@ -166,13 +166,13 @@ export class FleetPages {
   async pause(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<CronState> {
     const { id, source } = await this.scheduleAction(query, headers);
     const note = param(query, 'note');
-    return this.schedulesCall(() => this.control.pause(id, { source, ...(note ? { note } : {}) }));
+    return this.controlCall(() => this.control.pause(id, { source, ...(note ? { note } : {}) }));
   }
 
   /** `POST /api/schedules/resume?id=&source=`: resumes the schedule at its first tick after now; its state. */
   async resume(query: DashboardQuery, headers: IncomingHttpHeaders): Promise<CronState> {
     const { id, source } = await this.scheduleAction(query, headers);
-    return this.schedulesCall(() => this.control.resume(id, { source }));
+    return this.controlCall(() => this.control.resume(id, { source }));
   }
 
   /** `POST /api/queues/pause?queue=&note=` and `/resume?queue=`: pauses or resumes a queue (`WorkflowQueues`); whether its state changed. */
@@ -182,7 +182,7 @@ export class FleetPages {
     if (queue === undefined) throw badRequest('Give the queue as the query parameter "queue".');
     const note = param(query, 'note');
     const queues = createQueues(this.host.client);
-    const changed = await this.schedulesCall(() => (pause ? queues.pause(queue, note ? { note } : {}) : queues.resume(queue)));
+    const changed = await this.controlCall(() => (pause ? queues.pause(queue, note ? { note } : {}) : queues.resume(queue)));
     return { queue, paused: pause, changed };
   }
 
@@ -204,8 +204,8 @@ export class FleetPages {
     return { id, source: found[0].source };
   }
 
-  /** A schedules call, with a ConfigurationError (a bad note, an input function not defined here) as a 400. */
-  private async schedulesCall<T>(call: () => Promise<T>): Promise<T> {
+  /** A schedule or queue control call, with a ConfigurationError (a bad note or name, an input function not defined here) as a 400. */
+  private async controlCall<T>(call: () => Promise<T>): Promise<T> {
     try {
       return await this.host.read(call);
     } catch (error) {

@@ -1,21 +1,12 @@
 import { createQueues } from '../../core/client/queues';
-import { ConfigurationError } from '../../core/errors';
+import { firstArgument } from '../args';
 import type { ClientCommand } from '../cli-command';
-import { CliError, refusingWith } from '../cli-error';
+import { refusingConfiguration } from '../cli-error';
 import { printable, table, time } from '../print';
 
 /* `redflow queues list | pause | resume`: queue depths, and pausing a queue (see WorkflowQueues). */
 
-function queueArgument(args: string[], syntax: string): string {
-  const [queue] = args;
-  if (!queue) throw new CliError(`Give the queue name (redflow queues list shows them): redflow ${syntax}.`);
-  return queue;
-}
-
-/** A queue call whose ConfigurationError (a name that is not a queue's) is a refusal. */
-function refusing<T>(call: Promise<T>): Promise<T> {
-  return refusingWith(call, ConfigurationError, (error) => new CliError(error.message));
-}
+const queueArgument = (args: string[], syntax: string) => firstArgument(args, 'the queue name (redflow queues list shows them)', syntax);
 
 /** `redflow queues list`: each queue's depth and whether it is paused. */
 export const queuesListCommand: ClientCommand = {
@@ -39,7 +30,7 @@ export const queuesPauseCommand: ClientCommand<typeof pauseOptions> = {
   options: pauseOptions,
   async run(client, { values, args, print }) {
     const queue = queueArgument(args, 'queues pause <queue>');
-    const changed = await refusing(createQueues(client).pause(queue, values.note === undefined ? {} : { note: values.note }));
+    const changed = await refusingConfiguration(createQueues(client).pause(queue, values.note === undefined ? {} : { note: values.note }));
     print({ queue, paused: true, changed }, () =>
       changed
         ? `Paused queue ${printable(queue)}: workers claim none of its runs until "redflow queues resume ${printable(queue)}"; running runs go on.`
@@ -53,7 +44,7 @@ export const queuesResumeCommand: ClientCommand = {
   usage: 'redflow queues resume <queue>',
   async run(client, { args, print }) {
     const queue = queueArgument(args, 'queues resume <queue>');
-    const changed = await refusing(createQueues(client).resume(queue));
+    const changed = await refusingConfiguration(createQueues(client).resume(queue));
     print({ queue, paused: false, changed }, () =>
       changed ? `Resumed queue ${printable(queue)}: workers claim its runs again within a second.` : `Queue ${printable(queue)} was not paused.`,
     );

@@ -1,10 +1,9 @@
 import { createSchedules } from '../../core/client/schedules';
 import type { WorkflowClient } from '../../core/client/workflow-client';
 import type { CronState } from '../../core/definition/schedule-types';
-import { ConfigurationError } from '../../core/errors';
-import { wholeNumber } from '../args';
+import { firstArgument, wholeNumber } from '../args';
 import type { ClientCommand } from '../cli-command';
-import { CliError, refusingWith } from '../cli-error';
+import { refusingConfiguration } from '../cli-error';
 import { printable, table, time } from '../print';
 
 /*
@@ -12,16 +11,7 @@ import { printable, table, time } from '../print';
  * cron triggers, by the id `list` shows (see WorkflowSchedules).
  */
 
-function scheduleIdArgument(args: string[], syntax: string): string {
-  const [id] = args;
-  if (!id) throw new CliError(`Give the schedule id (redflow schedules list shows them): redflow ${syntax}.`);
-  return id;
-}
-
-/** A schedule call whose ConfigurationError (no such schedule, a bad option) is a refusal. */
-function refusing<T>(call: Promise<T>): Promise<T> {
-  return refusingWith(call, ConfigurationError, (error) => new CliError(error.message));
-}
+const scheduleIdArgument = (args: string[], syntax: string) => firstArgument(args, 'the schedule id (redflow schedules list shows them)', syntax);
 
 const when = (cron: CronState) => cron.expression ?? (cron.every !== undefined ? `every ${cron.every} ms` : (cron.rrule?.replace(/\s*\n\s*/g, ' ') ?? ''));
 const state = (cron: CronState) => (cron.paused ? `paused${cron.paused.note ? `: ${cron.paused.note}` : ''}` : cron.nextAt === undefined ? 'ended' : 'active');
@@ -52,7 +42,7 @@ export const schedulesPauseCommand: ClientCommand<typeof pauseOptions> = {
   options: pauseOptions,
   async run(client, { values, args, print }) {
     const id = scheduleIdArgument(args, 'schedules pause <id>');
-    const paused = await refusing(createSchedules(client).pause(id, values.note === undefined ? {} : { note: values.note }));
+    const paused = await refusingConfiguration(createSchedules(client).pause(id, values.note === undefined ? {} : { note: values.note }));
     print(paused, () => `Paused schedule ${printable(id)}: no tick fires until "redflow schedules resume ${printable(id)}".`);
   },
 };
@@ -62,7 +52,7 @@ export const schedulesResumeCommand: ClientCommand = {
   usage: 'redflow schedules resume <id>',
   async run(client, { args, print }) {
     const id = scheduleIdArgument(args, 'schedules resume <id>');
-    const resumed = await refusing(createSchedules(client).resume(id));
+    const resumed = await refusingConfiguration(createSchedules(client).resume(id));
     print(resumed, () => `Resumed schedule ${printable(id)}: next tick ${resumed.nextAt === undefined ? 'none (it has ended)' : time(resumed.nextAt)}.`);
   },
 };
@@ -72,7 +62,7 @@ export const schedulesTriggerCommand: ClientCommand = {
   usage: 'redflow schedules trigger <id>',
   async run(client, { args, print }) {
     const id = scheduleIdArgument(args, 'schedules trigger <id>');
-    const fired = await refusing(createSchedules(client).trigger(id));
+    const fired = await refusingConfiguration(createSchedules(client).trigger(id));
     const text: Record<typeof fired.outcome, string> = {
       fired: `Started run ${printable(fired.runId ?? '')} of schedule ${printable(id)}.`,
       overlap: `Started nothing: the previous run of schedule ${printable(id)} goes on (its overlap policy).`,
@@ -92,7 +82,7 @@ export const schedulesPreviewCommand: ClientCommand<typeof previewOptions> = {
   async run(client: WorkflowClient, { values, args, print }) {
     const id = scheduleIdArgument(args, 'schedules preview <id>');
     const count = values.count === undefined ? 5 : wholeNumber('--count', values.count, 1_000);
-    const times = await refusing(createSchedules(client).preview(id, count));
+    const times = await refusingConfiguration(createSchedules(client).preview(id, count));
     print(
       times.map((t) => t.toISOString()),
       () => (times.length ? times.map((t) => t.toISOString()).join('\n') : `Schedule ${printable(id)} has no tick left.`),

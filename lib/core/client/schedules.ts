@@ -1,6 +1,7 @@
 import { cronInputFunction, lastTicks, nextTickOf, nextTicks, runtimeCronId, scheduleIdOf, scheduleOf, type StoredCron } from '../definition/cron';
 import { assertKnownKeys, checkInteger, checkTimestamp, checkUserName } from '../definition/option-checks';
 import type { CronState, ScheduleOptions, ScheduleState } from '../definition/schedule-types';
+import type { WorkflowRegistry } from '../definition/workflow';
 import { ConfigurationError } from '../errors';
 import type { CronFireResult } from '../store/redis-scripts';
 import { encodeInput } from '../store/serialization';
@@ -30,6 +31,24 @@ export interface ScheduleSource {
  * workflows (`@Cron`) alike, by the id `list()` shows. `createSchedules(client)`, or inject
  * `RedflowSchedules` in Nest. An id names a runtime schedule first, else a trigger.
  */
+/**
+ * The input JSON of a tick's run, as stored (sealed with the client's codec): the stored input, or
+ * what the trigger's input function returns for the tick's time (checked like any input);
+ * undefined when `registry` does not define the function. The ticker and `trigger` / `backfill` use it.
+ */
+export function cronTickInput(client: WorkflowClient, registry: WorkflowRegistry, cronId: string, def: StoredCron, tick: number): string | undefined {
+  if (!def.inputFn) return JSON.stringify(def.input ?? null);
+  const fn = cronInputFunction(registry, cronId, def);
+  if (!fn) return undefined;
+  const json = encodeInput(
+    def.workflow,
+    fn(new Date(tick)),
+    `The input cron "${cronId}" computed for its tick at ${new Date(tick).toISOString()}`,
+    client.maxPayloadBytes,
+  );
+  return client.context.payloads.seal(json, { kind: 'input' });
+}
+
 export class WorkflowSchedules {
   constructor(private readonly client: WorkflowClient) {}
 
@@ -148,22 +167,15 @@ export class WorkflowSchedules {
     return { at: tick, outcome: outcome === 'buffered' ? 'overlap' : (outcome as ScheduleFireResult['outcome']) };
   }
 
-  /** The input JSON of a tick: the stored input, or what the trigger's input function returns (it must be defined in this process). */
+  /** The input JSON of a tick (`cronTickInput`); the trigger's input function must be defined in this process. */
   private inputOf(cronId: string, def: StoredCron, tick: number): string {
-    if (!def.inputFn) return JSON.stringify(def.input ?? null);
-    const fn = cronInputFunction(this.client.registry, cronId, def);
-    if (!fn) {
+    const input = cronTickInput(this.client, this.client.registry, cronId, def, tick);
+    if (input === undefined) {
       throw new ConfigurationError(
         `Cron "${cronId}" computes its input with a function of workflow "${def.workflow}", which this client's registry does not define: trigger or backfill it from the app that defines the workflow.`,
       );
     }
-    const json = encodeInput(
-      def.workflow,
-      fn(new Date(tick)),
-      `The input cron "${cronId}" computed for ${new Date(tick).toISOString()}`,
-      this.client.maxPayloadBytes,
-    );
-    return this.client.context.payloads.seal(json, { kind: 'input' });
+    return input;
   }
 
   /** The stored entry of `id`: a runtime schedule first, else a workflow's trigger; `ConfigurationError` when neither exists. */

@@ -67,20 +67,11 @@ export const DEBOUNCE_KEYS = optionKeys<DebounceOptions>()(['period', 'timeout',
 /** Keys of `LimitOptions` (the `throttle` and `rateLimit` options). */
 export const LIMIT_KEYS = optionKeys<LimitOptions>()(['limit', 'period', 'key']);
 
+/** The policies and bounds a workflow's trigger and a runtime schedule both take. */
+const SCHEDULE_POLICY_KEYS = ['missed', 'missedLimit', 'overlap', 'startAt', 'endAt', 'limit'] as const;
+
 /** Keys of `CronTrigger` (an item of the `cron` option). */
-export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()([
-  'id',
-  'expression',
-  'timezone',
-  'rrule',
-  'input',
-  'missed',
-  'missedLimit',
-  'overlap',
-  'startAt',
-  'endAt',
-  'limit',
-]);
+export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()(['id', 'expression', 'timezone', 'rrule', 'input', ...SCHEDULE_POLICY_KEYS]);
 
 /** Keys of `EventTrigger` (an item of the `event` option). */
 export const EVENT_TRIGGER_KEYS = optionKeys<EventTrigger>()(['name']);
@@ -153,17 +144,4 @@ export const COUNT_RUNS_OPTION_KEYS = optionKeys<CountRunsOptions>()(['workflow'
 export const PRUNE_OPTION_KEYS = optionKeys<PruneOptions>()(['olderThan', 'statuses', 'workflow']);
 
 /** Keys of `ScheduleOptions` (`client.schedule`). */
-export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()([
-  'workflow',
-  'cron',
-  'every',
-  'rrule',
-  'input',
-  'timezone',
-  'missed',
-  'missedLimit',
-  'overlap',
-  'startAt',
-  'endAt',
-  'limit',
-]);
+export const SCHEDULE_OPTION_KEYS = optionKeys<ScheduleOptions>()(['workflow', 'cron', 'every', 'rrule', 'input', 'timezone', ...SCHEDULE_POLICY_KEYS]);

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 
 import { describeAesGcmPayload } from '../definition/aes-gcm-codec';
 import type { PayloadCodec, PayloadContext } from '../definition/payload-codec';
-import { CorruptRunDataError, PayloadCodecError, PayloadKeyError } from '../errors';
-import { ENVELOPE_MARK, PLAIN_MARK } from './serialization';
+import { PayloadCodecError, PayloadKeyError } from '../errors';
+import { decodeJson, ENVELOPE_MARK, PLAIN_MARK } from './serialization';
 
 /**
  * Payloads as they are stored: the one place the `codec` option is applied. A payload's JSON text
@@ -104,13 +104,7 @@ export class Payloads {
   /** A stored JSON text (a run-hash field), parsed and opened; '' and undefined are undefined. */
   openText(text: string | null | undefined, field: string, context: PayloadContext): unknown {
     if (text == null || text === '') return undefined;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      throw new CorruptRunDataError(context.runId ?? '?', `field "${field}" is not valid JSON`);
-    }
-    return this.open(value, context);
+    return this.open(decodeJson(text, context.runId ?? '?', field), context);
   }
 
   /** The JSON text a codec envelope's bytes hold. */

@@ -22,7 +22,7 @@ export interface StoredCronEntry {
  * Reads of what a prefix holds besides runs: the workflow registry and the versions workers
  * serve, cron schedules, queue depths, and the dashboard's token secret.
  */
-/** The pauses of the paused queues hash; an entry that is not a pause's JSON still pauses, with no time. */
+/** The pauses of a paused queues or crons hash; an entry that is not a pause's JSON still pauses, with no time. */
 function parsePauses(hash: Record<string, string>): Record<string, QueuePause> {
   const pauses: Record<string, QueuePause> = {};
   for (const [queue, json] of Object.entries(hash)) {
@@ -30,7 +30,7 @@ function parsePauses(hash: Record<string, string>): Record<string, QueuePause> {
     try {
       parsed = JSON.parse(json) as typeof parsed;
     } catch {
-      // A hand-written entry: the queue is paused all the same.
+      // A hand-written entry: paused all the same.
     }
     pauses[queue] = { at: typeof parsed.at === 'number' ? parsed.at : 0, ...(typeof parsed.note === 'string' && { note: parsed.note }) };
   }
@@ -124,11 +124,12 @@ export class RegistryQueries {
     ]);
     const nextById = new Map<string, number>();
     for (let i = 0; i < next.length; i += 2) nextById.set(next[i], Number(next[i + 1]));
+    const pauses = parsePauses(paused);
     return Object.entries(defs).map(([cronId, json]) => ({
       cronId,
       def: decodeCron(json),
       nextAt: nextById.get(cronId),
-      ...(paused[cronId] !== undefined && { paused: JSON.parse(paused[cronId]) as { note?: string; at: number } }),
+      ...(pauses[cronId] && { paused: pauses[cronId] }),
     }));
   }
 

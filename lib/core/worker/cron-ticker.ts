@@ -1,8 +1,8 @@
+import { cronTickInput } from '../client/schedules';
 import type { WorkflowClient } from '../client/workflow-client';
-import { cronInputFunction, decodeCron, planTick, type StoredCron } from '../definition/cron';
+import { decodeCron, planTick } from '../definition/cron';
 import type { WorkflowRegistry } from '../definition/workflow';
 import { ConfigurationError } from '../errors';
-import { encodeInput } from '../store/serialization';
 
 /** Cron ticks fired per call at most. */
 const CRON_BATCH = 20;
@@ -30,7 +30,7 @@ export async function fireDueCrons(client: WorkflowClient, registry: WorkflowReg
       const { fire, next } = planTick(def, tick, now);
       let input: string | undefined = 'null';
       try {
-        if (fire) input = tickInput(client, registry, cronId, def, tick);
+        if (fire) input = cronTickInput(client, registry, cronId, def, tick);
       } catch (error) {
         // An input function that throws, or returns what no run can take: the tick is dropped, loudly.
         report(error, `Cron "${cronId}" dropped its tick at ${new Date(tick).toISOString()}: its input function failed: ${(error as Error).message}`);
@@ -55,19 +55,6 @@ export async function fireDueCrons(client: WorkflowClient, registry: WorkflowReg
   const nextTick = await queries.nextCronTick();
   const wait = nextTick === undefined ? 1_000 : nextTick - client.clock.now();
   return Math.min(1_000, Math.max(5, wait));
-}
-
-/**
- * The input JSON of a tick's run: the stored input, or what the trigger's input function returns
- * for the tick's time (checked like any input); undefined when the function is not defined here.
- */
-function tickInput(client: WorkflowClient, registry: WorkflowRegistry, cronId: string, def: StoredCron, tick: number): string | undefined {
-  if (!def.inputFn) return JSON.stringify(def.input ?? null);
-  const fn = cronInputFunction(registry, cronId, def);
-  if (!fn) return undefined;
-  const input = fn(new Date(tick));
-  const json = encodeInput(def.workflow, input, `The input cron "${cronId}" computed for its tick at ${new Date(tick).toISOString()}`, client.maxPayloadBytes);
-  return client.context.payloads.seal(json, { kind: 'input' });
 }
 
 function reportOnce(registry: WorkflowRegistry, cronId: string, say: () => void): void {

@@ -1,6 +1,5 @@
-import { useState } from 'preact/hooks';
-
 import { act, get, query } from '../api';
+import { useAction } from '../components/action';
 import { Empty } from '../components/status';
 import { usePage } from '../context';
 import { ago } from '../format';
@@ -11,17 +10,9 @@ import type { QueueRow } from '../types';
 /** Pause or resume a queue: hidden in read-only mode. */
 function QueueActions({ row }: { row: QueueRow }) {
   const { meta, reload } = usePage();
-  const [message, setMessage] = useState('');
+  const { message, attempt } = useAction();
   if (meta.readOnly) return null;
   const { queue } = row;
-  const attempt = async (action: () => Promise<void>) => {
-    try {
-      setMessage('');
-      await action();
-    } catch (error) {
-      setMessage(error instanceof Error ? error.message : String(error));
-    }
-  };
   const pause = () =>
     attempt(async () => {
       const note = window.prompt(`Pause queue "${queue}"? Workers claim none of its runs until it is resumed; running runs go on. A note (optional):`, '');

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 
 import { act, query } from '../api';
+import { errorText } from '../components/action';
 import { usePage } from '../context';
 import { navigate, runHref } from '../router';
 import { ENDED_BADLY, LIVE, type RunDetail } from '../types';
@@ -22,7 +23,7 @@ export function RunActions({ run }: { run: RunDetail['run'] }) {
       else if (result.runId && result.runId !== id) navigate(runHref(result.runId));
       else reload();
     } catch (error) {
-      setMessage(error instanceof Error ? error.message : String(error));
+      setMessage(errorText(error));
     }
   }
   const confirmed = (text: string, kind: Action, extra?: Record<string, string>) => () => window.confirm(text) && void perform(kind, extra);
@@ -108,7 +109,7 @@ export function SignalForm({ runId, name: suggested }: { runId: string; name?: s
       setMessage(result.delivered === false || result.sent === false ? 'The run has ended: the signal was not delivered.' : `Signal "${name}" sent.`);
       reload();
     } catch (error) {
-      setMessage(error instanceof Error ? error.message : String(error));
+      setMessage(errorText(error));
     }
   }
   return (

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 
 import { get, query } from '../api';
+import { errorText } from '../components/action';
 import { usePage } from '../context';
 import { clock } from '../format';
 import type { HistoryEvent } from '../types';
@@ -15,7 +16,7 @@ export function RunHistory({ runId }: { runId: string }) {
     try {
       setHistory(await get(`/run/history?${query({ id: runId })}`));
     } catch (error) {
-      setMessage(error instanceof Error ? error.message : String(error));
+      setMessage(errorText(error));
     }
   }
   return (

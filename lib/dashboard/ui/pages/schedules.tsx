@@ -1,6 +1,5 @@
-import { useState } from 'preact/hooks';
-
 import { act, get, query } from '../api';
+import { useAction } from '../components/action';
 import { Empty, RunLink, StatusBadge } from '../components/status';
 import { usePage } from '../context';
 import { time } from '../format';
@@ -12,18 +11,10 @@ import { schedule } from './workflows';
 /** Run now (a tick under the overlap policy), and pause or resume: hidden in read-only mode. */
 function ScheduleActions({ row }: { row: ScheduleRow }) {
   const { meta, reload } = usePage();
-  const [message, setMessage] = useState('');
+  const { message, attempt } = useAction();
   if (meta.readOnly) return null;
   const { id, workflow } = row;
   const source = row.source ?? '';
-  const attempt = async (action: () => Promise<void>) => {
-    try {
-      setMessage('');
-      await action();
-    } catch (error) {
-      setMessage(error instanceof Error ? error.message : String(error));
-    }
-  };
   const run = () =>
     attempt(async () => {
       if (!window.confirm(`Start schedule "${id}" (${workflow}) now?`)) return;
