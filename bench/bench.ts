@@ -18,7 +18,9 @@
  * with tracing on (`redflowTracing()` of `nestjs-redflow/otel`) while no OpenTelemetry SDK is
  * registered: what an app that installed the API but exports nothing pays. And the payload codec's
  * cost: runs with a 1 KiB input, step output and output, queued first, processed without a codec
- * and with `aesGcmCodec` (AES-256-GCM, no compression).
+ * and with `aesGcmCodec` (AES-256-GCM, no compression). And the cost of priorities and concurrency keys:
+ * the processing workload with runs of priorities 1 to 3, and with runs under a concurrency key (100
+ * keys, limit 10 each: the limit is never reached at C=50, so what is measured is the mechanism).
  * Completion is counted in the handler (no per-run polling), then confirmed from Redis: ZCARD of the
  * succeeded runs (ours, countRuns) or the completed count (BullMQ) must equal N.
  */
@@ -176,6 +178,24 @@ const tenStepWorkflow = registry.define('bench-ten', { maxConcurrency: Infinity 
   return sum;
 });
 
+/** The same one-step run with a priority (the runs of a round cycle through 1, 2 and 3). */
+const prioWorkflow = registry.define('bench-prio', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number }>) => {
+  const out = await step.run('work', () => ({ ok: true, i: input.i }));
+  hooks.done();
+  return out;
+});
+
+/** The same one-step run under a concurrency key: 100 keys, 10 at once each (not reached at C=50). */
+const keyedWorkflow = registry.define(
+  'bench-keyed',
+  { maxConcurrency: Infinity, concurrency: { key: (input: { i: number }) => `tenant-${input.i % 100}`, limit: 10 } },
+  async ({ input, step }: WorkflowContext<{ i: number }>) => {
+    const out = await step.run('work', () => ({ ok: true, i: input.i }));
+    hooks.done();
+    return out;
+  },
+);
+
 /** A run that carries 1 KiB both ways: input, one step's output and the run's output (the codec figures). */
 const KIB = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(29).slice(0, 1000);
 const kibWorkflow = registry.define('bench-kib', { maxConcurrency: Infinity }, async ({ input, step }: WorkflowContext<{ i: number; blob: string }>) => {
@@ -296,6 +316,27 @@ async function oursTenSteps(url: string, admin: Admin, prefix: string): Promise<
       const [sample] = await producer.listRuns({ status: 'succeeded', limit: 1 });
       const input = sample?.input as { i: number } | undefined;
       if (!input || sample.output !== 10 * input.i + 45) throw new Error(`ours: a ten-step run has an unexpected output: ${JSON.stringify(sample?.output)}.`);
+    },
+  );
+  return rate;
+}
+
+/** RUNS one-step runs with priorities, or under a concurrency key, queued first, then processed: runs/s. */
+async function oursQueueKind(url: string, admin: Admin, prefix: string, kind: 'priority' | 'keyed'): Promise<number> {
+  const { rate } = await oursQueuedFirst(
+    url,
+    admin,
+    prefix,
+    async (producer) => {
+      for (const chunk of chunks(RUNS, CHUNK)) {
+        await Promise.all(
+          chunk.map((i) => (kind === 'priority' ? producer.start(prioWorkflow, { i }, { priority: 1 + (i % 3) }) : producer.start(keyedWorkflow, { i }))),
+        );
+      }
+    },
+    async (producer) => {
+      await waitUntil(`${RUNS} succeeded runs`, async () => (await producer.countRuns({ status: 'succeeded' })) >= RUNS);
+      if (await producer.countRuns({ status: 'queued' })) throw new Error(`ours: ${kind} runs are left queued.`);
     },
   );
   return rate;
@@ -612,6 +653,7 @@ async function main(): Promise<number> {
     const streamOff: { processing: number; endToEnd: number }[] = [];
     const tracingOn: { processing: number; endToEnd: number }[] = [];
     const codecFigures: { plain: number; aes: number; plainNodeUs: number; aesNodeUs: number }[] = [];
+    const queueKinds: { plain: number; priority: number; keyed: number }[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const t = performance.now();
       const ours = await runOurs(servers.url, admin, round);
@@ -643,6 +685,14 @@ async function main(): Promise<number> {
       } finally {
         oursTracing = undefined;
       }
+      // The same processing workload with priorities, and under a concurrency key.
+      const kinds = {
+        plain: ours.processing,
+        priority: await oursQueueKind(servers.url, admin, `bench-prio-r${round}`, 'priority'),
+        keyed: await oursQueueKind(servers.url, admin, `bench-keyed-r${round}`, 'keyed'),
+      };
+      queueKinds.push(kinds);
+      console.log(`round ${round} nestjs-redflow, priorities: ${fmt(kinds.priority, 0)}/s, concurrency keys: ${fmt(kinds.keyed, 0)}/s`);
       // 1 KiB payloads without a codec and with AES-256-GCM.
       const plain = await oursKib(servers.url, admin, `bench-kib-r${round}-plain`);
       oursCodec = aesGcmCodec({ keys: { bench: Buffer.alloc(32, 1) }, current: 'bench' });
@@ -695,6 +745,22 @@ async function main(): Promise<number> {
       const none = median(codecFigures.map((f) => f[plainKey]));
       const aes = median(codecFigures.map((f) => f[aesKey]));
       console.log(`| ${label} | ${fmt(none, digits)} ${unit} | ${fmt(aes, digits)} ${unit} | ${(aes / none).toFixed(2)}× |`);
+    }
+    console.log('');
+    console.log(
+      'nestjs-redflow processing (one-step runs queued first, then the worker) with priorities 1-3, and under a concurrency key (100 keys, limit 10):',
+    );
+    console.log('');
+    console.log('| queue | runs/s | / plain |');
+    console.log('| --- | ---: | ---: |');
+    const plainRate = median(queueKinds.map((f) => f.plain));
+    for (const [label, key] of [
+      ['plain', 'plain'],
+      ['priorities 1-3', 'priority'],
+      ['concurrency keys (100 keys, limit 10)', 'keyed'],
+    ] as const) {
+      const rate = median(queueKinds.map((f) => f[key]));
+      console.log(`| ${label} | ${fmt(rate, 0)} | ${(rate / plainRate).toFixed(2)}× |`);
     }
     console.log('');
     console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);

@@ -21,15 +21,16 @@ import { clusterMode, eventually } from '../support/engine';
 
 /**
  * Commands per one-step run, by name: enqueue (start) and processing (claim, step, finish). Every
- * claim looks whether its queue is paused (one HEXISTS of `queues:paused`: pausing a queue).
+ * claim looks whether its queue is paused (one HEXISTS of `queues:paused`: pausing a queue), and
+ * at the head of its priority zset (one ZRANGE of an empty key: priorities).
  */
 const ONE_STEP = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
-  processing: { script: 1, lpop: 1, hexists: 1, hmget: 2, hget: 1, hset: 2, zrem: 3, zadd: 4, xadd: 1, publish: 1 },
+  processing: { script: 1, lpop: 1, hexists: 1, zrange: 1, hmget: 2, hget: 1, hset: 2, zrem: 3, zadd: 4, xadd: 1, publish: 1 },
 };
 /** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
 const TEN_STEP = {
-  processing: { script: 10, lpop: 1, hexists: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 4, xadd: 10, publish: 1 },
+  processing: { script: 10, lpop: 1, hexists: 1, zrange: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 4, xadd: 10, publish: 1 },
 };
 /**
  * Commands per parent run that waits on a child run, the child included (the child is started by the parent's step).
@@ -50,8 +51,10 @@ const CHILD_WAIT = {
     hgetall: 1,
     hset: 11,
     hdel: 3,
-    // Three claims (the parent twice, the child once), each looking whether its queue is paused.
+    // Three claims (the parent twice, the child once), each looking whether its queue is paused
+    // and at the head of its priority zset.
     hexists: 3,
+    zrange: 3,
     zadd: 14,
     zrem: 12,
     sadd: 3,

@@ -13,7 +13,7 @@ import {
 } from '../definition/cron';
 import { idempotencyTtlSec, timeOption } from '../definition/duration';
 import { eventFields } from '../definition/event-match';
-import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, type RunFlowControl } from '../definition/flow-control';
+import { dynamicFlowError, flowControlFor, hasDynamicFlowKeys, withRunPriority, type RunFlowControl } from '../definition/flow-control';
 import {
   assertKnownKeys,
   checkDuration,
@@ -78,10 +78,11 @@ function runChunks(runs: EnqueueArgs[]): EnqueueArgs[][] {
   return chunks;
 }
 
-function runFields(flow: RunFlowControl, options: RunOptions): string[] {
-  if (options.timeout === undefined) return flow.extra;
+function runFields(workflow: string, flow: RunFlowControl, options: RunOptions): string[] {
+  const withPriority = withRunPriority(flow.extra, options.priority, workflow, 'the run options');
+  if (options.timeout === undefined) return withPriority;
   const extra: string[] = [];
-  for (let i = 0; i < flow.extra.length; i += 2) if (flow.extra[i] !== 'timeout') extra.push(flow.extra[i], flow.extra[i + 1]);
+  for (let i = 0; i < withPriority.length; i += 2) if (withPriority[i] !== 'timeout') extra.push(withPriority[i], withPriority[i + 1]);
   extra.push('timeout', String(checkRunTimeout(options.timeout, 'timeout of the run options')));
   return extra;
 }
@@ -125,7 +126,7 @@ function checkSchedule(id: string, options: ScheduleOptions): CronSchedule {
 /** The error for scheduling a workflow whose runs need a key function to start. */
 function scheduleDynamicError(id: string, workflow: string): ConfigurationError {
   return new ConfigurationError(
-    `Schedule "${id}" cannot start workflow "${workflow}": it computes a mutex, debounce, throttle or rate-limit key from its input with a function, and the runs of a schedule are created inside Redis, where that function cannot run. Give those options fixed keys, or schedule a workflow that starts "${workflow}" with the key in its input.`,
+    `Schedule "${id}" cannot start workflow "${workflow}": it computes a mutex, concurrency, debounce, throttle or rate-limit key from its input with a function, and the runs of a schedule are created inside Redis, where that function cannot run. Give those options fixed keys, or schedule a workflow that starts "${workflow}" with the key in its input.`,
   );
 }
 
@@ -265,7 +266,7 @@ export class RunProducer {
       idempotencyTtlSec: idempotencyTtlSec(options, 'the start options'),
       debounce: flow.debounce,
       localFlow,
-      extra: trace ? [...runFields(flow, options), ...traceFields(trace)] : runFields(flow, options),
+      extra: trace ? [...runFields(workflow, flow, options), ...traceFields(trace)] : runFields(workflow, flow, options),
     };
   }
 

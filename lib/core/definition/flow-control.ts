@@ -1,14 +1,15 @@
 import { ConfigurationError } from '../errors';
 import { toMs } from './duration';
-import { checkUserName } from './option-checks';
+import { checkPriority, checkUserName } from './option-checks';
 import type { KeyFrom, WorkflowDefinition } from './workflow-types';
 
 /** The flow-control fields a new run carries, computed from its input where it is enqueued. */
 export interface RunFlowControl {
   debounce?: { key: string; periodMs: number; timeoutMs: number };
   /**
-   * Run hash fields (pairs) read by the claim: mutex, throttle, rateLimit (admission) and timeout
-   * (ms; the first claim sets the run's deadline from it).
+   * Run hash fields (pairs) read by the claim: conc ("<limit>|<workflow>|<key>"), mutex, throttle,
+   * rateLimit (admission), priority (where the run waits) and timeout (ms; the first claim sets
+   * the run's deadline from it).
    */
   extra: string[];
 }
@@ -33,7 +34,13 @@ function isDynamic(key: unknown): boolean {
 
 /** True when any flow-control key of the workflow is computed from the input by a function. */
 export function hasDynamicFlowKeys(options: WorkflowDefinition<unknown, unknown>['options']): boolean {
-  return isDynamic(options.mutex) || isDynamic(options.debounce?.key) || isDynamic(options.throttle?.key) || isDynamic(options.rateLimit?.key);
+  return (
+    isDynamic(options.mutex) ||
+    isDynamic(options.concurrency?.key) ||
+    isDynamic(options.debounce?.key) ||
+    isDynamic(options.throttle?.key) ||
+    isDynamic(options.rateLimit?.key)
+  );
 }
 
 /** The static flow control a registry entry keeps, in the shapes the scripts store on runs. */
@@ -45,6 +52,9 @@ export interface RegistryFlowControl {
   debounce?: string;
   /** The workflow's run timeout in ms, as a string. */
   timeout?: string;
+  priority?: string;
+  /** "limit|workflow|key" */
+  conc?: string;
   /** Some key is a function: only a process holding the definition can start a run. */
   dynamic: boolean;
 }
@@ -55,10 +65,11 @@ export interface RegistryFlowControl {
  */
 export function registryFlowControl(definition: WorkflowDefinition<unknown, unknown>): RegistryFlowControl {
   const timeout = definition.options.timeout === undefined ? undefined : String(toMs(definition.options.timeout));
-  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true, timeout };
+  const priority = definition.options.priority ? String(definition.options.priority) : undefined;
+  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true, timeout, priority };
   const flow = flowControlFor(definition, undefined);
   const out: RegistryFlowControl = { dynamic: false };
-  for (let i = 0; i < flow.extra.length; i += 2) out[flow.extra[i] as 'mutex' | 'throttle' | 'rateLimit' | 'timeout'] = flow.extra[i + 1];
+  for (let i = 0; i < flow.extra.length; i += 2) out[flow.extra[i] as 'mutex' | 'throttle' | 'rateLimit' | 'timeout' | 'priority' | 'conc'] = flow.extra[i + 1];
   const d = flow.debounce;
   if (d) out.debounce = `${d.periodMs}|${d.timeoutMs}|${d.key}`;
   return out;
@@ -67,7 +78,7 @@ export function registryFlowControl(definition: WorkflowDefinition<unknown, unkn
 /** The error for starting a workflow with function keys from a process without its definition. */
 export function dynamicFlowError(workflow: string): ConfigurationError {
   return new ConfigurationError(
-    `Workflow "${workflow}" computes a mutex, debounce, throttle or rate-limit key from its input with a function, and this process does not have its definition: start it with a client (or from a worker) whose registry defines "${workflow}", or give the option a fixed key.`,
+    `Workflow "${workflow}" computes a mutex, concurrency, debounce, throttle or rate-limit key from its input with a function, and this process does not have its definition: start it with a client (or from a worker) whose registry defines "${workflow}", or give the option a fixed key.`,
   );
 }
 
@@ -77,10 +88,14 @@ export function dynamicFlowError(workflow: string): ConfigurationError {
  */
 export function flowControlFor(definition: WorkflowDefinition<unknown, unknown> | undefined, input: unknown): RunFlowControl {
   const o = definition?.options;
-  if (!definition || !o || (!o.debounce && !o.mutex && !o.throttle && !o.rateLimit && o.timeout === undefined)) return NONE;
+  if (!definition || !o || (!o.debounce && !o.mutex && !o.throttle && !o.rateLimit && !o.concurrency && !o.priority && o.timeout === undefined)) {
+    return NONE;
+  }
   const name = definition.name;
   const extra: string[] = [];
   if (o.timeout !== undefined) extra.push('timeout', String(toMs(o.timeout)));
+  if (o.priority) extra.push('priority', String(o.priority));
+  if (o.concurrency) extra.push('conc', `${o.concurrency.limit}|${name}|${resolveKey(name, 'concurrency', o.concurrency.key, input)}`);
   if (o.mutex !== undefined) extra.push('mutex', resolveKey(name, 'mutex', o.mutex, input));
   for (const kind of ['throttle', 'rateLimit'] as const) {
     const limit = o[kind];
@@ -94,4 +109,24 @@ export function flowControlFor(definition: WorkflowDefinition<unknown, unknown> 
       }
     : undefined;
   return { debounce, extra };
+}
+
+/**
+ * The run fields `extra` with this run's own priority (a start's or a child's `priority` option)
+ * in place of the workflow's. A run of a keyed concurrency limit takes no priority.
+ */
+export function withRunPriority(extra: string[], priority: number | undefined, workflow: string, what: string): string[] {
+  if (priority === undefined) return extra;
+  checkPriority(priority, `priority of ${what}`);
+  const out: string[] = [];
+  for (let i = 0; i < extra.length; i += 2) {
+    if (extra[i] === 'conc' && priority !== 0) {
+      throw new ConfigurationError(
+        `Workflow "${workflow}" has a keyed concurrency limit, whose runs are claimed round robin by key without priorities: start it without priority (${what}).`,
+      );
+    }
+    if (extra[i] !== 'priority') out.push(extra[i], extra[i + 1]);
+  }
+  out.push('priority', String(priority));
+  return out;
 }

@@ -8,6 +8,7 @@ import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-forma
 import { nearestName } from './nearest-name';
 import {
   CANCEL_ON_KEYS,
+  CONCURRENCY_KEYS,
   CRON_TRIGGER_KEYS,
   DEBOUNCE_KEYS,
   EVENT_TRIGGER_KEYS,
@@ -152,6 +153,7 @@ export function assertWorkflowOptionKeys(
   assertKnownKeys(`debounce of ${what}`, o.debounce, DEBOUNCE_KEYS);
   assertKnownKeys(`throttle of ${what}`, o.throttle, LIMIT_KEYS);
   assertKnownKeys(`rateLimit of ${what}`, o.rateLimit, LIMIT_KEYS);
+  assertKnownKeys(`concurrency of ${what}`, o.concurrency, CONCURRENCY_KEYS);
   for (const [option, keys] of [
     ['cron', CRON_TRIGGER_KEYS],
     ['event', EVENT_TRIGGER_KEYS],
@@ -297,6 +299,14 @@ export function checkInteger(value: unknown, what: string, min: number, max: num
     throw new ConfigurationError(`${what} must be an integer ${range}, got ${describeValue(value)}.`);
   }
   return value;
+}
+
+/** Highest `priority` (and minus the lowest). */
+export const MAX_PRIORITY = 1000;
+
+/** A run priority: an integer from -1000 to 1000. */
+export function checkPriority(value: unknown, what: string): number {
+  return checkInteger(value, what, -MAX_PRIORITY, MAX_PRIORITY);
 }
 
 /** A count: an integer from 1 to `max` (by default any safe integer). */

@@ -17,7 +17,16 @@ import type {
   WaitForSignalOptions,
 } from './step-types';
 import type { InputSchema } from './validation';
-import type { CancelOnTrigger, CronTrigger, DebounceOptions, EventTrigger, LimitOptions, RetryPolicy, WorkflowOptions } from './workflow-types';
+import type {
+  CancelOnTrigger,
+  ConcurrencyOptions,
+  CronTrigger,
+  DebounceOptions,
+  EventTrigger,
+  LimitOptions,
+  RetryPolicy,
+  WorkflowOptions,
+} from './workflow-types';
 
 /**
  * Returns a function that returns its argument, an array of option names, and fails to compile
@@ -46,11 +55,16 @@ export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | und
   'throttle',
   'rateLimit',
   'mutex',
+  'concurrency',
+  'priority',
   'event',
   'cron',
   'cancelOn',
   'timeout',
 ]);
+
+/** Keys of `ConcurrencyOptions`. */
+export const CONCURRENCY_KEYS = optionKeys<ConcurrencyOptions>()(['key', 'limit']);
 
 /** Keys of a `cancelOn` item. */
 export const CANCEL_ON_KEYS = optionKeys<CancelOnTrigger>()(['event', 'match']);
@@ -103,6 +117,7 @@ export const CHILD_RUN_OPTION_KEYS = optionKeys<ChildRunOptions>()([
   'idempotencyKey',
   'idempotencyWindow',
   'idempotencyTtl',
+  'priority',
 ]);
 
 /** Keys of `EmitEventStepOptions` (`step.emitEvent`). */
@@ -126,6 +141,7 @@ export const RUN_OPTION_KEYS = optionKeys<RunOptions>()([
   'queueOverride',
   'timeout',
   'version',
+  'priority',
 ]);
 
 /** Keys of `EmitEventOptions`. */

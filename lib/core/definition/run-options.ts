@@ -14,6 +14,13 @@ export interface RunOptions {
   runAt?: Date | number;
   /** Run on this queue instead of the workflow's own. */
   queueOverride?: string;
+  /**
+   * Claimed before runs of lower priority in its queue (FIFO within a priority): an integer from
+   * -1000 to 1000, higher first. Each level counts as one minute of waiting, so no run waits
+   * forever: a run is passed only by runs of priority p + n that became ready less than n minutes
+   * after it. @default the workflow's `priority`, else 0
+   */
+  priority?: number;
   /** This run's timeout, instead of the workflow's `timeout` (see `WorkflowOptions.timeout`). */
   timeout?: Duration;
   /**

@@ -137,6 +137,8 @@ export interface ChildRunOptions extends StepOptions {
   idempotencyWindow?: Duration;
   /** @deprecated Use `idempotencyWindow` (a duration such as `'1d'`); `idempotencyTtl`, in seconds, goes in the next minor version. */
   idempotencyTtl?: number;
+  /** The child's priority (see RunOptions.priority). @default the child workflow's `priority`, else 0 */
+  priority?: number;
 }
 
 /** Options of `step.emitEvent`. */

@@ -206,6 +206,14 @@ export interface DebounceOptions<TInput = any> {
 }
 
 /** At most `limit` runs per `period` for one key. */
+/** A keyed concurrency limit (`WorkflowOptions.concurrency`). */
+export interface ConcurrencyOptions<TInput = any> {
+  /** The key runs are counted by: a fixed string or a function of the input. */
+  key: KeyFrom<TInput>;
+  /** Most runs of one key running at once, fleet-wide: an integer >= 1. */
+  limit: number;
+}
+
 export interface LimitOptions<TInput = any> {
   limit: number;
   period: Duration;
@@ -288,8 +296,23 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   throttle?: LimitOptions<TInput>;
   /** Over the limit, a run fails before its handler with RateLimitExceededError. */
   rateLimit?: LimitOptions<TInput>;
-  /** Runs with the same mutex key (across workflows and queues) never run at the same time. */
+  /**
+   * Runs with the same mutex key (across workflows and queues) never run at the same time. Within
+   * one workflow, `concurrency: { key, limit: 1 }` does the same and keeps keys fair.
+   */
   mutex?: KeyFrom<TInput>;
+  /**
+   * At most `limit` runs per key running at once, fleet-wide (a tenant, a customer, an account).
+   * Keys take turns: each key with runs waiting holds one place in the queue, so a key's backlog
+   * never delays another key's next run by more than one run of each other waiting key.
+   * `limit: 1` is a mutex per key. Not combined with `priority`.
+   */
+  concurrency?: ConcurrencyOptions<TInput>;
+  /**
+   * The default priority of this workflow's runs (a start's `priority` replaces it): an integer
+   * from -1000 to 1000, higher first. @default 0
+   */
+  priority?: number;
   /** Start a run on these events. */
   event?: EventTrigger[];
   /** Start a run on these schedules: exactly one run per tick across all workers. */

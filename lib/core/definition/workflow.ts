@@ -5,6 +5,7 @@ import {
   assertWorkflowOptionKeys,
   checkDuration,
   checkInteger,
+  checkPriority,
   checkResourceName,
   checkRunTimeout,
   checkStepRetry,
@@ -176,6 +177,22 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   if (options.timeout !== undefined) checkRunTimeout(options.timeout, `timeout ${of}`);
   if (options.stepRetries !== undefined) checkStepRetry(options.stepRetries, `stepRetries ${of}`);
   if (options.mutex !== undefined) checkKeyOption(options.mutex, `mutex ${of}`);
+  if (options.priority !== undefined) checkPriority(options.priority, `priority ${of}`);
+  if (options.concurrency !== undefined) {
+    const c = options.concurrency;
+    if (!c || typeof c !== 'object' || c.key === undefined) {
+      throw new ConfigurationError(
+        `concurrency ${of} must be { key, limit }: a key (a string or (input) => string) and the most runs per key at once, got ${describeValue(c)}.`,
+      );
+    }
+    checkInteger(c.limit, `concurrency.limit ${of}`, 1, 1_000_000);
+    checkKeyOption(c.key, `concurrency.key ${of}`);
+    if (options.priority) {
+      throw new ConfigurationError(
+        `Workflow "${name}" sets both concurrency (keys take turns) and priority: the runs of a keyed concurrency limit are claimed round robin by key, without priorities. Drop one of the two.`,
+      );
+    }
+  }
   if (options.debounce) {
     checkDuration(options.debounce.period, `debounce.period ${of}`);
     if (options.debounce.timeout !== undefined) checkDuration(options.debounce.timeout, `debounce.timeout ${of}`);
@@ -208,7 +225,7 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
   const triggered = (options.event?.length ?? 0) > 0 || (options.cron?.length ?? 0) > 0;
   if (triggered && hasDynamicFlowKeys(options)) {
     throw new ConfigurationError(
-      `Workflow "${name}" has ${options.event?.length ? 'event' : 'cron'} triggers and computes a mutex, debounce, throttle or rate-limit key with a function. Runs started by an event or a cron tick are created inside Redis, where that function cannot run: give those options fixed keys, or start the workflow from a handler of the event that passes the key in its input.`,
+      `Workflow "${name}" has ${options.event?.length ? 'event' : 'cron'} triggers and computes a mutex, concurrency, debounce, throttle or rate-limit key with a function. Runs started by an event or a cron tick are created inside Redis, where that function cannot run: give those options fixed keys, or start the workflow from a handler of the event that passes the key in its input.`,
     );
   }
   const ids = new Set<string>();

@@ -20,6 +20,26 @@ export class RedflowKeys {
   ready(queue: string): string {
     return `${this.base}q:${queue}:ready`;
   }
+  /** Priority runs of a queue, by ready time shifted by their priority (ready.lua). */
+  priority(queue: string): string {
+    return `${this.base}q:${queue}:prio`;
+  }
+  /** The last priority score given per "<level>|<queue>" (FIFO within a priority). */
+  priorityLast(): string {
+    return `${this.base}prio-last`;
+  }
+  /** Runs of concurrency key `group` ("<workflow>|<key>") waiting for their turn. */
+  groupRuns(group: string): string {
+    return `${this.base}grp:${group}`;
+  }
+  /** Running runs of concurrency key `group` (score: start ms). */
+  groupActive(group: string): string {
+    return `${this.base}grp-active:${group}`;
+  }
+  /** Where each concurrency key's place is: group → "r|<queue>" (in its ready list) or "p|<queue>" (at its limit). */
+  groups(): string {
+    return `${this.base}groups`;
+  }
   scheduled(queue: string): string {
     return `${this.base}q:${queue}:scheduled`;
   }

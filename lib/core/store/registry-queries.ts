@@ -133,18 +133,23 @@ export class RegistryQueries {
     }));
   }
 
-  /**
-   * The depth of the queues of the registered workflows, and of each of `asked` (all queues when
-   * `onlyAsked` is false): two round trips for the registry and the counts (LLEN, ZCARD, a short
-   * LRANGE per queue, one ZCARD per registered workflow), one for the head runs.
-   */
   /** The paused queues, by name. */
   async pausedQueues(): Promise<Record<string, QueuePause>> {
     return parsePauses(await this.redis.hgetall(this.keys.queuesPaused()));
   }
 
+  /**
+   * The depth of the queues of the registered workflows, and of each of `asked` (all queues when
+   * `onlyAsked` is false): two round trips for the registry and the counts (LLEN, ZCARD, a short
+   * LRANGE, the priority zset's ZCARD per queue, an LLEN per concurrency key with runs waiting,
+   * one ZCARD per registered workflow), one for the head runs.
+   */
   async queueStats(asked: string[], onlyAsked: boolean): Promise<QueueStats[]> {
-    const [workflows, pausedJson] = await Promise.all([this.redis.smembers(this.keys.workflows()), this.redis.hgetall(this.keys.queuesPaused())]);
+    const [workflows, pausedJson, groups] = await Promise.all([
+      this.redis.smembers(this.keys.workflows()),
+      this.redis.hgetall(this.keys.queuesPaused()),
+      this.redis.hgetall(this.keys.groups()),
+    ]);
     const paused = parsePauses(pausedJson);
     const queueOf = await pipelineReplies(
       this.redis,
@@ -159,21 +164,29 @@ export class RegistryQueries {
     // A paused queue is listed even when no workflow is registered on it any more.
     if (!onlyAsked) for (const queue of Object.keys(paused)) if (!byQueue.has(queue)) byQueue.set(queue, []);
     const queues = [...byQueue.keys()].sort();
+    const places = readyListPlaces(groups);
     const counts = await pipelineReplies(
       this.redis,
       queues.flatMap((q) => [
         ['llen', this.keys.ready(q)],
         ['zcard', this.keys.scheduled(q)],
         ['lrange', this.keys.ready(q), '0', String(READY_HEAD - 1)],
+        ['zcard', this.keys.priority(q)],
+        ...(places.get(q)?.groups ?? []).map((group) => ['llen', this.keys.groupRuns(group)]),
         ...byQueue.get(q)!.map((w) => ['zcard', this.keys.workflowStatusRuns('running', w)]),
       ]),
     );
     let at = 0;
     const rows = queues.map((queue) => {
-      const [queued, scheduled, head] = counts.slice(at, at + 3) as [number, number, string[]];
-      const running = (counts.slice(at + 3, at + 3 + byQueue.get(queue)!.length) as number[]).reduce((sum, n) => sum + Number(n), 0);
-      at += 3 + byQueue.get(queue)!.length;
-      return { queue, queued: Number(queued), scheduled: Number(scheduled), running, head };
+      const place = places.get(queue) ?? { groups: [], marks: 0 };
+      const [listed, scheduled, head, prioritized] = counts.slice(at, at + 4) as [number, number, string[], number];
+      at += 4;
+      const sum = (n: number) => (counts.slice(at, (at += n)) as number[]).reduce((total, count) => total + Number(count), 0);
+      // The ready list holds run ids and marks (one per key with a place, the priority mark): the
+      // queued runs are its ids, the priority zset and the lists of the keys.
+      const queued = Number(listed) - place.marks + Number(prioritized) + sum(place.groups.length);
+      const running = sum(byQueue.get(queue)!.length);
+      return { queue, queued, scheduled: Number(scheduled), running, head };
     });
     const heads = rows.flatMap((r) => r.head);
     const fields = await pipelineReplies(
@@ -215,4 +228,23 @@ export class RegistryQueries {
     await this.redis.set(key, create(), 'NX');
     return (await this.redis.get(key)) ?? undefined;
   }
+}
+
+/**
+ * Per queue, from the `groups` hash (ready.lua): the concurrency keys with runs waiting (in the
+ * ready list or out of it at their limit), and how many marks its ready list holds.
+ */
+function readyListPlaces(groups: Record<string, string>): Map<string, { groups: string[]; marks: number }> {
+  const places = new Map<string, { groups: string[]; marks: number }>();
+  const of = (queue: string) => places.get(queue) ?? places.set(queue, { groups: [], marks: 0 }).get(queue)!;
+  for (const [field, value] of Object.entries(groups)) {
+    if (field.startsWith('\u0001p')) {
+      of(field.slice(2)).marks++;
+    } else if (value.startsWith('r|') || value.startsWith('p|')) {
+      const place = of(value.slice(2));
+      place.groups.push(field);
+      if (value.startsWith('r|')) place.marks++;
+    }
+  }
+  return places;
 }

@@ -10,9 +10,10 @@ import { join } from 'node:path';
  * Functions library; status indexes for ended statuses only, no `wf:<name>:runs`, `wfnames`. 8: `presence`
  * takes the worker's info and keeps the `workers` hash; a scheduled run's `wait` field and the `waiting:` indexes,
  * `prune-run-index` takes a wait; wait records end with when the wait began, tries records with the tries, the record of a finished wait with what it
- * waited for.
+ * waited for. 9: a ready list holds marks besides run ids (a concurrency key's place, the priority mark), with
+ * the `groups` hash, `grp:` lists, the priority zsets; a run's `slot` field may be 'g' or '1g'.
  */
-export const SCRIPT_VERSION = 8;
+export const SCRIPT_VERSION = 9;
 
 /**
  * Scripts that must run on a Redis over `maxmemory`: they only delete (retention, prune, index

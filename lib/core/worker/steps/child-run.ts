@@ -1,5 +1,5 @@
 import { idempotencyTtlSec, timeOption } from '../../definition/duration';
-import { dynamicFlowError, flowControlFor } from '../../definition/flow-control';
+import { dynamicFlowError, flowControlFor, withRunPriority } from '../../definition/flow-control';
 import { checkIdempotencyKey, CHILD_RUN_OPTION_KEYS, versionQueue } from '../../definition/option-checks';
 import { validateInput } from '../../definition/validation';
 import type { ChildRunOptions, WorkflowTarget } from '../../definition/workflow';
@@ -51,6 +51,7 @@ async function startChild(rt: StepHost, mode: 'wait' | 'emit', options: ChildRun
     runAt: timeOption(opts.runAt, 'runAt'),
     idempotencyKey: opts.idempotencyKey === undefined ? '' : checkIdempotencyKey(opts.idempotencyKey, `idempotencyKey of step "${name}"`),
     idempotencyTtlSec: idempotencyTtlSec(opts, `step "${name}"`),
+    priority: opts.priority,
     deadline,
   });
   if (result.code === 'conflict') throw new IdempotencyConflictError(workflowName, opts.idempotencyKey!, result.childId);
@@ -74,6 +75,8 @@ export interface ChildStart {
   idempotencyKey: string;
   idempotencyTtlSec: number;
   deadline: number;
+  /** The child's own priority (`ChildRunOptions.priority`), instead of its workflow's. */
+  priority?: number;
 }
 
 /**
@@ -107,7 +110,7 @@ export async function callStartChild(rt: StepHost, a: ChildStart) {
       deadline: a.deadline,
       localFlow: definition !== undefined,
       debounce: flow.debounce,
-      extra: withTrace(rt, flow.extra),
+      extra: withTrace(rt, withRunPriority(flow.extra, a.priority, workflowName, a.what)),
     }),
   );
   if (result.code === 'lost') rt.lost();

@@ -3,6 +3,7 @@
 --!include index.lua
 --!include capacity.lua
 --!include end-run.lua
+--!include ready.lua
 
 -- "limit|periodMs|key" as stored for throttle and rateLimit.
 local function parse_limit(spec)
@@ -18,15 +19,29 @@ local function window_full(windowKey, now, limit, period)
   return tonumber(oldest[2]) + period
 end
 
--- Admission of a queued run, in order: mutex, workflow concurrency, throttle, rate limit. Returns
--- true (and whether it took a concurrency slot) when the run may start (its mutex and slot are
--- then taken); otherwise the run is parked
--- (mutex, concurrency), rescheduled (throttle, attempt unchanged) or failed (rate limit).
--- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue, resume, waited }
+-- Admission of a queued run, in order: concurrency key, mutex, workflow concurrency, throttle,
+-- rate limit. Returns true and the run's `slot` field (nil, or '1' for a workflow concurrency slot
+-- and 'g' for a key's, as '1', 'g' or '1g') when the run may start (its mutex and slots are then
+-- taken); otherwise the run is parked (key: at the front of the key's list; mutex, concurrency),
+-- rescheduled (throttle, attempt unchanged) or failed (rate limit).
+-- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue, resume, waited, ... conc = run[20] }
 local function admit(base, runId, runKey, run, now)
   local workflow, mutex, throttle, rateLimit = run[3], run[4], run[5], run[6]
   -- A run without a workflow is corrupt: let the worker claim it and fail it with a clear error.
   if not workflow then return true end
+  local groupActive
+  if run[20] then
+    local groupLimit, group = parse_conc(run[20])
+    if group then
+      groupActive = k_group_active(base, group)
+      if redis.call('ZCARD', groupActive) >= groupLimit then
+        -- It keeps its turn: first of its key's list; the key's place comes back when one stops.
+        redis.call('LPUSH', k_group_runs(base, group), runId)
+        if not redis.call('HGET', k_groups(base), group) then redis.call('HSET', k_groups(base), group, 'p|' .. run[7]) end
+        return false
+      end
+    end
+  end
   local mutexKey
   if mutex then
     mutexKey = k_mutex(base, mutex)
@@ -68,10 +83,14 @@ local function admit(base, runId, runKey, run, now)
     end
   end
   if mutexKey then redis.call('SET', mutexKey, runId) end
-  local slot = false
+  local slot = nil
   if limit > 0 then
     redis.call('ZADD', k_active(base, workflow), now, runId)
-    slot = true
+    slot = '1'
+  end
+  if groupActive then
+    redis.call('ZADD', groupActive, now, runId)
+    slot = (slot or '') .. 'g'
   end
   if throttleKey then
     redis.call('ZADD', throttleKey, now, runId)

@@ -1,5 +1,6 @@
 -- capacity.lua: handing a freed mutex or concurrency slot to the next parked run.
 --!include keys.lua
+--!include ready.lua
 
 -- Puts the first still-queued run of a parked list back at the front of its queue.
 local function unpark_one(base, parkedKey)
@@ -14,9 +15,10 @@ local function unpark_one(base, parkedKey)
   end
 end
 
--- Releases what a running run holds besides its lease: its mutex and its workflow concurrency
--- slot, each handed to the next parked run. Called whenever a run stops running.
--- `slot` is the run's `slot` field: set while it holds a concurrency slot.
+-- Releases what a running run holds besides its lease: its mutex, its workflow concurrency slot
+-- and its concurrency key's slot, each handed to the next parked run (a key's place goes back to
+-- the end of its queue). Called whenever a run stops running.
+-- `slot` is the run's `slot` field while it holds a slot: '1' (workflow), 'g' (key) or '1g'.
 local function release_slots(base, runId, workflow, mutex, slot)
   if mutex and mutex ~= '' then
     local mutexKey = k_mutex(base, mutex)
@@ -25,8 +27,16 @@ local function release_slots(base, runId, workflow, mutex, slot)
       unpark_one(base, k_mutex_parked(base, mutex))
     end
   end
-  if slot and workflow and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
+  if not slot then return end
+  if workflow and string.find(slot, '1', 1, true) and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
     unpark_one(base, k_parked(base, workflow))
+  end
+  if string.find(slot, 'g', 1, true) then
+    local conc = redis.call('HGET', k_run(base, runId), 'conc')
+    if conc then
+      local _, group = parse_conc(conc)
+      if group and redis.call('ZREM', k_group_active(base, group), runId) == 1 then offer_group(base, conc) end
+    end
   end
 end
 

@@ -3,6 +3,14 @@
 
 local function k_run(base, id) return base .. 'run:' .. id end
 local function k_ready(base, queue) return base .. 'q:' .. queue .. ':ready' end
+-- Priority runs of a queue (ready.lua), and the last score given per '<level>|<queue>'.
+local function k_priority(base, queue) return base .. 'q:' .. queue .. ':prio' end
+local function k_priority_last(base) return base .. 'prio-last' end
+-- Runs of a concurrency key waiting for their turn ('<workflow>|<key>' ends the key), the key's
+-- running runs (zset, score: start ms), and where each key's place is (ready.lua).
+local function k_group_runs(base, group) return base .. 'grp:' .. group end
+local function k_group_active(base, group) return base .. 'grp-active:' .. group end
+local function k_groups(base) return base .. 'groups' end
 local function k_scheduled(base, queue) return base .. 'q:' .. queue .. ':scheduled' end
 local function k_status(base, status) return base .. 'status:' .. status end
 local function k_meta(base, workflow) return base .. 'workflow:' .. workflow end

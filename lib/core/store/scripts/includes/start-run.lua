@@ -2,6 +2,7 @@
 --!include keys.lua
 --!include index.lua
 --!include run-events.lua
+--!include ready.lua
 
 -- No more hash fields: `unpack(extra or NO_FIELDS)` adds none (never written to).
 local NO_FIELDS = {}
@@ -33,6 +34,12 @@ local function create_run(base, runId, workflow, queue, maxAttempts, input, now,
   move_index(base, runId, workflow, nil, status, nowText)
   if status == 'scheduled' then
     redis.call('ZADD', k_scheduled(base, queue), dueText, runId)
+  elseif extra then
+    local priority, conc
+    for i = 1, #extra, 2 do
+      if extra[i] == 'priority' then priority = extra[i + 1] elseif extra[i] == 'conc' then conc = extra[i + 1] end
+    end
+    push_ready(base, queue, runId, now, priority, conc)
   else
     redis.call('RPUSH', k_ready(base, queue), runId)
   end
@@ -67,12 +74,14 @@ local function debounce_start(base, d, runId, input, now, availableAt)
 end
 
 -- The flow control of a workflow as its registry entry holds it (static keys only): extra run
--- fields (timeout, mutex, throttle, rateLimit pairs), a debounce spec or nil, and whether the definition
+-- fields (timeout, priority, conc, mutex, throttle, rateLimit pairs), a debounce spec or nil, and whether the definition
 -- computes a key with a function (which only a process holding the definition can run).
 local function registry_flow(base, workflow)
-  local f = redis.call('HMGET', k_meta(base, workflow), 'fmutex', 'fthrottle', 'frateLimit', 'fdebounce', 'fdynamic', 'ftimeout')
+  local f = redis.call('HMGET', k_meta(base, workflow), 'fmutex', 'fthrottle', 'frateLimit', 'fdebounce', 'fdynamic', 'ftimeout', 'fpriority', 'fconc')
   local extra = {}
   if f[6] then extra[#extra + 1] = 'timeout'; extra[#extra + 1] = f[6] end
+  if f[7] then extra[#extra + 1] = 'priority'; extra[#extra + 1] = f[7] end
+  if f[8] then extra[#extra + 1] = 'conc'; extra[#extra + 1] = f[8] end
   if f[1] then extra[#extra + 1] = 'mutex'; extra[#extra + 1] = f[1] end
   if f[2] then extra[#extra + 1] = 'throttle'; extra[#extra + 1] = f[2] end
   if f[3] then extra[#extra + 1] = 'rateLimit'; extra[#extra + 1] = f[3] end
