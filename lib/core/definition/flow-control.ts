@@ -55,6 +55,8 @@ export interface RegistryFlowControl {
   priority?: string;
   /** "limit|workflow|key" */
   conc?: string;
+  /** "maxSize|timeoutMs|key field" (fan-out.lua batches the workflow's events). */
+  batch?: string;
   /** Some key is a function: only a process holding the definition can start a run. */
   dynamic: boolean;
 }
@@ -66,9 +68,11 @@ export interface RegistryFlowControl {
 export function registryFlowControl(definition: WorkflowDefinition<unknown, unknown>): RegistryFlowControl {
   const timeout = definition.options.timeout === undefined ? undefined : String(toMs(definition.options.timeout));
   const priority = definition.options.priority ? String(definition.options.priority) : undefined;
-  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true, timeout, priority };
+  const b = definition.options.batch;
+  const batch = b ? `${b.maxSize}|${toMs(b.timeout)}|${b.key ?? ''}` : undefined;
+  if (hasDynamicFlowKeys(definition.options)) return { dynamic: true, timeout, priority, batch };
   const flow = flowControlFor(definition, undefined);
-  const out: RegistryFlowControl = { dynamic: false };
+  const out: RegistryFlowControl = { dynamic: false, batch };
   for (let i = 0; i < flow.extra.length; i += 2) out[flow.extra[i] as 'mutex' | 'throttle' | 'rateLimit' | 'timeout' | 'priority' | 'conc'] = flow.extra[i + 1];
   const d = flow.debounce;
   if (d) out.debounce = `${d.periodMs}|${d.timeoutMs}|${d.key}`;

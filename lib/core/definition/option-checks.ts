@@ -7,6 +7,7 @@ import { ConfigurationError } from '../errors';
 import { MAX_DURATION_MS, MAX_TIMER_MS, parseDurationMs } from './duration-format';
 import { nearestName } from './nearest-name';
 import {
+  BATCH_KEYS,
   CANCEL_ON_KEYS,
   CONCURRENCY_KEYS,
   CRON_TRIGGER_KEYS,
@@ -154,6 +155,7 @@ export function assertWorkflowOptionKeys(
   assertKnownKeys(`throttle of ${what}`, o.throttle, LIMIT_KEYS);
   assertKnownKeys(`rateLimit of ${what}`, o.rateLimit, LIMIT_KEYS);
   assertKnownKeys(`concurrency of ${what}`, o.concurrency, CONCURRENCY_KEYS);
+  assertKnownKeys(`batch of ${what}`, o.batch, BATCH_KEYS);
   for (const [option, keys] of [
     ['cron', CRON_TRIGGER_KEYS],
     ['event', EVENT_TRIGGER_KEYS],

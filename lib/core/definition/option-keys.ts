@@ -18,6 +18,7 @@ import type {
 } from './step-types';
 import type { InputSchema } from './validation';
 import type {
+  BatchOptions,
   CancelOnTrigger,
   ConcurrencyOptions,
   CronTrigger,
@@ -58,10 +59,14 @@ export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | und
   'concurrency',
   'priority',
   'event',
+  'batch',
   'cron',
   'cancelOn',
   'timeout',
 ]);
+
+/** Keys of `BatchOptions`. */
+export const BATCH_KEYS = optionKeys<BatchOptions>()(['maxSize', 'timeout', 'key']);
 
 /** Keys of `ConcurrencyOptions`. */
 export const CONCURRENCY_KEYS = optionKeys<ConcurrencyOptions>()(['key', 'limit']);

@@ -206,6 +206,16 @@ export interface DebounceOptions<TInput = any> {
 }
 
 /** At most `limit` runs per `period` for one key. */
+/** Batches of events (`WorkflowOptions.batch`). */
+export interface BatchOptions {
+  /** Most events in one batch: an integer from 1 to 1000. A full batch starts at once. */
+  maxSize: number;
+  /** How long after its first event a batch that is not full starts (a duration such as `'10s'`). */
+  timeout: Duration;
+  /** A top-level field of the payloads (a string, number or boolean): events with different values batch apart. */
+  key?: string;
+}
+
 /** A keyed concurrency limit (`WorkflowOptions.concurrency`). */
 export interface ConcurrencyOptions<TInput = any> {
   /** The key runs are counted by: a fixed string or a function of the input. */
@@ -315,6 +325,14 @@ export interface WorkflowOptions<TSchema extends InputSchema | undefined = undef
   priority?: number;
   /** Start a run on these events. */
   event?: EventTrigger[];
+  /**
+   * Take the events that start this workflow in batches (`event` triggers, or `@OnEvent`): one run
+   * per batch, whose input is the array of the events' payloads, oldest first. A batch starts when
+   * it holds `maxSize` events, or `timeout` after its first event. With `key` (a top-level field of
+   * the payloads), each value of the field has its own batches. Runs started otherwise (`start`,
+   * `runByName`, a cron tick) are not batched: give them an array.
+   */
+  batch?: BatchOptions;
   /** Start a run on these schedules: exactly one run per tick across all workers. */
   cron?: CronTrigger[];
   /**

@@ -206,6 +206,18 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
     checkDuration(limit.period, `${kind}.period ${of}`);
     if (limit.key !== undefined) checkKeyOption(limit.key, `${kind}.key ${of}`);
   }
+  if (options.batch !== undefined) {
+    const b = options.batch;
+    if (!b || typeof b !== 'object') throw new ConfigurationError(`batch ${of} must be { maxSize, timeout, key? }, got ${describeValue(b)}.`);
+    checkInteger(b.maxSize, `batch.maxSize ${of}`, 1, 1000);
+    checkDuration(b.timeout, `batch.timeout ${of}`);
+    if (b.key !== undefined) checkUserName(b.key, `batch.key ${of}`);
+    if (!options.event?.length) {
+      throw new ConfigurationError(
+        `batch ${of} batches the events that start it, and it has none: add an event trigger (event: [{ name }], or @OnEvent(name) on the method), or drop batch.`,
+      );
+    }
+  }
   for (const event of options.event ?? []) {
     if (!event || typeof event.name !== 'string' || !NAME.test(event.name)) {
       throw new ConfigurationError(`Event name ${JSON.stringify(event?.name)} of workflow "${name}" is invalid. Use the same characters as workflow names.`);

@@ -40,6 +40,18 @@ export class RedflowKeys {
   groups(): string {
     return `${this.base}groups`;
   }
+  /** Payloads of the events waiting in batch `group` ("<workflow>|<key>"), oldest first. */
+  batch(group: string): string {
+    return `${this.base}batch:${group}`;
+  }
+  /** Batches by due time (their first event's time + timeout). */
+  batchesDue(): string {
+    return `${this.base}batches:due`;
+  }
+  /** Each batch's first event id (its run is "<first event id>.<workflow>"). */
+  batchFirst(): string {
+    return `${this.base}batch-first`;
+  }
   scheduled(queue: string): string {
     return `${this.base}q:${queue}:scheduled`;
   }

@@ -107,6 +107,15 @@ export class Payloads {
     return this.open(decodeJson(text, context.runId ?? '?', field), context);
   }
 
+  /**
+   * A run's input. A batch's input (`batched`: the workflow has a `batch` option) is the array of
+   * its events' payloads, each sealed apart by the emit: opened item by item.
+   */
+  openInput(text: string | null | undefined, context: PayloadContext, batched: boolean): unknown {
+    const input = this.openText(text, 'input', context);
+    return batched && Array.isArray(input) ? input.map((item) => this.open(item, context)) : input;
+  }
+
   /** The JSON text a codec envelope's bytes hold. */
   private decodeText(bytes: Uint8Array, context: PayloadContext): string {
     let plain: Uint8Array;

@@ -165,7 +165,7 @@ export class WorkerMaintenance {
   private async promoteAll(): Promise<void> {
     const { scripts, client, settings, timers } = this.worker;
     for (const queue of settings.queues) await scripts.promote(queue, client.clock.now(), PROMOTE_BATCH);
-    while ((await scripts.fireEvents(client.clock.now(), PROMOTE_BATCH)) === PROMOTE_BATCH && !timers.stopped);
+    while ((await scripts.fireEvents(client.clock.now(), PROMOTE_BATCH)) >= PROMOTE_BATCH && !timers.stopped);
   }
 
   /** Deletes ended runs past retention, a bounded batch per call, until none is left. */

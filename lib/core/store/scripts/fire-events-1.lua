@@ -1,8 +1,9 @@
--- fire-events: fans out events emitted for a time that has come (emitAt), in a bounded batch.
+-- fire-events: fans out events emitted for a time that has come (emitAt), in a bounded batch, and
+-- starts the event batches (a workflow's `batch` option) whose timeout has passed.
 -- KEYS[1] due events zset
 -- ARGV: base now batch
 -- ARGV[1] base "{prefix}:"    ARGV[2] now (ms)    ARGV[3] batch size
--- Returns the number of events fanned out.
+-- Returns the number of events fanned out plus the number of batches started (or put off).
 --!include writable.lua
 --!include keys.lua
 --!include fan-out.lua
@@ -19,4 +20,6 @@ for _, eventId in ipairs(due) do
   redis.call('DEL', dataKey)
   redis.call('ZREM', KEYS[1], eventId)
 end
-return #due
+local batches = redis.call('ZRANGEBYSCORE', k_batches_due(base), '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+for _, group in ipairs(batches) do start_batch(base, group, now) end
+return #due + #batches

@@ -61,7 +61,7 @@ for _, wf in ipairs(workflows) do
   redis.call('HSET', metaKey, 'queue', wf.queue, 'maxAttempts', wf.maxAttempts, 'maxConcurrency', wf.maxConcurrency,
     'owner', owner, 'updatedAt', now, 'events', table.concat(wf.events, '\n'), 'crons', table.concat(cronIds, '\n'))
   local flow = wf.flow or {}
-  for _, kind in ipairs({ 'mutex', 'throttle', 'rateLimit', 'debounce', 'timeout', 'priority', 'conc' }) do
+  for _, kind in ipairs({ 'mutex', 'throttle', 'rateLimit', 'debounce', 'timeout', 'priority', 'conc', 'batch' }) do
     local value = flow[kind]
     if type(value) == 'string' then redis.call('HSET', metaKey, 'f' .. kind, value) else redis.call('HDEL', metaKey, 'f' .. kind) end
   end

@@ -8,6 +8,7 @@
 --!include event-waits.lua
 --!include cancel.lua
 --!include run-events.lua
+--!include batch.lua
 
 -- Hands the event to the runs whose waits match it. `fields`: the payload's top-level scalar
 -- fields (see matching_event_waits). Waits registered by runs that ended are dropped as found.
@@ -47,9 +48,13 @@ local function fan_out(base, subsKey, eventId, event, payload, fields, now)
   local subscribers = redis.call('SMEMBERS', subsKey)
   table.sort(subscribers)
   for _, workflow in ipairs(subscribers) do
-    local meta = redis.call('HMGET', k_meta(base, workflow), 'queue', 'maxAttempts')
+    local meta = redis.call('HMGET', k_meta(base, workflow), 'queue', 'maxAttempts', 'fbatch')
     if not meta[1] then
       redis.call('SREM', subsKey, workflow)
+    elseif meta[3] then
+      -- A batched workflow: the event joins its batch; the run starts with the batch.
+      local runId = batch_event(base, workflow, meta[3], eventId, payload, fields, now)
+      if runId then runIds[#runIds + 1] = runId end
     else
       -- Event runs have no definition at hand: the registry's static flow-control keys apply.
       local runId = start_run(base, { runId = eventId .. '.' .. workflow, workflow = workflow, queue = meta[1],

@@ -11,6 +11,11 @@ local function k_priority_last(base) return base .. 'prio-last' end
 local function k_group_runs(base, group) return base .. 'grp:' .. group end
 local function k_group_active(base, group) return base .. 'grp-active:' .. group end
 local function k_groups(base) return base .. 'groups' end
+-- Events waiting in a batch of '<workflow>|<key>' (their payload JSON, oldest first), when each
+-- batch is due (score: its first event's time + timeout), and each batch's first event id.
+local function k_batch(base, group) return base .. 'batch:' .. group end
+local function k_batches_due(base) return base .. 'batches:due' end
+local function k_batch_first(base) return base .. 'batch-first' end
 local function k_scheduled(base, queue) return base .. 'q:' .. queue .. ':scheduled' end
 local function k_status(base, status) return base .. 'status:' .. status end
 local function k_meta(base, workflow) return base .. 'workflow:' .. workflow end
