@@ -4,6 +4,7 @@
  *   npm run bench                      # defaults: 2 rounds, 10,000 runs, 300 pickup samples
  *   BENCH_ROUNDS=3 BENCH_RUNS=20000 BENCH_PICKUP=500 npm run bench
  *   BENCH_FSYNC=always npm run bench   # Redis with appendonly yes and appendfsync always
+ *   BENCH_ONLY=queues npm run bench    # only the plain queue, priorities and concurrency keys, side by side
  *
  * Per round and system (ours first, then BullMQ, on a fresh prefix / queue after FLUSHALL):
  *   - processing: enqueue all N first, then start the worker (concurrency 50); time until all succeeded.
@@ -52,6 +53,8 @@ const CHUNK = 1000;
 const WARMUP = 10;
 const WAIT_TIMEOUT_MS = 120_000;
 const FSYNC = process.env.BENCH_FSYNC ?? '';
+const ONLY_QUEUES = process.env.BENCH_ONLY === 'queues';
+if (process.env.BENCH_ONLY !== undefined && !ONLY_QUEUES) throw new Error(`BENCH_ONLY must be "queues", got "${process.env.BENCH_ONLY}".`);
 if (FSYNC && !['always', 'everysec', 'no'].includes(FSYNC)) throw new Error(`BENCH_FSYNC must be always, everysec or no, got "${FSYNC}".`);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -624,6 +627,40 @@ function report(results: Record<System, Figures[]>, env: string[]): void {
 
 // ---------------------------------------------------------------------------------------------
 
+/** The processing workload on a plain queue, with priorities and under concurrency keys, back to back (the order turns each round). */
+async function measureQueueKinds(url: string, admin: Admin, round: number): Promise<{ plain: number; priority: number; keyed: number }> {
+  const measure = {
+    plain: async () => (await oursProcessing(url, admin, `bench-plain-r${round}`)).rate,
+    priority: () => oursQueueKind(url, admin, `bench-prio-r${round}`, 'priority'),
+    keyed: () => oursQueueKind(url, admin, `bench-keyed-r${round}`, 'keyed'),
+  };
+  const order = (['plain', 'priority', 'keyed'] as const).map((_, i, all) => all[(i + round - 1) % all.length]);
+  const kinds = { plain: 0, priority: 0, keyed: 0 };
+  for (const kind of order) kinds[kind] = await measure[kind]();
+  console.log(
+    `round ${round} nestjs-redflow, plain: ${fmt(kinds.plain, 0)}/s, priorities: ${fmt(kinds.priority, 0)}/s, concurrency keys: ${fmt(kinds.keyed, 0)}/s`,
+  );
+  return kinds;
+}
+
+/** The queue figures: median rates, and the median of each round's ratio to the plain queue. */
+function reportQueueKinds(queueKinds: Array<{ plain: number; priority: number; keyed: number }>): void {
+  console.log('nestjs-redflow processing (one-step runs queued first, then the worker) with priorities 1-3, and under a concurrency key (100 keys, limit 10):');
+  console.log('');
+  console.log("| queue | runs/s | / plain (median of the rounds' ratios) |");
+  console.log('| --- | ---: | ---: |');
+  for (const [label, key] of [
+    ['plain', 'plain'],
+    ['priorities 1-3', 'priority'],
+    ['concurrency keys (100 keys, limit 10)', 'keyed'],
+  ] as const) {
+    const rate = median(queueKinds.map((f) => f[key]));
+    const ratio = median(queueKinds.map((f) => f[key] / f.plain));
+    console.log(`| ${label} | ${fmt(rate, 0)} | ${ratio.toFixed(2)}× |`);
+  }
+  console.log('');
+}
+
 async function main(): Promise<number> {
   if (!redisServers.hasRedisServer()) {
     console.error(redisServers.NO_REDIS);
@@ -654,7 +691,8 @@ async function main(): Promise<number> {
     const tracingOn: { processing: number; endToEnd: number }[] = [];
     const codecFigures: { plain: number; aes: number; plainNodeUs: number; aesNodeUs: number }[] = [];
     const queueKinds: { plain: number; priority: number; keyed: number }[] = [];
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= ROUNDS && ONLY_QUEUES; round++) queueKinds.push(await measureQueueKinds(servers.url, admin, round));
+    for (let round = 1; round <= ROUNDS && !ONLY_QUEUES; round++) {
       const t = performance.now();
       const ours = await runOurs(servers.url, admin, round);
       results.ours.push(ours);
@@ -685,17 +723,7 @@ async function main(): Promise<number> {
       } finally {
         oursTracing = undefined;
       }
-      // The same processing workload with priorities, and under a concurrency key.
-      // Measured back to back, the plain queue again first, so that the three share the moment.
-      const kinds = {
-        plain: (await oursProcessing(servers.url, admin, `bench-plain-r${round}`)).rate,
-        priority: await oursQueueKind(servers.url, admin, `bench-prio-r${round}`, 'priority'),
-        keyed: await oursQueueKind(servers.url, admin, `bench-keyed-r${round}`, 'keyed'),
-      };
-      queueKinds.push(kinds);
-      console.log(
-        `round ${round} nestjs-redflow, plain: ${fmt(kinds.plain, 0)}/s, priorities: ${fmt(kinds.priority, 0)}/s, concurrency keys: ${fmt(kinds.keyed, 0)}/s`,
-      );
+      queueKinds.push(await measureQueueKinds(servers.url, admin, round));
       // 1 KiB payloads without a codec and with AES-256-GCM.
       const plain = await oursKib(servers.url, admin, `bench-kib-r${round}-plain`);
       oursCodec = aesGcmCodec({ keys: { bench: Buffer.alloc(32, 1) }, current: 'bench' });
@@ -716,6 +744,10 @@ async function main(): Promise<number> {
       );
     }
     env.push(`load average at end ${loadLine()} (other processes on this machine skew the figures)`);
+    if (ONLY_QUEUES) {
+      reportQueueKinds(queueKinds);
+      return 0;
+    }
     report(results, env);
     console.log('nestjs-redflow with the event stream on (default, MAXLEN ~ 100000) and off (events: false):');
     console.log('');
@@ -750,22 +782,7 @@ async function main(): Promise<number> {
       console.log(`| ${label} | ${fmt(none, digits)} ${unit} | ${fmt(aes, digits)} ${unit} | ${(aes / none).toFixed(2)}× |`);
     }
     console.log('');
-    console.log(
-      'nestjs-redflow processing (one-step runs queued first, then the worker) with priorities 1-3, and under a concurrency key (100 keys, limit 10):',
-    );
-    console.log('');
-    console.log('| queue | runs/s | / plain |');
-    console.log('| --- | ---: | ---: |');
-    const plainRate = median(queueKinds.map((f) => f.plain));
-    for (const [label, key] of [
-      ['plain', 'plain'],
-      ['priorities 1-3', 'priority'],
-      ['concurrency keys (100 keys, limit 10)', 'keyed'],
-    ] as const) {
-      const rate = median(queueKinds.map((f) => f[key]));
-      console.log(`| ${label} | ${fmt(rate, 0)} | ${(rate / plainRate).toFixed(2)}× |`);
-    }
-    console.log('');
+    reportQueueKinds(queueKinds);
     console.log(`Total wall time: ${((performance.now() - wallStart) / 1000).toFixed(1)} s`);
     return 0;
   } catch (error) {

@@ -28,6 +28,25 @@ const ONE_STEP = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
   processing: { script: 1, lpop: 1, hexists: 1, zrange: 1, hmget: 2, hget: 1, hset: 2, zrem: 3, zadd: 4, xadd: 1, publish: 1 },
 };
+/**
+ * A one-step run with a priority: its enqueue keeps FIFO order within the priority (`prio-last`:
+ * HGET, HSET), puts it in the priority zset (ZADD, for RPUSH) and sets the queue's mark (HSETNX);
+ * its claim compares the zset's head with the list's (ZRANGE, LINDEX) and takes it (ZREM, for LPOP).
+ */
+const PRIORITY = {
+  enqueue: { script: 1, hset: 2, hget: 1, hsetnx: 1, zadd: 2, sadd: 1, xadd: 1 },
+  processing: { script: 1, lindex: 1, hexists: 1, zrange: 1, hmget: 2, hget: 1, hset: 2, zrem: 4, zadd: 4, xadd: 1, publish: 1 },
+};
+/**
+ * A one-step run under a concurrency key: its enqueue goes to the key's list (RPUSH) and looks for
+ * the key's place (HGET); its claim pops the key's place, counts the key's runs (ZCARD), pops the
+ * key's run (LPOP) and puts the place back (RPUSH), takes a slot (ZADD); its end gives it back
+ * (ZREM) and looks whether the key waits out of the list (HGET).
+ */
+const KEYED = {
+  enqueue: { script: 1, hset: 1, hget: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
+  processing: { script: 1, lpop: 2, rpush: 1, hexists: 1, zrange: 1, zcard: 1, hmget: 2, hget: 2, hset: 2, zrem: 4, zadd: 5, xadd: 1, publish: 1 },
+};
 /** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
 const TEN_STEP = {
   processing: { script: 10, lpop: 1, hexists: 1, zrange: 1, hmget: 11, hget: 1, hset: 11, zrem: 3, zadd: 4, xadd: 10, publish: 1 },
@@ -162,6 +181,24 @@ describeStandalone('cost budgets (commands and bytes per run, counted by Redis)'
     const b = await scenario(10);
     expect(perRun(a.enqueue, b.enqueue, 5)).toEqual(ONE_STEP.enqueue);
     expect(perRun(a.processing, b.processing, 5)).toEqual(ONE_STEP.processing);
+  });
+
+  it('a one-step run with a priority, and one under a concurrency key: what each adds', async () => {
+    const scenario = (n: number, options: { priority?: number; concurrency?: { key: string; limit: number } }) =>
+      withEngine(async (engine) => {
+        const wf = engine.registry.define('one', { maxConcurrency: Infinity, ...options }, async ({ input, step }: WorkflowContext<{ i: number }>) =>
+          step.run('work', () => ({ i: input.i })),
+        );
+        return processRuns(engine, wf, n);
+      });
+    for (const [options, budget] of [
+      [{ priority: 1 }, PRIORITY],
+      [{ concurrency: { key: 'tenant', limit: 5 } }, KEYED],
+    ] as const) {
+      const a = await scenario(5, options);
+      const b = await scenario(10, options);
+      expect({ enqueue: perRun(a.enqueue, b.enqueue, 5), processing: perRun(a.processing, b.processing, 5) }).toEqual(budget);
+    }
   });
 
   it('a ten-step run: the commands of its processing', async () => {

@@ -132,4 +132,32 @@ describe('keyed concurrency', () => {
     await second.result({ timeout: '10s' });
     expect(started).toEqual([0, 1]);
   });
+
+  it("with scope 'queue', the workflows of a queue share each key's count", async () => {
+    const t = tracker();
+    const gate = deferred();
+    const handler = async ({ input }: WorkflowContext<TenantInput>) => {
+      t.enter(input.tenant);
+      try {
+        await gate.promise;
+      } finally {
+        t.leave(input.tenant);
+      }
+    };
+    const concurrency = { key: (input: TenantInput) => input.tenant, limit: 1, scope: 'queue' as const };
+    const exports = engine.define('export', { queue: 'tenant-jobs', concurrency }, handler);
+    const imports = engine.define('import', { queue: 'tenant-jobs', concurrency }, handler);
+    const handles = [
+      await engine.client.start(exports, { tenant: 'a', i: 0 }),
+      await engine.client.start(imports, { tenant: 'a', i: 1 }),
+      await engine.client.start(imports, { tenant: 'b', i: 2 }),
+    ];
+    await engine.worker({ concurrency: 8 });
+    // Tenant a's export runs; its import waits for it; tenant b's import runs beside them.
+    await eventually(() => t.running.get('a') === 1 && t.running.get('b') === 1);
+    await expect(engine.client.getRun(handles[1].id)).resolves.toMatchObject({ status: 'queued' });
+    gate.resolve();
+    await Promise.all(handles.map((h) => h.result({ timeout: '10s' })));
+    expect(Object.fromEntries(t.peak)).toEqual({ a: 1, b: 1 });
+  });
 });

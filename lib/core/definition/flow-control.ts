@@ -99,7 +99,11 @@ export function flowControlFor(definition: WorkflowDefinition<unknown, unknown> 
   const extra: string[] = [];
   if (o.timeout !== undefined) extra.push('timeout', String(toMs(o.timeout)));
   if (o.priority) extra.push('priority', String(o.priority));
-  if (o.concurrency) extra.push('conc', `${o.concurrency.limit}|${name}|${resolveKey(name, 'concurrency', o.concurrency.key, input)}`);
+  if (o.concurrency) {
+    // A queue's keys are '@<queue>|<key>': no workflow name starts with '@'.
+    const owner = o.concurrency.scope === 'queue' ? `@${definition.queue}` : name;
+    extra.push('conc', `${o.concurrency.limit}|${owner}|${resolveKey(name, 'concurrency', o.concurrency.key, input)}`);
+  }
   if (o.mutex !== undefined) extra.push('mutex', resolveKey(name, 'mutex', o.mutex, input));
   for (const kind of ['throttle', 'rateLimit'] as const) {
     const limit = o[kind];

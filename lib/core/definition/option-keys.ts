@@ -69,7 +69,7 @@ export const WORKFLOW_OPTION_KEYS = optionKeys<WorkflowOptions<InputSchema | und
 export const BATCH_KEYS = optionKeys<BatchOptions>()(['maxSize', 'timeout', 'key']);
 
 /** Keys of `ConcurrencyOptions`. */
-export const CONCURRENCY_KEYS = optionKeys<ConcurrencyOptions>()(['key', 'limit']);
+export const CONCURRENCY_KEYS = optionKeys<ConcurrencyOptions>()(['key', 'limit', 'scope']);
 
 /** Keys of a `cancelOn` item. */
 export const CANCEL_ON_KEYS = optionKeys<CancelOnTrigger>()(['event', 'match']);

@@ -222,6 +222,11 @@ export interface ConcurrencyOptions<TInput = any> {
   key: KeyFrom<TInput>;
   /** Most runs of one key running at once, fleet-wide: an integer >= 1. */
   limit: number;
+  /**
+   * Whose runs share a key's count: this workflow's (`'workflow'`), or those of every workflow of
+   * its queue that uses `scope: 'queue'` (give them the same limit). @default 'workflow'
+   */
+  scope?: 'workflow' | 'queue';
 }
 
 export interface LimitOptions<TInput = any> {

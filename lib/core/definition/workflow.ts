@@ -187,6 +187,9 @@ function validateFlowControl(name: string, options: WorkflowOptions<InputSchema 
     }
     checkInteger(c.limit, `concurrency.limit ${of}`, 1, 1_000_000);
     checkKeyOption(c.key, `concurrency.key ${of}`);
+    if (c.scope !== undefined && c.scope !== 'workflow' && c.scope !== 'queue') {
+      throw new ConfigurationError(`concurrency.scope ${of} must be 'workflow' or 'queue', got ${describeValue(c.scope)}.`);
+    }
     if (options.priority) {
       throw new ConfigurationError(
         `Workflow "${name}" sets both concurrency (keys take turns) and priority: the runs of a keyed concurrency limit are claimed round robin by key, without priorities. Drop one of the two.`,

@@ -20,12 +20,13 @@ local function window_full(windowKey, now, limit, period)
 end
 
 -- Admission of a queued run, in order: concurrency key, mutex, workflow concurrency, throttle,
--- rate limit. Returns true and the run's `slot` field (nil, or '1' for a workflow concurrency slot
--- and 'g' for a key's, as '1', 'g' or '1g') when the run may start (its mutex and slots are then
--- taken); otherwise the run is parked (key: at the front of the key's list; mutex, concurrency),
--- rescheduled (throttle, attempt unchanged) or failed (rate limit).
+-- rate limit. Returns true and the run's `slot` field when the run may start (its mutex and slots
+-- are then taken): nil, '1' (a workflow concurrency slot), 'g<conc>' (its key's) or '1g<conc>'
+-- (both). Otherwise the run is parked (key: at the front of the key's list; mutex, concurrency),
+-- rescheduled (throttle, attempt unchanged) or failed (rate limit). `keyChecked`: the run was taken
+-- from its key's place, which found the key under its limit in this script.
 -- run = { status, createdAt, workflow, mutex, throttle, rateLimit, queue, resume, waited, ... conc = run[20] }
-local function admit(base, runId, runKey, run, now)
+local function admit(base, runId, runKey, run, now, keyChecked)
   local workflow, mutex, throttle, rateLimit = run[3], run[4], run[5], run[6]
   -- A run without a workflow is corrupt: let the worker claim it and fail it with a clear error.
   if not workflow then return true end
@@ -34,7 +35,7 @@ local function admit(base, runId, runKey, run, now)
     local groupLimit, group = parse_conc(run[20])
     if group then
       groupActive = k_group_active(base, group)
-      if redis.call('ZCARD', groupActive) >= groupLimit then
+      if not keyChecked and redis.call('ZCARD', groupActive) >= groupLimit then
         -- It keeps its turn: first of its key's list; the key's place comes back when one stops.
         redis.call('LPUSH', k_group_runs(base, group), runId)
         if not redis.call('HGET', k_groups(base), group) then redis.call('HSET', k_groups(base), group, 'p|' .. run[7]) end
@@ -90,7 +91,7 @@ local function admit(base, runId, runKey, run, now)
   end
   if groupActive then
     redis.call('ZADD', groupActive, now, runId)
-    slot = (slot or '') .. 'g'
+    slot = (slot or '') .. 'g' .. run[20]
   end
   if throttleKey then
     redis.call('ZADD', throttleKey, now, runId)

@@ -18,7 +18,8 @@ end
 -- Releases what a running run holds besides its lease: its mutex, its workflow concurrency slot
 -- and its concurrency key's slot, each handed to the next parked run (a key's place goes back to
 -- the end of its queue). Called whenever a run stops running.
--- `slot` is the run's `slot` field while it holds a slot: '1' (workflow), 'g' (key) or '1g'.
+-- `slot` is the run's `slot` field while it holds a slot: '1' (workflow), 'g<conc>' (its key's,
+-- with the run's `conc`) or '1g<conc>'.
 local function release_slots(base, runId, workflow, mutex, slot)
   if mutex and mutex ~= '' then
     local mutexKey = k_mutex(base, mutex)
@@ -28,15 +29,15 @@ local function release_slots(base, runId, workflow, mutex, slot)
     end
   end
   if not slot then return end
-  if workflow and string.find(slot, '1', 1, true) and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
+  -- '1' (byte 49) first: a workflow slot; then 'g' and the key's conc.
+  if workflow and string.byte(slot, 1) == 49 and redis.call('ZREM', k_active(base, workflow), runId) == 1 then
     unpark_one(base, k_parked(base, workflow))
   end
-  if string.find(slot, 'g', 1, true) then
-    local conc = redis.call('HGET', k_run(base, runId), 'conc')
-    if conc then
-      local _, group = parse_conc(conc)
-      if group and redis.call('ZREM', k_group_active(base, group), runId) == 1 then offer_group(base, conc) end
-    end
+  local at = string.find(slot, 'g', 1, true)
+  if at then
+    local conc = string.sub(slot, at + 1)
+    local _, group = parse_conc(conc)
+    if group and redis.call('ZREM', k_group_active(base, group), runId) == 1 then offer_group(base, conc) end
   end
 end
 

@@ -82,9 +82,10 @@ local function next_entry(base, queue, readyKey, prioKey, now)
   return redis.call('LPOP', readyKey)
 end
 
--- A mark popped from a ready list (ready.lua): the priority mark is dropped. A key's place gives the key's oldest run, and goes
--- back to the end of the list while the key has more; at its limit, the key leaves the list until
--- a run of it stops. Returns a run id or nil.
+-- A mark popped from a ready list (ready.lua): the priority mark is dropped. A key's place gives
+-- the key's oldest run and goes back to the end of the list (keys take turns); a place that finds
+-- its key's list empty is dropped then (the key's next run makes a new one). At its limit, the key
+-- leaves the list until a run of it stops. Returns a run id (and true: its key was checked) or nil.
 local function take_place(base, readyKey, queue, entry)
   local groupsKey = k_groups(base)
   if entry == '\1p' then
@@ -94,16 +95,20 @@ local function take_place(base, readyKey, queue, entry)
   local conc = string.sub(entry, 3)
   local limit, group = parse_conc(conc)
   if not group then return nil end
-  local runsKey = k_group_runs(base, group)
   if redis.call('ZCARD', k_group_active(base, group)) >= limit then
-    if redis.call('LLEN', runsKey) > 0 then redis.call('HSET', groupsKey, group, 'p|' .. queue) else redis.call('HDEL', groupsKey, group) end
+    redis.call('HSET', groupsKey, group, 'p|' .. queue)
     return nil
   end
-  local runId = redis.call('LPOP', runsKey)
-  if redis.call('LLEN', runsKey) > 0 then redis.call('RPUSH', readyKey, entry) else redis.call('HDEL', groupsKey, group) end
-  return runId or nil
+  local runId = redis.call('LPOP', k_group_runs(base, group))
+  if not runId then
+    redis.call('HDEL', groupsKey, group)
+    return nil
+  end
+  redis.call('RPUSH', readyKey, entry)
+  return runId, true
 end
 
+-- Claims the next run of a ready list; { '', '', 'paused' } when its queue is paused.
 local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil, skip)
   local queue = string.sub(readyKey, #base + 3, -7)
   if queue_paused(base, queue) then return { '', '', 'paused' } end
@@ -116,7 +121,8 @@ local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil,
       put_back(readyKey, left, false)
       return leftWorkflow and { '', leftWorkflow } or nil
     end
-    if string.byte(runId, 1) == 1 then runId = take_place(base, readyKey, queue, runId) end
+    local keyChecked = false
+    if string.byte(runId, 1) == 1 then runId, keyChecked = take_place(base, readyKey, queue, runId) end
     if runId then
       local runKey = k_run(base, runId)
       local run = redis.call('HMGET', runKey, unpack(CLAIM_FIELDS))
@@ -135,7 +141,7 @@ local function claim_next(base, readyKey, leasesKey, token, nowText, leaseUntil,
         left[#left + 1] = runId
         leftWorkflow = leftWorkflow or run[3]
       elseif run[1] == 'queued' then
-        admitted, slot = admit(base, runId, runKey, run, now)
+        admitted, slot = admit(base, runId, runKey, run, now, keyChecked)
       elseif run[1] then
         -- Canceled while queued: it may have been the run woken for a freed slot or mutex.
         offer_capacity(base, run[3], run[4])
