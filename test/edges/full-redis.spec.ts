@@ -243,6 +243,7 @@ describe('scripts on a Redis that refuses writes', () => {
           overlap: 'allow',
           mode: 'tick',
           limit: undefined,
+          priority: undefined,
         }),
       ],
       ['cron-pause', scripts.cronPause('@s', '{"at":0}', now)],

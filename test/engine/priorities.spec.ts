@@ -1,4 +1,4 @@
-import { ConfigurationError, type WorkflowContext } from '../../lib';
+import { ConfigurationError, createSchedules, type WorkflowContext } from '../../lib';
 import { eventually, TestEngine } from '../support/engine';
 
 /**
@@ -66,6 +66,24 @@ describe('priorities', () => {
     await engine.worker({ concurrency: 1 });
     await eventually(() => order.length === 3, 10_000);
     expect(order).toEqual(['urgent by name', 'plain', 'urgent lowered']);
+  });
+
+  it("a schedule's runs take its priority, or else the workflow's", async () => {
+    const { wf, order } = recorder('report', { priority: 2 });
+    // A worker registers the workflow (with its priority), then stops: the runs below wait queued.
+    await (await engine.worker()).stop();
+    await engine.client.schedule('hourly', { workflow: wf.name, cron: '0 * * * *', input: { tag: 'scheduled p9' }, priority: 9 });
+    await engine.client.schedule('daily', { workflow: wf.name, cron: '0 0 * * *', input: { tag: 'scheduled, workflow p2' } });
+    await engine.client.start(wf, { tag: 'started p5' }, { priority: 5 });
+    const schedules = createSchedules(engine.client);
+    await schedules.trigger('daily');
+    await schedules.trigger('hourly');
+    await engine.worker({ concurrency: 1 });
+    await eventually(() => order.length === 3, 10_000);
+    expect(order).toEqual(['scheduled p9', 'started p5', 'scheduled, workflow p2']);
+    await expect(engine.client.schedule('bad', { workflow: wf.name, every: '1m', priority: 2000 })).rejects.toThrow(
+      'priority of schedule "bad" must be an integer from -1000 to 1000, got 2000.',
+    );
   });
 
   it('a child run and a retried run keep their priority', async () => {

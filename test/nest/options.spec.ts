@@ -38,7 +38,7 @@ describe('@Workflow options', () => {
       return Billing;
     });
     expect(message).toBe(
-      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, version, onNonDeterminism, maxAttempts, retries, stepRetries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex, cancelOn, timeout.',
+      'Unknown option "maxAtempts" in @Workflow options of Billing.bill. Did you mean "maxAttempts"? Known options: name, input, queue, version, onNonDeterminism, maxAttempts, retries, stepRetries, onFailure, maxConcurrency, debounce, throttle, rateLimit, mutex, concurrency, priority, batch, cancelOn, timeout.',
     );
   });
 
@@ -139,7 +139,7 @@ describe('@Cron options', () => {
       return Reports;
     });
     expect(message).toBe(
-      'Unknown option "timeZone" in @Cron options of Reports.nightly. Did you mean "timezone"? Known options: id, timezone, input, missed, missedLimit, overlap, startAt, endAt, limit.',
+      'Unknown option "timeZone" in @Cron options of Reports.nightly. Did you mean "timezone"? Known options: id, timezone, input, missed, missedLimit, overlap, startAt, endAt, limit, priority.',
     );
   });
 

@@ -160,6 +160,7 @@ export class WorkflowSchedules {
       overlap: def.overlap ?? 'skip',
       mode: 'manual' as const,
       limit: undefined,
+      priority: def.priority,
     };
     const outcome: CronFireResult = await this.client.context.call(() => this.client.scripts.cronFire(call));
     const runId = `cron.${cronId}.${tick}`;

@@ -7,7 +7,7 @@ import { Cron } from 'croner';
 
 import { ConfigurationError, InvalidCronError } from '../errors';
 import { lastRuleTicks, nextRuleTick, parseCalendarRule, type CalendarRule } from './calendar-rule';
-import { checkInteger, checkTimestamp, checkUserName, describeValue } from './option-checks';
+import { checkInteger, checkPriority, checkTimestamp, checkUserName, describeValue } from './option-checks';
 import type { ScheduleBounds, SchedulePolicies } from './schedule-types';
 import type { CronTrigger, WorkflowDefinition } from './workflow-types';
 
@@ -60,6 +60,8 @@ export interface StoredCron {
   startAt?: number;
   endAt?: number;
   limit?: number;
+  /** The priority of its runs, when given. */
+  priority?: number;
 }
 
 /** A tick found later than this (ms) was missed: no worker ran when it was due. */
@@ -93,8 +95,8 @@ export function checkSchedulePolicies(options: SchedulePolicies, what: string): 
 }
 
 /** The bounds given in `options` (a trigger or schedule options), checked, in epoch ms; only those given. */
-export function checkScheduleBounds(options: ScheduleBounds, what: string): { startAt?: number; endAt?: number; limit?: number } {
-  const bounds: { startAt?: number; endAt?: number; limit?: number } = {};
+export function checkScheduleBounds(options: ScheduleBounds, what: string): { startAt?: number; endAt?: number; limit?: number; priority?: number } {
+  const bounds: { startAt?: number; endAt?: number; limit?: number; priority?: number } = {};
   if (options.startAt !== undefined) bounds.startAt = checkTimestamp(options.startAt, `startAt of ${what}`);
   if (options.endAt !== undefined) bounds.endAt = checkTimestamp(options.endAt, `endAt of ${what}`);
   if (bounds.startAt !== undefined && bounds.endAt !== undefined && bounds.endAt <= bounds.startAt) {
@@ -103,6 +105,7 @@ export function checkScheduleBounds(options: ScheduleBounds, what: string): { st
     );
   }
   if (options.limit !== undefined) bounds.limit = checkInteger(options.limit, `limit of ${what}`, 1, Number.MAX_SAFE_INTEGER);
+  if (options.priority !== undefined) bounds.priority = checkPriority(options.priority, `priority of ${what}`);
   return bounds;
 }
 
@@ -250,7 +253,7 @@ export function scheduleOf(stored: StoredCron): CronSchedule {
 export function encodeCron(
   workflow: string,
   trigger: CronSchedule & { input?: unknown },
-  policies: SchedulePolicies & { startAt?: number; endAt?: number; limit?: number } = {},
+  policies: SchedulePolicies & { startAt?: number; endAt?: number; limit?: number; priority?: number } = {},
   inputInCode = false,
 ): string {
   // A function of the tick's time is called when the tick fires, by a worker that has it.

@@ -87,7 +87,7 @@ export const DEBOUNCE_KEYS = optionKeys<DebounceOptions>()(['period', 'timeout',
 export const LIMIT_KEYS = optionKeys<LimitOptions>()(['limit', 'period', 'key']);
 
 /** The policies and bounds a workflow's trigger and a runtime schedule both take. */
-const SCHEDULE_POLICY_KEYS = ['missed', 'missedLimit', 'overlap', 'startAt', 'endAt', 'limit'] as const;
+const SCHEDULE_POLICY_KEYS = ['missed', 'missedLimit', 'overlap', 'startAt', 'endAt', 'limit', 'priority'] as const;
 
 /** Keys of `CronTrigger` (an item of the `cron` option). */
 export const CRON_TRIGGER_KEYS = optionKeys<CronTrigger>()(['id', 'expression', 'timezone', 'rrule', 'input', ...SCHEDULE_POLICY_KEYS]);

@@ -26,7 +26,7 @@ export interface SchedulePolicies {
   overlap?: 'skip' | 'allow' | 'cancel-previous' | 'buffer-one';
 }
 
-/** When a schedule may fire, for `@Cron` triggers and runtime schedules alike. */
+/** When a schedule may fire (and the priority of the runs it starts), for `@Cron` triggers and runtime schedules alike. */
 export interface ScheduleBounds {
   /** No tick before this time (a Date or epoch ms). @default now */
   startAt?: Date | number;
@@ -34,6 +34,8 @@ export interface ScheduleBounds {
   endAt?: Date | number;
   /** The most runs its ticks start (`trigger` and `backfill` not counted): the schedule then ends. @default no limit */
   limit?: number;
+  /** The priority of the runs it starts (see `RunOptions.priority`). @default the workflow's `priority` */
+  priority?: number;
 }
 
 /** A cron schedule as registered in Redis: a trigger of a workflow definition, or a runtime schedule. */

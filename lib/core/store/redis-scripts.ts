@@ -51,8 +51,10 @@ export class RedisScripts extends WaitScripts {
     mode: 'tick' | 'drop' | 'manual';
     /** The schedule's `limit`, if any. */
     limit: number | undefined;
+    /** The schedule's `priority` for its runs, if any. */
+    priority: number | undefined;
   }): Promise<CronFireResult> {
-    const args = { base: this.keys.base, ...a, next: a.next ?? '', limit: a.limit ?? '' };
+    const args = { base: this.keys.base, ...a, next: a.next ?? '', limit: a.limit ?? '', priority: a.priority ?? '' };
     return (await this.call('cron-fire', [this.keys.cronNext()], args)) as CronFireResult;
   }
 

@@ -76,7 +76,7 @@ export const SCRIPT_ARGS = {
     'fields',
   ],
   'fire-events': ['base', 'now', 'batch'],
-  'cron-fire': ['base', 'cronId', 'tick', 'next', 'workflow', 'input', 'now', 'overlap', 'mode', 'limit'],
+  'cron-fire': ['base', 'cronId', 'tick', 'next', 'workflow', 'input', 'now', 'overlap', 'mode', 'limit', 'priority'],
   'cron-pause': ['base', 'cronId', 'paused', 'next'],
   'queue-pause': ['base', 'queue', 'paused'],
   'enqueue-many': ['base', 'now', '...items'],

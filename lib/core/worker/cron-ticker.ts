@@ -34,7 +34,18 @@ export async function fireDueCrons(client: WorkflowClient, registry: WorkflowReg
       } catch (error) {
         // An input function that throws, or returns what no run can take: the tick is dropped, loudly.
         report(error, `Cron "${cronId}" dropped its tick at ${new Date(tick).toISOString()}: its input function failed: ${(error as Error).message}`);
-        await scripts.cronFire({ cronId, tick, next, workflow: def.workflow, input: 'null', now, overlap: 'allow', mode: 'drop', limit: def.limit });
+        await scripts.cronFire({
+          cronId,
+          tick,
+          next,
+          workflow: def.workflow,
+          input: 'null',
+          now,
+          overlap: 'allow',
+          mode: 'drop',
+          limit: def.limit,
+          priority: undefined,
+        });
         continue;
       }
       if (input === undefined) {
@@ -46,7 +57,18 @@ export async function fireDueCrons(client: WorkflowClient, registry: WorkflowReg
         continue;
       }
       const mode = fire ? 'tick' : 'drop';
-      await scripts.cronFire({ cronId, tick, next, workflow: def.workflow, input, now, overlap: def.overlap ?? 'skip', mode, limit: def.limit });
+      await scripts.cronFire({
+        cronId,
+        tick,
+        next,
+        workflow: def.workflow,
+        input,
+        now,
+        overlap: def.overlap ?? 'skip',
+        mode,
+        limit: def.limit,
+        priority: def.priority,
+      });
     } catch (error) {
       report(error, `Cron "${cronId}" could not fire: ${(error as Error).message}`);
     }

@@ -6,11 +6,12 @@
 -- (cron:buffered) and checks again in a second, leaving the cron's next time there meanwhile.
 -- The tick is skipped too when the workflow is at its maxConcurrency.
 -- KEYS[1] cron next-time zset
--- ARGV: base cronId tick next workflow input now overlap mode limit
+-- ARGV: base cronId tick next workflow input now overlap mode limit priority
 -- ARGV[1] base "{prefix}:"    ARGV[2] cron id     ARGV[3] tick time (ms, the expected score)
 -- ARGV[4] following tick (ms; '' when the schedule has ended)    ARGV[5] workflow    ARGV[6] input JSON  ARGV[7] now (ms)
 -- ARGV[8] overlap: 'skip' | 'allow' | 'cancel-previous' | 'buffer-one'
 -- ARGV[10] the schedule's limit of runs, or '' (the run that reaches it ends the schedule)
+-- ARGV[11] the priority of the schedule's runs, or '' (the workflow's)
 -- ARGV[9] mode: 'tick' (a due tick), 'drop' (a missed tick: the next time moves, nothing fires), or
 --         'manual' (trigger / backfill: no compare-and-set and the next time stays; 'buffer-one' skips)
 -- Returns 'fired' | 'skipped' (at maxConcurrency) | 'overlap' (skipped: the previous run goes on) |
@@ -77,7 +78,8 @@ local limit = tonumber(meta[3] or '0')
 if limit > 0 and redis.call('ZCARD', k_active(base, workflow)) >= limit then return 'skipped' end
 local runId = 'cron.' .. cronId .. '.' .. runTick
 start_run(base, { runId = runId, workflow = workflow, queue = meta[1], maxAttempts = meta[2] or '1',
-  input = ARGV[6], now = now, availableAt = now, ifAbsent = true, extra = { 'scheduledAt', runTick } })
+  input = ARGV[6], now = now, availableAt = now, ifAbsent = true,
+  extra = ARGV[11] ~= '' and { 'scheduledAt', runTick, 'priority', ARGV[11] } or { 'scheduledAt', runTick } })
 redis.call('HSET', lastKey, cronId, runId)
 -- A schedule with a limit ends with its last run: the count is of ticks' runs, not manual ones.
 if ARGV[10] ~= '' and not manual and redis.call('HINCRBY', k_cron_count(base), cronId, 1) >= tonumber(ARGV[10]) then
