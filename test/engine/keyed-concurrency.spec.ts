@@ -160,4 +160,25 @@ describe('keyed concurrency', () => {
     await Promise.all(handles.map((h) => h.result({ timeout: '10s' })));
     expect(Object.fromEntries(t.peak)).toEqual({ a: 1, b: 1 });
   });
+
+  it("a keyed throttle: a key over its window waits scheduled, and another key's run behind it starts at once", async () => {
+    const started: string[] = [];
+    const wf = engine.define(
+      'per-tenant-throttle',
+      { throttle: { limit: 1, period: '1h', key: (input: TenantInput) => input.tenant } },
+      async ({ input }: WorkflowContext<TenantInput>) => {
+        started.push(`${input.tenant}${input.i}`);
+      },
+    );
+    const a = await engine.client.runManyByName(
+      wf.name,
+      Array.from({ length: 50 }, (_, i) => ({ input: { tenant: 'A', i } })),
+    );
+    const b = await engine.client.start(wf, { tenant: 'B', i: 0 });
+    await engine.worker({ concurrency: 1 });
+    await b.result({ timeout: '10s' });
+    expect(started).toEqual(['A0', 'B0']);
+    // A's other 49 wait for their window, with no attempt used.
+    await expect(engine.client.getRun(a[1].id)).resolves.toMatchObject({ status: 'scheduled', attempt: 0 });
+  });
 });
