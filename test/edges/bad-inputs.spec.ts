@@ -320,6 +320,24 @@ add('defineWorkflow throttle.limit 0', ConfigurationError, ['throttle.limit of w
 add('defineWorkflow rateLimit.period -5', ConfigurationError, ['rateLimit.period of workflow "bad-def-', 'must be a duration > 0', 'got -5'], () =>
   define({ rateLimit: { limit: 1, period: -5 } }),
 );
+add('defineWorkflow priority 1.5', ConfigurationError, ['priority of workflow "bad-def-', 'must be an integer from -1000 to 1000, got 1.5'], () =>
+  define({ priority: 1.5 }),
+);
+add('defineWorkflow concurrency.limit 0', ConfigurationError, ['concurrency.limit of workflow "bad-def-', 'must be an integer from 1 to 1000000, got 0'], () =>
+  define({ concurrency: { key: 'k', limit: 0 } }),
+);
+add('defineWorkflow concurrency without a key', ConfigurationError, ['concurrency of workflow "bad-def-', 'must be { key, limit }'], () =>
+  define({ concurrency: { limit: 2 } }),
+);
+add('defineWorkflow concurrency.scope "tenant"', ConfigurationError, ['concurrency.scope of workflow "bad-def-', "must be 'workflow' or 'queue'"], () =>
+  define({ concurrency: { key: 'k', limit: 2, scope: 'tenant' } }),
+);
+add('defineWorkflow batch.maxSize 0', ConfigurationError, ['batch.maxSize of workflow "bad-def-', 'must be an integer from 1 to 1000, got 0'], () =>
+  define({ event: [{ name: 'order.paid' }], batch: { maxSize: 0, timeout: '1s' } }),
+);
+add('defineWorkflow batch without an event', ConfigurationError, ['batch of workflow "bad-def-', 'batches the events that start it, and it has none'], () =>
+  define({ batch: { maxSize: 10, timeout: '1s' } }),
+);
 add('defineWorkflow mutex ""', ConfigurationError, ['mutex of workflow "bad-def-', 'must be a non-empty string', 'got ""'], () => define({ mutex: '' }));
 add('defineWorkflow mutex with a newline', ConfigurationError, ['mutex of workflow "bad-def-', 'must not contain control characters', 'got "a\\nb"'], () =>
   define({ mutex: 'a\nb' }),
@@ -365,7 +383,7 @@ add('defineWorkflow cron id used twice', ConfigurationError, ['Cron id "nightly"
 add(
   'defineWorkflow event trigger and a mutex function',
   ConfigurationError,
-  ['has event triggers and computes a mutex, debounce, throttle or rate-limit key with a function'],
+  ['has event triggers and computes a mutex, concurrency, debounce, throttle or rate-limit key with a function'],
   () => define({ event: [{ name: 'order.paid' }], mutex: (input: { id: string }) => input.id }),
 );
 add('defineWorkflow event name "a b"', ConfigurationError, ['Event name "a b" of workflow "bad-def-', 'is invalid'], () =>
@@ -378,6 +396,9 @@ add('defineWorkflow event name "a b"', ConfigurationError, ['Event name "a b" of
 const RUN_AT = 'runAt must be a valid Date or epoch milliseconds at most 10 years from now';
 const IDEM_LENGTH = 'idempotencyKey must be a string of 1 to 512 characters';
 const TTL = 'must be a duration > 0 and at most 10 years';
+add('start priority 5000', ConfigurationError, ['priority of the run options must be an integer from -1000 to 1000, got 5000'], () =>
+  start({}, { priority: 5000 }),
+);
 add('start runAt 1e20', ConfigurationError, [RUN_AT, 'got 100000000000000000000'], () => start({}, { runAt: 1e20 }));
 add('start runAt 11 years ahead', ConfigurationError, [RUN_AT], () => start({}, { runAt: new Date(Date.now() + ELEVEN_YEARS_MS) }));
 add('start runAt NaN', ConfigurationError, [RUN_AT, 'got NaN'], () => start({}, { runAt: NaN }));
