@@ -5,6 +5,7 @@
  * handlers take it: keeping the two in one file keeps the types free of import cycles.
  */
 import type { Duration } from './duration-format';
+import type { BatchOptions, ConcurrencyOptions, DebounceOptions, KeyFrom, LimitOptions } from './flow-options';
 import type { RunOptions } from './run-options';
 import type { RunHandle } from './run-types';
 import type { ScheduleBounds, SchedulePolicies } from './schedule-types';
@@ -25,6 +26,8 @@ import type {
   WaitForSignalOptions,
 } from './step-types';
 import type { InferInput, InputSchema } from './validation';
+
+export type { BatchOptions, ConcurrencyOptions, DebounceOptions, KeyFrom, LimitOptions } from './flow-options';
 
 /** What starts runs of a definition: a `WorkflowClient`, given to `run()` or `setDefaultClient`. */
 export interface RunStarter {
@@ -191,49 +194,6 @@ export interface RetryPolicy {
   delay?: Duration | ((ctx: { run: RunInfo; error: unknown }) => Duration | Date);
   /** Return false to fail at once. @default every error but NonRetriableError is retried */
   shouldRetry?: (ctx: { run: RunInfo; error: unknown }) => boolean;
-}
-
-/** A key derived from the input: a fixed string or a function of the input. */
-export type KeyFrom<TInput> = string | ((input: TInput) => string);
-
-/** Debounce: collapse repeated starts with the same key into one run, started after a quiet period. */
-export interface DebounceOptions<TInput = any> {
-  /** Quiet period: each new start within it restarts it and replaces the input. */
-  period: Duration;
-  /** Start no later than this after the first start, even if starts keep coming. */
-  timeout?: Duration;
-  key: KeyFrom<TInput>;
-}
-
-/** At most `limit` runs per `period` for one key. */
-/** Batches of events (`WorkflowOptions.batch`). */
-export interface BatchOptions {
-  /** Most events in one batch: an integer from 1 to 1000. A full batch starts at once. */
-  maxSize: number;
-  /** How long after its first event a batch that is not full starts (a duration such as `'10s'`). */
-  timeout: Duration;
-  /** A top-level field of the payloads (a string, number or boolean): events with different values batch apart. */
-  key?: string;
-}
-
-/** A keyed concurrency limit (`WorkflowOptions.concurrency`). */
-export interface ConcurrencyOptions<TInput = any> {
-  /** The key runs are counted by: a fixed string or a function of the input. */
-  key: KeyFrom<TInput>;
-  /** Most runs of one key running at once, fleet-wide: an integer >= 1. */
-  limit: number;
-  /**
-   * Whose runs share a key's count: this workflow's (`'workflow'`), or those of every workflow of
-   * its queue that uses `scope: 'queue'` (give them the same limit). @default 'workflow'
-   */
-  scope?: 'workflow' | 'queue';
-}
-
-export interface LimitOptions<TInput = any> {
-  limit: number;
-  period: Duration;
-  /** @default one window for the whole workflow */
-  key?: KeyFrom<TInput>;
 }
 
 /** A cron trigger: a cron expression (croner syntax; a leading seconds field is allowed), or an RFC 5545 `rrule`. */

@@ -44,7 +44,7 @@ local function start_batch(base, group, now)
   if #items == 0 or not firstId then return nil end
   local runId = firstId .. '.' .. workflow
   start_run(base, { runId = runId, workflow = workflow, queue = meta[1], maxAttempts = meta[2] or '1',
-    input = '[' .. table.concat(items, ',') .. ']', now = now, availableAt = now, ifAbsent = true })
+    input = string.format('[%s]', table.concat(items, ',')), now = now, availableAt = now, ifAbsent = true })
   return runId
 end
 
