@@ -27,7 +27,12 @@ export default tseslint.config(
     },
   },
   {
-    files: ['lib/core/definition/workflow.ts', 'lib/core/definition/workflow-types.ts', 'lib/core/definition/step-types.ts'],
+    files: [
+      'lib/core/definition/workflow.ts',
+      'lib/core/definition/workflow-types.ts',
+      'lib/core/definition/flow-options.ts',
+      'lib/core/definition/step-types.ts',
+    ],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   // The dashboard page: browser code (bundled into lib/dashboard/assets/app.js by scripts/build-ui.js).

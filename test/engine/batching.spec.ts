@@ -89,9 +89,11 @@ describe('batching', () => {
     const stored = await engine.redis.lrange(engine.client.keys.batch(`bulk-insert|${digest}`), 0, -1);
     expect(stored).toHaveLength(1);
     expect(stored[0]).not.toContain('secret-co');
-    await engine.emit('order.placed', order('secret-co', 2));
+    const [runId] = await engine.emit('order.placed', order('secret-co', 2));
     await eventually(() => batches.length === 1);
     expect(batches[0]).toEqual([order('secret-co', 1), order('secret-co', 2)]);
+    // Read back, the run's input is the payloads in clear too.
+    await expect(engine.client.getRun(runId)).resolves.toMatchObject({ input: [order('secret-co', 1), order('secret-co', 2)] });
   });
 
   it('names a bad batch option', () => {

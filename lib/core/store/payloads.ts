@@ -108,8 +108,8 @@ export class Payloads {
   }
 
   /**
-   * A run's input. A batch's input (`batched`: the workflow has a `batch` option) is the array of
-   * its events' payloads, each sealed apart by the emit: opened item by item.
+   * A run's input. A batch's input (`batched`: the run's `batch` field, set by batch.lua) is the
+   * array of its events' payloads, each sealed apart by its emit: opened item by item.
    */
   openInput(text: string | null | undefined, context: PayloadContext, batched: boolean): unknown {
     const input = this.openText(text, 'input', context);

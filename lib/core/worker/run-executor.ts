@@ -179,7 +179,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
       // can meet, is compensated here: it holds no slot to wait in.)
       const runVersion = parseVersionQueue(info.queue).version;
       if (runVersion !== definition.version) return await this.finisher.handBack(info.queue, info.workflow, runVersion, definition.version);
-      input = this.host.payloads.openInput(hash.input, { kind: 'input', runId: this.runId }, definition.options.batch !== undefined);
+      input = this.host.payloads.openInput(hash.input, { kind: 'input', runId: this.runId }, hash.batch === '1');
       const validInput = await validateInput(info.workflow, definition.options.schema, input);
       await this.registerCancelOn(definition.options.cancelOn, info.workflow, validInput);
       this.host.hooks.emit('onRunStart', {
@@ -294,7 +294,7 @@ export class RunExecutor implements FinishedAttempt, CompensatingAttempt {
     const target = hash.compensate === 'canceled' ? 'canceled' : 'failed';
     let input: unknown;
     try {
-      input = this.host.payloads.openInput(hash.input, { kind: 'input', runId: this.runId }, definition.options.batch !== undefined);
+      input = this.host.payloads.openInput(hash.input, { kind: 'input', runId: this.runId }, hash.batch === '1');
     } catch (error) {
       return this.finisher.endCompensation(target, reasonJson, { ok: false, ran: [], step: '', error }, info, undefined);
     }

@@ -2,7 +2,8 @@
 -- is the JSON array of the events' payloads, oldest first. A batch starts when it holds maxSize
 -- events (in the call that adds the last one), or when its timeout has passed since its first
 -- event (fire-events-1.lua, on the workers' maintenance timer). Its run id is
--- '<first event id>.<workflow>', the id a run of that event alone would have had.
+-- '<first event id>.<workflow>', the id a run of that event alone would have had; its `batch`
+-- field ('1') says its input is an array of payloads each stored as emitted (sealed apart).
 --!include keys.lua
 --!include start-run.lua
 
@@ -44,7 +45,7 @@ local function start_batch(base, group, now)
   if #items == 0 or not firstId then return nil end
   local runId = firstId .. '.' .. workflow
   start_run(base, { runId = runId, workflow = workflow, queue = meta[1], maxAttempts = meta[2] or '1',
-    input = string.format('[%s]', table.concat(items, ',')), now = now, availableAt = now, ifAbsent = true })
+    input = string.format('[%s]', table.concat(items, ',')), now = now, availableAt = now, ifAbsent = true, extra = { 'batch', '1' } })
   return runId
 end
 

@@ -29,7 +29,7 @@ end
 -- read by the claim's HMGET below: such a run has no journal yet, so the claim replies with these
 -- instead of reading the whole hash again. A field the worker starts to read goes into both.
 local CLAIM_FIELDS = { 'status', 'createdAt', 'workflow', 'mutex', 'throttle', 'rateLimit', 'queue', 'resume', 'waited',
-  'timeout', 'deadline', 'lease', 'attempt', 'input', 'maxAttempts', 'traceparent', 'tracestate', 'startedAt', 'scheduledAt', 'conc' }
+  'timeout', 'deadline', 'lease', 'attempt', 'input', 'maxAttempts', 'traceparent', 'tracestate', 'startedAt', 'scheduledAt', 'conc', 'batch' }
 
 -- Fields a claim writes (the claim's reply takes their new values from `written`).
 local CLAIM_WRITES = { status = true, lease = true, startedAt = true, attempt = true, resume = true, slot = true, deadline = true }
