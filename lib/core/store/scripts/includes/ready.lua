@@ -6,8 +6,9 @@
 --   key's list; the ready list holds one place for the key, '\1g<conc>'. A claim reaching the place
 --   takes the key's oldest run and puts the place back at the end of the list: keys take turns.
 -- The `groups` hash says where each key's place is: 'r|<queue>' in that queue's ready list,
--- 'p|<queue>' out of it while the key is at its limit (the next release puts it back), no field
--- when the key has no run waiting. Field '\1p<queue>' is there while the queue's mark is in its list.
+-- 'p|<queue>' out of it while the key is at its limit (the next release puts it back). A key whose
+-- list is not empty always has a field; a place taken off the list that finds the list empty drops
+-- it. Field '\1p<queue>' is there while the queue's mark is in its list.
 --!include keys.lua
 
 -- A run of priority p goes before runs without priority that became ready up to p minutes after it
@@ -33,9 +34,11 @@ end
 local function push_ready(base, queue, runId, now, priority, conc)
   if conc then
     local _, group = parse_conc(conc)
-    redis.call('RPUSH', k_group_runs(base, group), runId)
-    -- A key without a place gets one; a key at its limit gets it back when a run of it stops.
-    if not redis.call('HGET', k_groups(base), group) then place_group(base, queue, conc, group) end
+    -- A key with runs waiting has a place (in the list, or out of it at its limit: it gets it back
+    -- when a run of it stops); only a key whose list was empty may need one.
+    if redis.call('RPUSH', k_group_runs(base, group), runId) == 1 and not redis.call('HGET', k_groups(base), group) then
+      place_group(base, queue, conc, group)
+    end
     return
   end
   local level = tonumber(priority or '0') or 0
