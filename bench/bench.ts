@@ -325,8 +325,8 @@ async function oursTenSteps(url: string, admin: Admin, prefix: string): Promise<
 }
 
 /** RUNS one-step runs with priorities, or under a concurrency key, queued first, then processed: runs/s. */
-async function oursQueueKind(url: string, admin: Admin, prefix: string, kind: 'priority' | 'keyed'): Promise<number> {
-  const { rate } = await oursQueuedFirst(
+async function oursQueueKind(url: string, admin: Admin, prefix: string, kind: 'priority' | 'keyed'): Promise<{ rate: number; cost: RunCost }> {
+  return oursQueuedFirst(
     url,
     admin,
     prefix,
@@ -342,7 +342,6 @@ async function oursQueueKind(url: string, admin: Admin, prefix: string, kind: 'p
       if (await producer.countRuns({ status: 'queued' })) throw new Error(`ours: ${kind} runs are left queued.`);
     },
   );
-  return rate;
 }
 
 /** RUNS runs of 1 KiB payloads, queued first, then processed: runs/s (the codec figures). */
@@ -627,36 +626,54 @@ function report(results: Record<System, Figures[]>, env: string[]): void {
 
 // ---------------------------------------------------------------------------------------------
 
+type QueueKind = 'plain' | 'priority' | 'keyed';
+type QueueKindFigures = Record<QueueKind, { rate: number; cost: RunCost }>;
+
 /** The processing workload on a plain queue, with priorities and under concurrency keys, back to back (the order turns each round). */
-async function measureQueueKinds(url: string, admin: Admin, round: number): Promise<{ plain: number; priority: number; keyed: number }> {
-  const measure = {
-    plain: async () => (await oursProcessing(url, admin, `bench-plain-r${round}`)).rate,
+async function measureQueueKinds(url: string, admin: Admin, round: number): Promise<QueueKindFigures> {
+  const measure: Record<QueueKind, () => Promise<{ rate: number; cost: RunCost }>> = {
+    plain: () => oursProcessing(url, admin, `bench-plain-r${round}`),
     priority: () => oursQueueKind(url, admin, `bench-prio-r${round}`, 'priority'),
     keyed: () => oursQueueKind(url, admin, `bench-keyed-r${round}`, 'keyed'),
   };
-  const order = (['plain', 'priority', 'keyed'] as const).map((_, i, all) => all[(i + round - 1) % all.length]);
-  const kinds = { plain: 0, priority: 0, keyed: 0 };
-  for (const kind of order) kinds[kind] = await measure[kind]();
-  console.log(
-    `round ${round} nestjs-redflow, plain: ${fmt(kinds.plain, 0)}/s, priorities: ${fmt(kinds.priority, 0)}/s, concurrency keys: ${fmt(kinds.keyed, 0)}/s`,
+  const kinds: QueueKind[] = ['plain', 'priority', 'keyed'];
+  const figures = {} as QueueKindFigures;
+  for (const kind of kinds.map((_, i) => kinds[(i + round - 1) % kinds.length])) figures[kind] = await measure[kind]();
+  const line = kinds.map(
+    (k) => `${k} ${fmt(figures[k].rate, 0)}/s (Redis ${fmt(figures[k].cost.redisUs, 1)} µs, Node ${fmt(figures[k].cost.nodeUs, 1)} µs per run)`,
   );
-  return kinds;
+  console.log(`round ${round} nestjs-redflow: ${line.join(', ')}`);
+  return figures;
 }
 
-/** The queue figures: median rates, and the median of each round's ratio to the plain queue. */
-function reportQueueKinds(queueKinds: Array<{ plain: number; priority: number; keyed: number }>): void {
+/** The queue figures: medians of the rates, of each round's ratio to the plain queue, and of the CPU per run. */
+function reportQueueKinds(queueKinds: QueueKindFigures[]): void {
   console.log('nestjs-redflow processing (one-step runs queued first, then the worker) with priorities 1-3, and under a concurrency key (100 keys, limit 10):');
   console.log('');
-  console.log("| queue | runs/s | / plain (median of the rounds' ratios) |");
-  console.log('| --- | ---: | ---: |');
+  console.log("| queue | runs/s | / plain (median of the rounds' ratios) | Redis CPU per run | Node CPU per run | commands per run |");
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
   for (const [label, key] of [
     ['plain', 'plain'],
     ['priorities 1-3', 'priority'],
     ['concurrency keys (100 keys, limit 10)', 'keyed'],
   ] as const) {
-    const rate = median(queueKinds.map((f) => f[key]));
-    const ratio = median(queueKinds.map((f) => f[key] / f.plain));
-    console.log(`| ${label} | ${fmt(rate, 0)} | ${ratio.toFixed(2)}× |`);
+    const of = (f: (k: { rate: number; cost: RunCost }) => number) => median(queueKinds.map((k) => f(k[key])));
+    const ratio = median(queueKinds.map((f) => f[key].rate / f.plain.rate));
+    console.log(
+      `| ${label} | ${fmt(
+        of((k) => k.rate),
+        0,
+      )} | ${ratio.toFixed(2)}× | ${fmt(
+        of((k) => k.cost.redisUs),
+        1,
+      )} µs | ${fmt(
+        of((k) => k.cost.nodeUs),
+        1,
+      )} µs | ${fmt(
+        of((k) => k.cost.commands),
+        1,
+      )} |`,
+    );
   }
   console.log('');
 }
@@ -690,7 +707,7 @@ async function main(): Promise<number> {
     const streamOff: { processing: number; endToEnd: number }[] = [];
     const tracingOn: { processing: number; endToEnd: number }[] = [];
     const codecFigures: { plain: number; aes: number; plainNodeUs: number; aesNodeUs: number }[] = [];
-    const queueKinds: { plain: number; priority: number; keyed: number }[] = [];
+    const queueKinds: QueueKindFigures[] = [];
     for (let round = 1; round <= ROUNDS && ONLY_QUEUES; round++) queueKinds.push(await measureQueueKinds(servers.url, admin, round));
     for (let round = 1; round <= ROUNDS && !ONLY_QUEUES; round++) {
       const t = performance.now();

@@ -41,12 +41,12 @@ const PRIORITY = {
  * A one-step run under a concurrency key: its enqueue goes to the key's list (RPUSH, instead of
  * the ready list's; a key whose list was empty also looks for its place, once per key here); its
  * claim pops the key's place, counts the key's runs (ZCARD), pops the key's run (LPOP) and puts the
- * place back (RPUSH), takes a slot (ZADD); its end gives it back (ZREM) and looks whether the key
- * waits out of the list (HGET).
+ * place back (RPUSH), takes a slot (ZADD); its end gives it back (ZREM, which also says whether
+ * the key waits out of the list: no look at its place).
  */
 const KEYED = {
   enqueue: { script: 1, hset: 1, zadd: 1, sadd: 1, rpush: 1, xadd: 1 },
-  processing: { script: 1, lpop: 2, rpush: 1, hexists: 1, zrange: 1, zcard: 1, hmget: 2, hget: 2, hset: 2, zrem: 4, zadd: 5, xadd: 1, publish: 1 },
+  processing: { script: 1, lpop: 2, rpush: 1, hexists: 1, zrange: 1, zcard: 1, hmget: 2, hget: 1, hset: 2, zrem: 4, zadd: 5, xadd: 1, publish: 1 },
 };
 /** Commands per 10-step run while processing (one checkpoint per step but the last, which finish carries). */
 const TEN_STEP = {

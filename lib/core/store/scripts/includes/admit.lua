@@ -38,7 +38,8 @@ local function admit(base, runId, runKey, run, now, keyChecked)
       if not keyChecked and redis.call('ZCARD', groupActive) >= groupLimit then
         -- It keeps its turn: first of its key's list; the key's place comes back when one stops.
         redis.call('LPUSH', k_group_runs(base, group), runId)
-        if not redis.call('HGET', k_groups(base), group) then redis.call('HSET', k_groups(base), group, 'p|' .. run[7]) end
+        -- A key with its place in the list is parked when that place comes up.
+        if not redis.call('HGET', k_groups(base), group) then park_group(base, group, run[7]) end
         return false
       end
     end

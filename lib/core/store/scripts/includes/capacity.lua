@@ -34,11 +34,7 @@ local function release_slots(base, runId, workflow, mutex, slot)
     unpark_one(base, k_parked(base, workflow))
   end
   local at = string.find(slot, 'g', 1, true)
-  if at then
-    local conc = string.sub(slot, at + 1)
-    local _, group = parse_conc(conc)
-    if group and redis.call('ZREM', k_group_active(base, group), runId) == 1 then offer_group(base, conc) end
-  end
+  if at then release_group(base, runId, string.sub(slot, at + 1)) end
 end
 
 -- A queued run left without taking a slot or mutex (dropped as canceled, rate-limited, throttled):

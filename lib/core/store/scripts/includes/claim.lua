@@ -96,7 +96,7 @@ local function take_place(base, readyKey, queue, entry)
   local limit, group = parse_conc(conc)
   if not group then return nil end
   if redis.call('ZCARD', k_group_active(base, group)) >= limit then
-    redis.call('HSET', groupsKey, group, 'p|' .. queue)
+    park_group(base, group, queue)
     return nil
   end
   local runId = redis.call('LPOP', k_group_runs(base, group))

@@ -9,6 +9,8 @@
 -- 'p|<queue>' out of it while the key is at its limit (the next release puts it back). A key whose
 -- list is not empty always has a field; a place taken off the list that finds the list empty drops
 -- it. Field '\1p<queue>' is there while the queue's mark is in its list.
+-- While a key waits out of the list ('p|'), its count (`grp-active:`) also holds the member
+-- PARKED, so the release that frees a slot learns it from its ZREM, with no look at `groups`.
 --!include keys.lua
 
 -- A run of priority p goes before runs without priority that became ready up to p minutes after it
@@ -16,6 +18,8 @@
 local PRIORITY_LEVEL_MS = 60000
 -- Scores are ready-time ms × 1024 plus an order within the ms, so runs of one priority stay FIFO.
 local PRIORITY_SCALE = 1024
+
+local PARKED = '\1p'
 
 -- "<limit>|<workflow>|<key>" → limit, group ("<workflow>|<key>").
 local function parse_conc(conc)
@@ -56,10 +60,18 @@ local function push_ready(base, queue, runId, now, priority, conc)
   if redis.call('HSETNX', k_groups(base), '\1p' .. queue, '1') == 1 then redis.call('RPUSH', k_ready(base, queue), '\1p') end
 end
 
--- A key's run stopped running (or was refused): when the key waits out of the list at its limit
--- with runs left, its place goes back to the end of its queue's ready list.
-local function offer_group(base, conc)
+-- Takes a key out of its queue's ready list while it is at its limit (its place was popped, or one
+-- of its runs came back to the list and found it so): its next release puts the place back.
+local function park_group(base, group, queue)
+  redis.call('HSET', k_groups(base), group, 'p|' .. queue)
+  redis.call('ZADD', k_group_active(base, group), 0, PARKED)
+end
+
+-- A run of a key stopped running: gives back its slot, and when the key waited out of the list
+-- (its count held PARKED), puts the key's place back at the end of its queue's ready list.
+local function release_group(base, runId, conc)
   local _, group = parse_conc(conc)
+  if not group or redis.call('ZREM', k_group_active(base, group), runId, PARKED) < 2 then return end
   local state = redis.call('HGET', k_groups(base), group)
   if state and string.sub(state, 1, 2) == 'p|' then
     if redis.call('LLEN', k_group_runs(base, group)) > 0 then
