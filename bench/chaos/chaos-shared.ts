@@ -10,6 +10,24 @@ export interface ChaosInput {
   n: number;
 }
 
+/**
+ * CHAOS_QUEUE: how runs queue. 'plain' (default); 'keyed': under a concurrency key (10 keys, 2 runs
+ * of each at once, so keys wait at their limit); 'priority': each run with priority n % 3.
+ */
+export const CHAOS_QUEUE = process.env.CHAOS_QUEUE ?? 'plain';
+if (!['plain', 'keyed', 'priority'].includes(CHAOS_QUEUE)) throw new Error(`CHAOS_QUEUE must be plain, keyed or priority, got "${CHAOS_QUEUE}".`);
+
+/** The workflow's options for CHAOS_QUEUE, the same in the driver and in the workers. */
+export function chaosWorkflowOptions(maxAttempts: number) {
+  const keyed = CHAOS_QUEUE === 'keyed' ? { concurrency: { key: (input: ChaosInput) => `k${input.n % 10}`, limit: 2 } } : {};
+  return { maxAttempts, maxConcurrency: Infinity, ...keyed };
+}
+
+/** The start options of run n for CHAOS_QUEUE. */
+export function chaosRunOptions(n: number) {
+  return { idempotencyKey: `chaos-${n}`, ...(CHAOS_QUEUE === 'priority' && { priority: n % 3 }) };
+}
+
 /** Short timings (as FAST_RUNTIME in test/support/engine.ts) so recovery happens within seconds. */
 export const FAST_RUNTIME = { leaseDuration: 1_000, heartbeatInterval: 250, reaperInterval: 100, blockTimeout: 100 };
 

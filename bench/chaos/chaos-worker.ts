@@ -12,7 +12,7 @@
 import { Redis } from 'ioredis';
 
 import { createClient, startWorker, WorkflowRegistry, type WorkflowContext } from '../../lib';
-import { CHAOS_WORKFLOW, execsKey, FAST_RUNTIME, STEPS, stepValue, type ChaosInput } from './chaos-shared';
+import { CHAOS_WORKFLOW, chaosWorkflowOptions, execsKey, FAST_RUNTIME, STEPS, stepValue, type ChaosInput } from './chaos-shared';
 
 // Installed first: SIGUSR2's default action would end the process.
 const blockMs = Number(process.env.CHAOS_BLOCK_MS ?? 1_500);
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
     }
   }
 
-  registry.define(CHAOS_WORKFLOW, { maxAttempts, maxConcurrency: Infinity }, async ({ input, run, step }: WorkflowContext<ChaosInput>) => {
+  registry.define(CHAOS_WORKFLOW, chaosWorkflowOptions(maxAttempts), async ({ input, run, step }: WorkflowContext<ChaosInput>) => {
     let sum = 0;
     for (const name of STEPS) {
       sum += await step.run(name, async () => {

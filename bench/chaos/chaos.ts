@@ -32,7 +32,17 @@ import { Redis } from 'ioredis';
 
 import { createClient, WorkflowRegistry, type WorkflowClient } from '../../lib';
 import { envInt } from '../bench-support';
-import { CHAOS_WORKFLOW, execsKey, expectedOutput, FAST_RUNTIME, STEPS, type ChaosInput } from './chaos-shared';
+import {
+  CHAOS_QUEUE,
+  CHAOS_WORKFLOW,
+  chaosRunOptions,
+  chaosWorkflowOptions,
+  execsKey,
+  expectedOutput,
+  FAST_RUNTIME,
+  STEPS,
+  type ChaosInput,
+} from './chaos-shared';
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -364,7 +374,7 @@ class Runs {
     const definition = this.registry.get(CHAOS_WORKFLOW)!;
     for (let pause = 50; ; pause = Math.min(pause * 2, 1_000)) {
       try {
-        const handle = await this.client.start(definition, { n } satisfies ChaosInput, { idempotencyKey: `chaos-${n}` });
+        const handle = await this.client.start(definition, { n } satisfies ChaosInput, chaosRunOptions(n));
         this.byId.set(handle.id, n);
         this.pending.add(handle.id);
         return;
@@ -643,7 +653,7 @@ async function main(): Promise<number> {
   server = new RedisServer(await freePort(), dir);
   await server.start();
   log(
-    `seed ${SEED}; ${RUNS} runs over ${DURATION_MS} ms; ${WORKERS} workers x concurrency ${CONCURRENCY}; ` +
+    `seed ${SEED}; queue ${CHAOS_QUEUE}; ${RUNS} runs over ${DURATION_MS} ms; ${WORKERS} workers x concurrency ${CONCURRENCY}; ` +
       `faults every ${FAULT_MIN_MS}-${FAULT_MAX_MS} ms; redis-server ${server.url} (AOF, appendfsync always) in ${dir}; prefix ${PREFIX}`,
   );
 
@@ -656,7 +666,7 @@ async function main(): Promise<number> {
   const admin = open();
   const registry = new WorkflowRegistry();
   // The same options as the workers' definition; the handler only runs in the workers.
-  registry.define(CHAOS_WORKFLOW, { maxAttempts: MAX_ATTEMPTS, maxConcurrency: Infinity }, async () => {
+  registry.define(CHAOS_WORKFLOW, chaosWorkflowOptions(MAX_ATTEMPTS), async () => {
     throw new Error('chaos runs execute in the worker processes');
   });
   const client = createClient({ redis: open(), prefix: PREFIX, registry });
