@@ -63,9 +63,9 @@ local function next_entry(base, queue, readyKey, prioKey, now)
   local top = redis.call('ZRANGE', prioKey, 0, 0, 'WITHSCORES')
   if top[1] then
     local head = redis.call('LINDEX', readyKey, 0)
-    if head == '\1p' then
+    if head == PRIORITY_MARK then
       redis.call('LPOP', readyKey)
-      redis.call('HDEL', k_groups(base), '\1p' .. queue)
+      redis.call('HDEL', k_groups(base), priority_mark_field(queue))
       head = redis.call('LINDEX', readyKey, 0)
     end
     local first = not head
@@ -88,8 +88,8 @@ end
 -- leaves the list until a run of it stops. Returns a run id (and true: its key was checked) or nil.
 local function take_place(base, readyKey, queue, entry)
   local groupsKey = k_groups(base)
-  if entry == '\1p' then
-    redis.call('HDEL', groupsKey, '\1p' .. queue)
+  if entry == PRIORITY_MARK then
+    redis.call('HDEL', groupsKey, priority_mark_field(queue))
     return nil
   end
   local conc = string.sub(entry, 3)

@@ -20,6 +20,9 @@ local PRIORITY_LEVEL_MS = 60000
 local PRIORITY_SCALE = 1024
 
 local PARKED = '\1p'
+-- The priority mark in a ready list, and the `groups` field set while it is in `queue`'s list.
+local PRIORITY_MARK = '\1p'
+local function priority_mark_field(queue) return PRIORITY_MARK .. queue end
 
 -- "<limit>|<workflow>|<key>" → limit, group ("<workflow>|<key>").
 local function parse_conc(conc)
@@ -57,7 +60,7 @@ local function push_ready(base, queue, runId, now, priority, conc)
   if score <= last then score = last + 1 end
   redis.call('HSET', k_priority_last(base), field, score)
   redis.call('ZADD', prioKey, score, runId)
-  if redis.call('HSETNX', k_groups(base), '\1p' .. queue, '1') == 1 then redis.call('RPUSH', k_ready(base, queue), '\1p') end
+  if redis.call('HSETNX', k_groups(base), priority_mark_field(queue), '1') == 1 then redis.call('RPUSH', k_ready(base, queue), PRIORITY_MARK) end
 end
 
 -- Takes a key out of its queue's ready list while it is at its limit (its place was popped, or one
